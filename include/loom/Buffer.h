@@ -1,0 +1,119 @@
+// Buffer<T>: an owning or wrapping, strided, n-dimensional array.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/Error.h"
+#include "loom/IR.h"
+#include "loom/Type.h"
+#include "loom/runtime/loom_runtime.h"
+
+namespace loom {
+namespace internal {
+
+/** The shared state behind a Buffer: its descriptor and the memory it owns. */
+struct BufferContents {
+    loom_buffer_t raw{};
+    std::vector<loom_dimension_t> dims;
+    std::shared_ptr<uint8_t> allocation;  // null when wrapping external memory
+    std::string name;
+};
+
+}  // namespace internal
+
+/** A type-erased buffer. Index order is NumPy's: the last index is the
+ * innermost (contiguous) one. */
+class RawBuffer {
+  public:
+    RawBuffer() = default;
+    /** Allocates a dense, zero-initialized buffer of the given shape. */
+    RawBuffer(Type t, const std::vector<int> &shape, const std::string &name = "");
+    /** Wraps external memory; strides in elements (default: dense). */
+    static RawBuffer wrap(Type t, void *host, const std::vector<int> &shape,
+                          const std::vector<int> &strides = {}, const std::string &name = "");
+
+    bool defined() const { return contents != nullptr; }
+    Type type() const;
+    int dimensions() const;
+    int dim_min(int d) const;
+    int extent(int d) const;
+    int stride(int d) const;
+    std::vector<int> shape() const;
+    int64_t number_of_elements() const;
+    const std::string &name() const;
+    uint8_t *host() const;
+    loom_buffer_t *raw_buffer() const;
+
+    /** A view of the same memory restricted to [min, min+extent) in dim d.
+     * Coordinates are kept: the view's dim d has min `min`. */
+    RawBuffer cropped(int d, int min, int extent) const;
+    /** A view with dimensions permuted: new dim i is old dim order[i]. */
+    RawBuffer transposed(const std::vector<int> &order) const;
+    /** Sets the coordinate of the first element in each dimension. */
+    void set_min(const std::vector<int> &mins);
+
+    /** Address of the element at the given coordinates (no bounds check). */
+    uint8_t *address_of(const std::vector<int> &coords) const;
+
+    internal::BufferPtr contents;
+};
+
+template <typename T> class Buffer : public RawBuffer {
+  public:
+    Buffer() = default;
+    explicit Buffer(const std::vector<int> &shape, const std::string &name = "")
+        : RawBuffer(type_of<T>(), shape, name) {}
+    Buffer(std::initializer_list<int> shape, const std::string &name = "")
+        : RawBuffer(type_of<T>(), std::vector<int>(shape), name) {}
+    /** Adopts a RawBuffer of element type T. */
+    explicit Buffer(const RawBuffer &b) : RawBuffer(b) {
+        if (b.defined() && b.type() != type_of<T>()) {
+            throw RuntimeError("Buffer<" + type_to_string(type_of<T>()) + "> cannot hold a buffer of " +
+                               type_to_string(b.type()));
+        }
+    }
+    static Buffer wrap(T *host, const std::vector<int> &shape, const std::vector<int> &strides = {},
+                       const std::string &name = "") {
+        return Buffer(RawBuffer::wrap(type_of<T>(), host, shape, strides, name));
+    }
+
+    T *data() const { return reinterpret_cast<T *>(host()); }
+
+    template <typename... Args> T &operator()(Args... coords) const {
+        return *reinterpret_cast<T *>(address_of({static_cast<int>(coords)...}));
+    }
+    T &at(const std::vector<int> &coords) const {
+        return *reinterpret_cast<T *>(address_of(coords));
+    }
+
+    /** Calls f(coords) for every element, last index innermost. */
+    void for_each_index(const std::function<void(const std::vector<int> &)> &f) const {
+        int n = dimensions();
+        std::vector<int> c(n);
+        for (int d = 0; d < n; d++) {
+            if (extent(d) <= 0) return;
+            c[d] = dim_min(d);
+        }
+        while (true) {
+            f(c);
+            int d = n - 1;
+            while (d >= 0) {
+                if (++c[d] < dim_min(d) + extent(d)) break;
+                c[d] = dim_min(d);
+                d--;
+            }
+            if (d < 0) return;
+        }
+    }
+    /** Sets every element to f(coords). */
+    void fill(const std::function<T(const std::vector<int> &)> &f) {
+        for_each_index([&](const std::vector<int> &c) { at(c) = f(c); });
+    }
+};
+
+}  // namespace loom

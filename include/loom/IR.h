@@ -1,0 +1,337 @@
+// The node types of the loop IR. Every node is immutable; build one with its
+// static make(), which checks the node's typing invariants.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/Expr.h"
+
+namespace loom {
+namespace internal {
+
+struct FunctionContents;
+struct ParameterContents;
+struct ReductionDomainContents;
+struct BufferContents;
+
+using FunctionPtr = std::shared_ptr<FunctionContents>;
+using ParameterPtr = std::shared_ptr<ParameterContents>;
+using ReductionDomainPtr = std::shared_ptr<const ReductionDomainContents>;
+using BufferPtr = std::shared_ptr<BufferContents>;
+
+template <typename T> struct ExprNode : BaseExprNode {
+    ExprNode() : BaseExprNode(T::_node_type) {}
+    void accept(IRVisitor *v) const override;
+};
+
+template <typename T> struct StmtNode : BaseStmtNode {
+    StmtNode() : BaseStmtNode(T::_node_type) {}
+    void accept(IRVisitor *v) const override;
+};
+
+/** A half-open range [min, min + extent). */
+struct Range {
+    Expr min, extent;
+    Range() = default;
+    Range(Expr mn, Expr ext) : min(std::move(mn)), extent(std::move(ext)) {}
+};
+using Region = std::vector<Range>;
+
+struct IntImm : ExprNode<IntImm> {
+    int64_t value;
+    static Expr make(Type t, int64_t value);
+    static constexpr IRNodeType _node_type = IRNodeType::IntImm;
+};
+
+struct UIntImm : ExprNode<UIntImm> {
+    uint64_t value;
+    static Expr make(Type t, uint64_t value);
+    static constexpr IRNodeType _node_type = IRNodeType::UIntImm;
+};
+
+struct FloatImm : ExprNode<FloatImm> {
+    double value;
+    static Expr make(Type t, double value);
+    static constexpr IRNodeType _node_type = IRNodeType::FloatImm;
+};
+
+struct StringImm : ExprNode<StringImm> {
+    std::string value;
+    static Expr make(const std::string &value);
+    static constexpr IRNodeType _node_type = IRNodeType::StringImm;
+};
+
+/** Value conversion (saturating for float->int is NOT implied: C semantics). */
+struct Cast : ExprNode<Cast> {
+    Expr value;
+    static Expr make(Type t, Expr value);
+    static constexpr IRNodeType _node_type = IRNodeType::Cast;
+};
+
+/** Bit-preserving conversion between types of equal total width. */
+struct Reinterpret : ExprNode<Reinterpret> {
+    Expr value;
+    static Expr make(Type t, Expr value);
+    static constexpr IRNodeType _node_type = IRNodeType::Reinterpret;
+};
+
+/** A named value: a loop variable, a Let, a scalar Param, or a reduction
+ * variable. `param` is set for scalar parameters, `rdom` for reduction vars. */
+struct Variable : ExprNode<Variable> {
+    std::string name;
+    ParameterPtr param;
+    ReductionDomainPtr rdom;
+    static Expr make(Type t, const std::string &name, ParameterPtr param = nullptr,
+                     ReductionDomainPtr rdom = nullptr);
+    static constexpr IRNodeType _node_type = IRNodeType::Variable;
+};
+
+template <typename T> struct BinaryOpNode : ExprNode<T> {
+    Expr a, b;
+    static Expr make(Expr a, Expr b);
+};
+
+// Integer Div and Mod round toward negative infinity (floor semantics); a zero
+// divisor gives zero. Float Div is IEEE division; float Mod is a - b*floor(a/b).
+struct Add : BinaryOpNode<Add> { static constexpr IRNodeType _node_type = IRNodeType::Add; };
+struct Sub : BinaryOpNode<Sub> { static constexpr IRNodeType _node_type = IRNodeType::Sub; };
+struct Mul : BinaryOpNode<Mul> { static constexpr IRNodeType _node_type = IRNodeType::Mul; };
+struct Div : BinaryOpNode<Div> { static constexpr IRNodeType _node_type = IRNodeType::Div; };
+struct Mod : BinaryOpNode<Mod> { static constexpr IRNodeType _node_type = IRNodeType::Mod; };
+struct Min : BinaryOpNode<Min> { static constexpr IRNodeType _node_type = IRNodeType::Min; };
+struct Max : BinaryOpNode<Max> { static constexpr IRNodeType _node_type = IRNodeType::Max; };
+
+template <typename T> struct CmpOpNode : ExprNode<T> {
+    Expr a, b;
+    static Expr make(Expr a, Expr b);
+};
+struct EQ : CmpOpNode<EQ> { static constexpr IRNodeType _node_type = IRNodeType::EQ; };
+struct NE : CmpOpNode<NE> { static constexpr IRNodeType _node_type = IRNodeType::NE; };
+struct LT : CmpOpNode<LT> { static constexpr IRNodeType _node_type = IRNodeType::LT; };
+struct LE : CmpOpNode<LE> { static constexpr IRNodeType _node_type = IRNodeType::LE; };
+struct GT : CmpOpNode<GT> { static constexpr IRNodeType _node_type = IRNodeType::GT; };
+struct GE : CmpOpNode<GE> { static constexpr IRNodeType _node_type = IRNodeType::GE; };
+
+struct And : ExprNode<And> {
+    Expr a, b;
+    static Expr make(Expr a, Expr b);
+    static constexpr IRNodeType _node_type = IRNodeType::And;
+};
+struct Or : ExprNode<Or> {
+    Expr a, b;
+    static Expr make(Expr a, Expr b);
+    static constexpr IRNodeType _node_type = IRNodeType::Or;
+};
+struct Not : ExprNode<Not> {
+    Expr a;
+    static Expr make(Expr a);
+    static constexpr IRNodeType _node_type = IRNodeType::Not;
+};
+
+struct Select : ExprNode<Select> {
+    Expr condition, true_value, false_value;
+    static Expr make(Expr condition, Expr true_value, Expr false_value);
+    static constexpr IRNodeType _node_type = IRNodeType::Select;
+};
+
+/** A load from a flat allocation or input buffer `name` at element `index`.
+ * `predicate` (a bool of the same lanes) masks lanes that must not be read;
+ * masked lanes produce an unspecified value. `param` is set for inputs. */
+struct Load : ExprNode<Load> {
+    std::string name;
+    Expr index, predicate;
+    ParameterPtr param;
+    static Expr make(Type t, const std::string &name, Expr index, Expr predicate,
+                     ParameterPtr param = nullptr);
+    static constexpr IRNodeType _node_type = IRNodeType::Load;
+};
+
+/** The vector base, base + stride, ..., base + (lanes - 1) * stride. */
+struct Ramp : ExprNode<Ramp> {
+    Expr base, stride;
+    int lanes;
+    static Expr make(Expr base, Expr stride, int lanes);
+    static constexpr IRNodeType _node_type = IRNodeType::Ramp;
+};
+
+struct Broadcast : ExprNode<Broadcast> {
+    Expr value;
+    int lanes;
+    static Expr make(Expr value, int lanes);
+    static constexpr IRNodeType _node_type = IRNodeType::Broadcast;
+};
+
+struct Let : ExprNode<Let> {
+    std::string name;
+    Expr value, body;
+    static Expr make(const std::string &name, Expr value, Expr body);
+    static constexpr IRNodeType _node_type = IRNodeType::Let;
+};
+
+/** A call. Image calls read an input buffer (multi-dimensional, before storage
+ * flattening); Func calls read another Func (before lowering); Extern calls are
+ * math library functions; Intrinsic calls are Loom-defined operations named in
+ * Call::Intrinsics. */
+struct Call : ExprNode<Call> {
+    enum CallType { Image, Func, Extern, PureIntrinsic, Intrinsic };
+    std::string name;
+    std::vector<Expr> args;
+    CallType call_type;
+    FunctionPtr func;       // Func calls
+    int value_index = 0;    // which Tuple element of a Func
+    ParameterPtr param;     // Image calls to a BufferParam
+    BufferPtr buffer;       // Image calls to a concrete Buffer
+
+    static Expr make(Type t, const std::string &name, const std::vector<Expr> &args,
+                     CallType call_type, FunctionPtr func = nullptr, int value_index = 0,
+                     ParameterPtr param = nullptr, BufferPtr buffer = nullptr);
+
+    bool is_intrinsic(const char *n) const {
+        return (call_type == Intrinsic || call_type == PureIntrinsic) && name == n;
+    }
+    bool is_pure() const { return call_type != Intrinsic; }
+
+    // Names of intrinsics understood by every backend.
+    static constexpr const char *abs = "abs";
+    static constexpr const char *bitwise_and = "bitwise_and";
+    static constexpr const char *bitwise_or = "bitwise_or";
+    static constexpr const char *bitwise_xor = "bitwise_xor";
+    static constexpr const char *bitwise_not = "bitwise_not";
+    static constexpr const char *shift_left = "shift_left";
+    static constexpr const char *shift_right = "shift_right";
+    static constexpr const char *likely = "likely";  // a hint for loop partitioning
+    static constexpr const char *error = "error";    // args: message pieces; aborts
+    static constexpr const char *buffer_get = "buffer_get";  // args: name, field, dim
+    static constexpr const char *div_round_up = "div_round_up";
+    static constexpr const char *undef = "undef";
+};
+
+/** A horizontal reduction of a vector down to `lanes` lanes. */
+struct VectorReduce : ExprNode<VectorReduce> {
+    enum Op { Add, Mul, Min, Max, And, Or };
+    Expr value;
+    Op op;
+    static Expr make(Op op, Expr value, int lanes);
+    static constexpr IRNodeType _node_type = IRNodeType::VectorReduce;
+};
+
+struct LetStmt : StmtNode<LetStmt> {
+    std::string name;
+    Expr value;
+    Stmt body;
+    static Stmt make(const std::string &name, Expr value, Stmt body);
+    static constexpr IRNodeType _node_type = IRNodeType::LetStmt;
+};
+
+/** Checks `condition` at run time; when false the pipeline stops and returns
+ * an error whose text is built from `message` (a Call to Call::error). */
+struct AssertStmt : StmtNode<AssertStmt> {
+    Expr condition, message;
+    static Stmt make(Expr condition, Expr message);
+    static constexpr IRNodeType _node_type = IRNodeType::AssertStmt;
+};
+
+/** Marks where Func `name` is produced (is_producer) and then consumed. */
+struct ProducerConsumer : StmtNode<ProducerConsumer> {
+    std::string name;
+    bool is_producer;
+    Stmt body;
+    static Stmt make(const std::string &name, bool is_producer, Stmt body);
+    static Stmt make_produce(const std::string &name, Stmt body) { return make(name, true, body); }
+    static Stmt make_consume(const std::string &name, Stmt body) { return make(name, false, body); }
+    static constexpr IRNodeType _node_type = IRNodeType::ProducerConsumer;
+};
+
+enum class ForType { Serial, Parallel, Vectorized, Unrolled };
+const char *for_type_name(ForType t);
+
+struct For : StmtNode<For> {
+    std::string name;
+    Expr min, extent;
+    ForType for_type;
+    Stmt body;
+    static Stmt make(const std::string &name, Expr min, Expr extent, ForType for_type,
+                     Stmt body);
+    static constexpr IRNodeType _node_type = IRNodeType::For;
+};
+
+/** Writes `value` to flat allocation or output buffer `name` at `index`. */
+struct Store : StmtNode<Store> {
+    std::string name;
+    Expr value, index, predicate;
+    ParameterPtr param;
+    static Stmt make(const std::string &name, Expr value, Expr index, Expr predicate,
+                     ParameterPtr param = nullptr);
+    static constexpr IRNodeType _node_type = IRNodeType::Store;
+};
+
+/** A multi-dimensional write of a (Tuple) value to a Func, before storage
+ * flattening. */
+struct Provide : StmtNode<Provide> {
+    std::string name;
+    std::vector<Expr> values;
+    std::vector<Expr> args;
+    static Stmt make(const std::string &name, const std::vector<Expr> &values,
+                     const std::vector<Expr> &args);
+    static constexpr IRNodeType _node_type = IRNodeType::Provide;
+};
+
+enum class MemoryType { Auto, Stack, Heap };
+
+/** A flat allocation of prod(extents) elements of `type` live within `body`. */
+struct Allocate : StmtNode<Allocate> {
+    std::string name;
+    Type type;
+    MemoryType memory_type;
+    std::vector<Expr> extents;
+    Expr condition;
+    Stmt body;
+    static Stmt make(const std::string &name, Type type, MemoryType memory_type,
+                     const std::vector<Expr> &extents, Expr condition, Stmt body);
+    static constexpr IRNodeType _node_type = IRNodeType::Allocate;
+};
+
+struct Free : StmtNode<Free> {
+    std::string name;
+    static Stmt make(const std::string &name);
+    static constexpr IRNodeType _node_type = IRNodeType::Free;
+};
+
+/** Storage for a Func over `bounds` (one Range per dimension), before storage
+ * flattening; one buffer per Tuple element. */
+struct Realize : StmtNode<Realize> {
+    std::string name;
+    std::vector<Type> types;
+    Region bounds;
+    Expr condition;
+    Stmt body;
+    static Stmt make(const std::string &name, const std::vector<Type> &types,
+                     const Region &bounds, Expr condition, Stmt body);
+    static constexpr IRNodeType _node_type = IRNodeType::Realize;
+};
+
+struct Block : StmtNode<Block> {
+    Stmt first, rest;
+    static Stmt make(Stmt first, Stmt rest);
+    /** Chains the defined statements; returns an undefined Stmt if none. */
+    static Stmt make(const std::vector<Stmt> &stmts);
+    static constexpr IRNodeType _node_type = IRNodeType::Block;
+};
+
+struct IfThenElse : StmtNode<IfThenElse> {
+    Expr condition;
+    Stmt then_case, else_case;
+    static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+    static constexpr IRNodeType _node_type = IRNodeType::IfThenElse;
+};
+
+struct Evaluate : StmtNode<Evaluate> {
+    Expr value;
+    static Stmt make(Expr value);
+    static constexpr IRNodeType _node_type = IRNodeType::Evaluate;
+};
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,89 @@
+// Pipeline inputs: scalar Param<T> and buffer BufferParam, bound to values at
+// call time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/Buffer.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+struct ParameterContents {
+    std::string name;
+    Type type;
+    bool is_buffer = false;
+    int dimensions = 0;
+    // A scalar's current value (for JIT calls that do not pass it explicitly).
+    uint64_t scalar_bits = 0;
+    bool scalar_set = false;
+    // A buffer's bound value, if any.
+    RawBuffer buffer;
+};
+
+std::string unique_name(const std::string &prefix);
+
+}  // namespace internal
+
+/** A scalar input of type T. */
+template <typename T> class Param {
+  public:
+    explicit Param(const std::string &name = "") {
+        param = std::make_shared<internal::ParameterContents>();
+        param->name = name.empty() ? internal::unique_name("p") : name;
+        param->type = type_of<T>();
+    }
+    Param(const std::string &name, T value) : Param(name) { set(value); }
+    void set(T value) {
+        static_assert(sizeof(T) <= 8, "Param values are at most 8 bytes");
+        param->scalar_bits = 0;
+        std::memcpy(&param->scalar_bits, &value, sizeof(T));
+        param->scalar_set = true;
+    }
+    const std::string &name() const { return param->name; }
+    Type type() const { return param->type; }
+    operator Expr() const {
+        return internal::Variable::make(param->type, param->name, param);
+    }
+    internal::ParameterPtr param;
+};
+
+/** The extent, min or stride of one dimension of a BufferParam, as Exprs. */
+class Dimension {
+  public:
+    Dimension(internal::ParameterPtr p, int d) : param(std::move(p)), dim(d) {}
+    Expr min() const;
+    Expr extent() const;
+    Expr max() const;
+    Expr stride() const;
+
+  private:
+    internal::ParameterPtr param;
+    int dim;
+};
+
+/** An input (or output) buffer whose element type and rank are fixed and whose
+ * sizes and strides are known only at run time. */
+class BufferParam {
+  public:
+    BufferParam(Type t, int dimensions, const std::string &name = "");
+    const std::string &name() const { return param->name; }
+    Type type() const { return param->type; }
+    int dimensions() const { return param->dimensions; }
+    Dimension dim(int d) const;
+    /** Binds a buffer for JIT calls that do not pass one explicitly. */
+    void set(const RawBuffer &b);
+    const RawBuffer &get() const { return param->buffer; }
+
+    Expr operator()(const std::vector<Expr> &args) const;
+    template <typename... Args> Expr operator()(Args &&...args) const {
+        return (*this)(std::vector<Expr>{Expr(args)...});
+    }
+
+    internal::ParameterPtr param;
+};
+
+}  // namespace loom

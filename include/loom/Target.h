@@ -1,0 +1,41 @@
+// Where compiled code runs: an architecture, an OS and a set of features.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/** A compilation target, written as a string: "host" (this machine, with the
+ * features it has), or "arch-os[-feature...]" such as "x86-64-linux-avx2" or
+ * "x86-64-linux-avx512". Features: sse41, avx, avx2, fma, f16c, avx512,
+ * no_asserts, debug. */
+class Target {
+  public:
+    enum Arch { X86_64 };
+    enum OS { Linux };
+    enum Feature { SSE41, AVX, AVX2, FMA, F16C, AVX512, NoAsserts, Debug, FeatureEnd };
+
+    Target() : Target("host") {}
+    Target(const char *s) : Target(std::string(s)) {}
+    explicit Target(const std::string &s);
+
+    /** The target that describes this machine. */
+    static Target host();
+
+    Arch arch = X86_64;
+    OS os = Linux;
+    bool has_feature(Feature f) const { return (features >> f) & 1u; }
+    Target with_feature(Feature f) const;
+    Target without_feature(Feature f) const;
+    /** Natural vector width in bytes: 64 with avx512, 32 with avx/avx2, else 16. */
+    int vector_bytes() const;
+    std::string to_string() const;
+    bool operator==(const Target &o) const { return arch == o.arch && os == o.os && features == o.features; }
+    bool operator!=(const Target &o) const { return !(*this == o); }
+
+  private:
+    unsigned features = 0;
+};
+
+}  // namespace loom

@@ -1,0 +1,48 @@
+// Interval analysis: the range of values an expression takes when its free
+// variables range over given intervals, and the regions of Funcs and buffers
+// that a statement reads and writes. The engine of bounds inference.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Interval.h"
+#include "Scope.h"
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+/** Bounds of e when each variable in `scope` ranges over its interval;
+ * variables not in scope are treated as fixed symbols. The result is
+ * conservative (it may be wider than the true range, never narrower). */
+Interval bounds_of_expr_in_scope(const Expr &e, const Scope<Interval> &scope);
+
+/** A region of a Func or buffer: one Interval per dimension. `used`, when
+ * defined, is a condition under which the region is touched at all. */
+struct Box {
+    std::vector<Interval> bounds;
+    Expr used;
+    Box() = default;
+    explicit Box(size_t n) : bounds(n) {}
+    size_t size() const { return bounds.size(); }
+    Interval &operator[](size_t i) { return bounds[i]; }
+    const Interval &operator[](size_t i) const { return bounds[i]; }
+    bool empty() const { return bounds.empty(); }
+};
+
+/** The smallest box containing both (boxes of equal dimension). */
+Box box_union(const Box &a, const Box &b);
+
+/** Regions read by Calls (Func and Image calls, by name) within s or e, and
+ * regions written by Provides, with loop variables of enclosed For loops and
+ * variables in `scope` ranging over their intervals. */
+std::map<std::string, Box> boxes_required(const Expr &e, const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_required(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_provided(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
+/** Both reads and writes. */
+std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,55 @@
+// The algorithm side of a Func: its pure definition and update definitions,
+// independent of any schedule.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/IR.h"
+#include "loom/Var.h"
+
+namespace loom {
+namespace internal {
+
+/** One definition of a Func: values (one per Tuple element) written at args.
+ * For the pure definition the args are the pure Vars; for an update they are
+ * arbitrary Exprs over the pure Vars and the RVars of `rdom`. */
+struct Definition {
+    std::vector<Expr> args;
+    std::vector<Expr> values;
+    ReductionDomainPtr rdom;  // null for definitions with no reduction domain
+    bool defined() const { return !values.empty(); }
+};
+
+struct FunctionContents {
+    std::string name;
+    std::vector<std::string> args;   // pure Var names, outermost first
+    std::vector<Type> output_types;  // one per Tuple element
+    Definition init;
+    std::vector<Definition> updates;
+    // An inline reduction (sum, maximum, ...) made this Func.
+    bool is_inline_reduction = false;
+};
+
+/** Every Func reachable from `outputs` by calls, by name. Two different Funcs
+ * sharing a name are a CompileError. */
+std::map<std::string, FunctionPtr> find_transitive_calls(const std::vector<FunctionPtr> &outputs);
+
+/** The Funcs called directly by f's definitions, by name. */
+std::map<std::string, FunctionPtr> find_direct_calls(const FunctionPtr &f);
+
+/** Funcs in an order where every Func comes after those it calls; the outputs
+ * come last. A cycle of calls between different Funcs is a CompileError. */
+std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outputs,
+                                           const std::map<std::string, FunctionPtr> &env);
+
+/** Input buffers and scalar params read by the pipeline, in first-use order. */
+std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env);
+
+/** All RVars of a definition, outermost first. */
+std::vector<ReductionVariable> rvars_of(const Definition &d);
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,39 @@
+// Compiles a LoweredFunc to machine code in this process (LLVM ORC JIT), and
+// keeps it alive while anything holds the module.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "LoweredFunc.h"
+#include "loom/Target.h"
+
+namespace loom {
+namespace internal {
+
+class JITModule {
+  public:
+    using Entry = int32_t (*)(void **args);
+
+    /** Generates LLVM IR for f, optimizes it for the target and JIT-compiles
+     * it. Throws CompileError if the target cannot run on this machine. */
+    static std::shared_ptr<JITModule> compile(const LoweredFunc &f, const Target &t);
+
+    Entry entry() const { return entry_; }
+    /** The optimized LLVM IR and the target assembly of the module, for
+     * inspection (tests check vector instructions this way). */
+    const std::string &llvm_ir() const { return llvm_ir_; }
+    const std::string &assembly() const { return assembly_; }
+
+    ~JITModule();
+
+  private:
+    JITModule() = default;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    Entry entry_ = nullptr;
+    std::string llvm_ir_, assembly_;
+};
+
+}  // namespace internal
+}  // namespace loom

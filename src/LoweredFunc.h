@@ -1,0 +1,40 @@
+// The result of lowering: a flat loop-IR function over buffer and scalar
+// arguments, ready for a backend.
+//
+// Conventions the backends rely on:
+//  - The entry point is `int32_t name(void **args)`. args[i] points to a
+//    loom_buffer_t for a buffer argument and to the scalar value for a scalar.
+//    It returns 0, or a negative loom error code after reporting the message
+//    through loom_error_begin/append/end.
+//  - Inside the body, a buffer argument `b` is named by Loads and Stores as
+//    `b` (its host pointer; indices are in elements from that pointer) and its
+//    descriptor fields are the Int(32) variables `b.min.K`, `b.extent.K`,
+//    `b.stride.K` for each dimension K; `b.buffer` is the loom_buffer_t*
+//    (Handle). A scalar argument `p` is the variable `p`.
+//  - No Provide, Realize or Func/Image Call remains. Allocate nodes own their
+//    memory until the end of their body.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+struct LoweredArgument {
+    std::string name;
+    bool is_buffer = false;
+    Type type;           // element type of a buffer, or the scalar's type
+    int dimensions = 0;  // buffers only
+};
+
+struct LoweredFunc {
+    std::string name;
+    std::vector<LoweredArgument> args;
+    Stmt body;
+};
+
+}  // namespace internal
+}  // namespace loom

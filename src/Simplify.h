@@ -1,0 +1,30 @@
+// The simplifier: constant folding, canonical ordering of commutative
+// operands, algebraic rewrite rules over +,-,*,/,%,min,max,select and
+// comparisons, and reasoning with interval and modulus facts about the
+// variables in scope. Bounds inference, loop partitioning and the repair
+// derivations all lean on it.
+#pragma once
+
+#include "Interval.h"
+#include "Scope.h"
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+/** Simplifies e. `bounds` gives known ranges of free variables; `alignment`
+ * known (modulus, remainder) facts. */
+Expr simplify(const Expr &e, bool remove_dead_lets = true,
+              const Scope<Interval> &bounds = Scope<Interval>(),
+              const Scope<ModulusRemainder> &alignment = Scope<ModulusRemainder>());
+/** Simplifies a statement: also folds constant branches, drops empty loops,
+ * and uses loop bounds and if conditions as facts inside their bodies. */
+Stmt simplify(const Stmt &s, bool remove_dead_lets = true,
+              const Scope<Interval> &bounds = Scope<Interval>(),
+              const Scope<ModulusRemainder> &alignment = Scope<ModulusRemainder>());
+
+/** Whether e (a bool) simplifies to true. Never claims true wrongly. */
+bool can_prove(const Expr &e, const Scope<Interval> &bounds = Scope<Interval>());
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,28 @@
+// Replaces free Variables by name with Exprs (respecting Let shadowing), and
+// replaces subexpressions by identity or by structure.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+Expr substitute(const std::string &name, const Expr &replacement, const Expr &e);
+Stmt substitute(const std::string &name, const Expr &replacement, const Stmt &s);
+Expr substitute(const std::map<std::string, Expr> &replacements, const Expr &e);
+Stmt substitute(const std::map<std::string, Expr> &replacements, const Stmt &s);
+/** Replaces every subexpression structurally equal to `find`. */
+Expr substitute(const Expr &find, const Expr &replacement, const Expr &e);
+/** Substitutes away every Let (and LetStmt) so no bindings remain. */
+Expr substitute_in_all_lets(const Expr &e);
+Stmt substitute_in_all_lets(const Stmt &s);
+
+/** Whether e (or s) refers to a free Variable named `name`. */
+bool expr_uses_var(const Expr &e, const std::string &name);
+bool stmt_uses_var(const Stmt &s, const std::string &name);
+
+}  // namespace internal
+}  // namespace loom
