@@ -192,6 +192,7 @@ struct Call : ExprNode<Call> {
         return (call_type == Intrinsic || call_type == PureIntrinsic) && name == n;
     }
     bool is_pure() const { return call_type != Intrinsic; }
+    static constexpr IRNodeType _node_type = IRNodeType::Call;
 
     // Names of intrinsics understood by every backend.
     static constexpr const char *abs = "abs";

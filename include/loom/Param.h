@@ -2,8 +2,11 @@
 // call time.
 #pragma once
 
+#include <atomic>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "loom/Buffer.h"
@@ -12,7 +15,15 @@
 namespace loom {
 namespace internal {
 
+/** Parameters are numbered as they are created; a pipeline's arguments come in
+ * that order. */
+inline uint64_t next_parameter_serial() {
+    static std::atomic<uint64_t> counter{0};
+    return counter++;
+}
+
 struct ParameterContents {
+    uint64_t serial = next_parameter_serial();
     std::string name;
     Type type;
     bool is_buffer = false;
@@ -79,7 +90,9 @@ class BufferParam {
     const RawBuffer &get() const { return param->buffer; }
 
     Expr operator()(const std::vector<Expr> &args) const;
-    template <typename... Args> Expr operator()(Args &&...args) const {
+    template <typename... Args,
+              typename = std::enable_if_t<(std::is_convertible_v<Args &&, Expr> && ...)>>
+    Expr operator()(Args &&...args) const {
         return (*this)(std::vector<Expr>{Expr(args)...});
     }
 

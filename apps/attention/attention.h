@@ -1,0 +1,45 @@
+// Plain attention, written as in DESIGN.md: scores, a materialized softmax
+// (max, exp, sum) and the weighted sum of values. No scheduling here.
+#pragma once
+
+#include <loom/loom.h>
+
+namespace attention {
+
+struct Attention {
+    // Inputs in [batch, heads, seq, head_dim] order (the last index innermost).
+    loom::BufferParam q, k, v;
+    loom::Param<float> scale{"scale"};
+    loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"};
+    loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+
+    explicit Attention(loom::Type input_type)
+        : q(input_type, 4, "q"), k(input_type, 4, "k"), v(input_type, 4, "v") {
+        using namespace loom;
+        RDom r(0, k.dim(2).extent(), "r"), e(0, q.dim(3).extent(), "e");
+        s(b, h, i, j) = sum(cast<float>(q(b, h, i, e)) * cast<float>(k(b, h, j, e))) * scale;
+        m(b, h, i) = maximum(s(b, h, i, r));
+        p(b, h, i, j) = exp(s(b, h, i, j) - m(b, h, i));
+        l(b, h, i) = sum(p(b, h, i, r));
+        o(b, h, i, d) = sum(p(b, h, i, r) * cast<float>(v(b, h, r, d)));
+        out(b, h, i, d) = cast(input_type, o(b, h, i, d) / l(b, h, i));
+    }
+
+    /** A CPU schedule: blocks of queries in parallel; per block the scores,
+     * probabilities and softmax statistics are materialized, vectorized
+     * along the key and head dimensions. */
+    loom::Schedule cpu_schedule(int query_block = 16) {
+        using namespace loom;
+        Schedule sch;
+        Var io("io"), ii("ii"), t("t");
+        sch[out].split(i, io, ii, query_block).fuse(h, io, t).parallel(t).vectorize(d, 8);
+        sch[s].compute_at(out, t).vectorize(j, 8);
+        sch[m].compute_at(out, t);
+        sch[p].compute_at(out, t).vectorize(j, 8);
+        sch[l].compute_at(out, t);
+        sch[o].compute_at(out, t).vectorize(d, 8);
+        return sch;
+    }
+};
+
+}  // namespace attention

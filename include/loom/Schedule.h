@@ -1,0 +1,107 @@
+// Schedule: HOW a pipeline is computed, kept apart from the Funcs that say
+// WHAT is computed. One algorithm can be compiled with many Schedules.
+//
+// Loop order convention: loops are listed OUTERMOST FIRST everywhere (reorder,
+// tile, fuse), matching the NumPy index order of Func definitions, whose last
+// Var is the innermost loop by default.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/Func.h"
+#include "loom/Var.h"
+
+namespace loom {
+
+/** What a split does when the factor does not divide the extent.
+ * - GuardWithIf: the last partial iteration is guarded; always correct.
+ * - ShiftInwards: the last iteration is shifted back to overlap the previous
+ *   one, recomputing some points. Needs extent >= factor (checked at run time
+ *   for outputs and inputs) and must not be used on update definitions.
+ * - RoundUp: computes up to a multiple of the factor. The Func's storage grows
+ *   to match; an output buffer or an input read must cover the rounded region.
+ * - Auto: GuardWithIf. */
+enum class TailStrategy { Auto, GuardWithIf, ShiftInwards, RoundUp };
+
+namespace internal {
+struct ScheduleContents;
+struct FuncSchedule;
+}  // namespace internal
+
+class Schedule;
+
+/** The scheduling handle of one stage (pure definition or an update) of one
+ * Func within a Schedule. Every directive returns *this for chaining. */
+class Stage {
+  public:
+    /** Splits loop `old` into `outer` and `inner` loops, inner of extent
+     * `factor`. */
+    Stage &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner,
+                 const Expr &factor, TailStrategy tail = TailStrategy::Auto);
+    /** Fuses two adjacent loops (outer directly around inner) into one. */
+    Stage &fuse(const VarOrRVar &outer, const VarOrRVar &inner, const VarOrRVar &fused);
+    /** Reorders the named loops, listed outermost first. Loops not named
+     * keep their positions. */
+    Stage &reorder(const std::vector<VarOrRVar> &outermost_first);
+    template <typename... Args> Stage &reorder(const VarOrRVar &a, const VarOrRVar &b, Args &&...rest) {
+        return reorder(std::vector<VarOrRVar>{a, b, VarOrRVar(rest)...});
+    }
+    /** Splits y and x by (ty, tx) and orders the loops yo, xo, yi, xi. */
+    Stage &tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo, const VarOrRVar &xo,
+                const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty, const Expr &tx,
+                TailStrategy tail = TailStrategy::Auto);
+    Stage &rename(const VarOrRVar &old, const VarOrRVar &new_name);
+    Stage &unroll(const VarOrRVar &v);
+    Stage &unroll(const VarOrRVar &v, const Expr &factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &vectorize(const VarOrRVar &v);
+    Stage &vectorize(const VarOrRVar &v, const Expr &factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &parallel(const VarOrRVar &v);
+    Stage &parallel(const VarOrRVar &v, const Expr &task_size, TailStrategy tail = TailStrategy::Auto);
+    Stage &serial(const VarOrRVar &v);
+
+    /** The handle of update definition i of the same Func. */
+    Stage update(int i = 0) const;
+
+    // Placement of the whole Func (valid on any of its stages).
+    /** Computes the Func where it is used (the default for pure Funcs). */
+    Stage &compute_inline();
+    /** Computes the whole required region before the rest of the pipeline. */
+    Stage &compute_root();
+    /** Computes the region needed by one iteration of `consumer`'s loop
+     * `loop`, inside that loop. */
+    Stage &compute_at(const Func &consumer, const VarOrRVar &loop);
+    /** Allocates storage at root / inside a consumer's loop (must enclose
+     * the compute level). */
+    Stage &store_root();
+    Stage &store_at(const Func &consumer, const VarOrRVar &loop);
+
+    /** A readable description of this stage's loops, outermost first. */
+    std::string dump() const;
+
+  private:
+    friend class Schedule;
+    Stage(std::shared_ptr<internal::ScheduleContents> s, internal::FunctionPtr f, int stage)
+        : sched_(std::move(s)), func_(std::move(f)), stage_(stage) {}
+    std::shared_ptr<internal::ScheduleContents> sched_;
+    internal::FunctionPtr func_;
+    int stage_;
+    std::string describe() const;
+};
+
+class Schedule {
+  public:
+    Schedule();
+    /** The handle of f's pure definition (stage 0). */
+    Stage operator[](const Func &f);
+    /** A deep copy, which can be changed without affecting this one. */
+    Schedule clone() const;
+
+    std::shared_ptr<internal::ScheduleContents> contents() const { return contents_; }
+
+  private:
+    std::shared_ptr<internal::ScheduleContents> contents_;
+};
+
+}  // namespace loom

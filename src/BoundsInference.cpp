@@ -1,0 +1,180 @@
+// Bounds inference: see BoundsInference.h. The region of a producer is found
+// from the loop nest of its consumers (Halide's approach), so every schedule —
+// splits with any tail strategy, compute_at inside tiles — gets exactly the
+// region its loops touch.
+#include "BoundsInference.h"
+
+#include "Bounds.h"
+#include "IRMutator.h"
+#include "IRPrinter.h"
+#include "Simplify.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+std::string output_buffer_name(const FunctionPtr &f, int index) {
+    return f->output_types.size() == 1 ? f->name : f->name + "." + std::to_string(index);
+}
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+/** For bounds analysis only: inside `let x = e; if (likely(x <= m)) body`,
+ * x never exceeds m, so x = min(e, m) describes the same iterations. This
+ * keeps guarded tails from widening the regions their producers compute. */
+class TightenGuards : public IRMutator {
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const LetStmt *op) override {
+        Stmt body = mutate(op->body);
+        if (const IfThenElse *guard = body.as<IfThenElse>()) {
+            if (!guard->else_case.defined()) {
+                Expr c = guard->condition;
+                if (const Call *l = c.as<Call>(); l && l->is_intrinsic(Call::likely)) c = l->args[0];
+                if (const LE *le = c.as<LE>()) {
+                    const Variable *v = le->a.as<Variable>();
+                    if (v && v->name == op->name) {
+                        return LetStmt::make(op->name, min(op->value, le->b), guard->then_case);
+                    }
+                }
+            }
+        }
+        if (body.same_as(op->body)) return op;
+        return LetStmt::make(op->name, op->value, body);
+    }
+};
+
+void check_bounded(const Box &b, const std::string &func, const char *what) {
+    for (size_t d = 0; d < b.size(); d++) {
+        user_assert(b[d].is_bounded())
+            << "Cannot infer the region of " << func << " that the pipeline " << what
+            << ": dimension " << d << " is read at an index that has no "
+            << (b[d].has_lower_bound() ? "upper" : "lower")
+            << " bound (for example an index loaded from a buffer). Clamp the index, e.g. "
+            << func << "(clamp(i, 0, n - 1)).";
+    }
+}
+
+Box box_for(const std::map<std::string, Box> &boxes, const std::string &name) {
+    auto it = boxes.find(name);
+    return it == boxes.end() ? Box() : it->second;
+}
+
+/** Wraps `body` in the definitions of the stage bounds of Func f. */
+Stmt define_stage_bounds(const FunctionPtr &f, const Box &region, Stmt body, int first_stage,
+                         int last_stage) {
+    for (int k = last_stage; k >= first_stage; k--) {
+        for (size_t d = 0; d < f->args.size(); d++) {
+            std::string v = loop_name(f->name, k, f->args[d]);
+            body = LetStmt::make(v + ".max", region[d].max, body);
+            body = LetStmt::make(v + ".min", region[d].min, body);
+        }
+    }
+    return body;
+}
+
+/** Defines the bounds of Func `func` at its compute site: the Block
+ * (produce f; consume f). */
+class ComputeSiteBounds : public IRMutator {
+  public:
+    ComputeSiteBounds(const FunctionPtr &f) : f(f) {}
+    bool found = false;
+
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const Block *op) override {
+        const ProducerConsumer *produce = op->first.as<ProducerConsumer>();
+        const ProducerConsumer *consume = op->rest.as<ProducerConsumer>();
+        if (!produce || !consume || produce->name != f->name || !produce->is_producer ||
+            consume->is_producer) {
+            return IRMutator::visit(op);
+        }
+        found = true;
+        Box required = box_for(boxes_required(TightenGuards().mutate(consume->body)), f->name);
+        if (required.empty() && !f->args.empty()) {
+            // Nothing reads it at this site; compute nothing.
+            required = Box(f->args.size());
+            for (auto &i : required.bounds) i = Interval(0, -1);
+        }
+        check_bounded(required, f->name, "reads");
+        for (auto &i : required.bounds) i = Interval(simplify(i.min), simplify(i.max));
+
+        // Updates run over the region consumers read; the pure definition must
+        // also cover what the updates write and read of f itself.
+        Box init_region = required;
+        int n_updates = static_cast<int>(f->updates.size());
+        if (n_updates > 0) {
+            const Block *stages = produce->body.as<Block>();
+            Stmt updates = stages ? stages->rest : Stmt();
+            if (updates.defined()) {
+                updates = define_stage_bounds(f, required, TightenGuards().mutate(updates), 1, n_updates);
+                Box touched = box_for(boxes_touched(updates), f->name);
+                if (!touched.empty()) {
+                    check_bounded(touched, f->name, "updates");
+                    init_region = box_union(required, touched);
+                    for (auto &i : init_region.bounds) i = Interval(simplify(i.min), simplify(i.max));
+                }
+            }
+        }
+        Stmt result = Block::make(op->first, op->rest);
+        result = define_stage_bounds(f, required, result, 1, n_updates);
+        return define_stage_bounds(f, init_region, result, 0, 0);
+    }
+
+  private:
+    FunctionPtr f;
+};
+
+/** Gives the Realize of each Func the bounds of what is touched inside it. */
+class RealizeBounds : public IRMutator {
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const Realize *op) override {
+        Stmt body = mutate(op->body);
+        Box touched = box_for(boxes_touched(TightenGuards().mutate(body)), op->name);
+        Region bounds;
+        if (touched.empty()) {
+            // Touched nowhere: an empty realization.
+            for (size_t d = 0; d < op->bounds.size(); d++) bounds.push_back(Range(0, 0));
+        }
+        check_bounded(touched, op->name, "touches");
+        for (size_t d = 0; d < touched.size(); d++) {
+            Expr mn = simplify(touched[d].min), mx = simplify(touched[d].max);
+            bounds.push_back(Range(mn, simplify(max(mx - mn + 1, 0))));
+        }
+        return Realize::make(op->name, op->types, bounds, op->condition, body);
+    }
+};
+
+}  // namespace
+
+Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
+    Stmt s = input;
+    // Consumers first: a producer's region is read off the loops of its
+    // consumers, whose bounds must already be defined.
+    for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
+        if (env.is_output(*it)) continue;
+        ComputeSiteBounds site(env.funcs.at(*it));
+        s = site.mutate(s);
+    }
+    s = RealizeBounds().mutate(s);
+
+    // The outputs compute exactly the region of their buffers.
+    for (const FunctionPtr &out : env.outputs) {
+        const FunctionPtr &f = env.funcs.at(out->name);
+        std::string buf = output_buffer_name(f, 0);
+        Box region(f->args.size());
+        for (size_t d = 0; d < f->args.size(); d++) {
+            Expr mn = int_var(buf + ".min." + std::to_string(d));
+            Expr ext = int_var(buf + ".extent." + std::to_string(d));
+            region[d] = Interval(mn, mn + ext - 1);
+        }
+        s = define_stage_bounds(f, region, s, 0, static_cast<int>(f->updates.size()));
+    }
+    return s;
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,242 @@
+// The lowering pipeline, pass by pass. Each pass lives in its own file; this
+// one orders them and adds the checks of the pipeline's arguments.
+#include "Lower.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "Bounds.h"
+#include "BoundsInference.h"
+#include "IRPrinter.h"
+#include "IRVisitor.h"
+#include "PartitionLoops.h"
+#include "ScheduleFunctions.h"
+#include "Simplify.h"
+#include "StorageFlattening.h"
+#include "UnrollLoops.h"
+#include "VectorizeLoops.h"
+#include "loom/IROperator.h"
+#include "loom/Param.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+void debug_print(const char *pass, const Stmt &s) {
+    static const bool enabled = std::getenv("LOOM_DEBUG") != nullptr;
+    if (enabled) std::cerr << "---- after " << pass << " ----\n" << s << "\n";
+}
+
+/** Every Func read must be read inside its realization, after it is
+ * produced; a schedule that places a Func's storage or computation where a
+ * consumer cannot see it is refused here. */
+void check_placement(const Stmt &s, const LoweringEnv &env) {
+    struct Checker : IRVisitor {
+        const LoweringEnv *env;
+        std::set<std::string> realized, consuming, producing;
+        using IRVisitor::visit;
+        void visit(const Realize *op) override {
+            realized.insert(op->name);
+            IRVisitor::visit(op);
+            realized.erase(op->name);
+        }
+        void visit(const ProducerConsumer *op) override {
+            auto &set = op->is_producer ? producing : consuming;
+            set.insert(op->name);
+            if (op->is_producer && !env->is_output(op->name)) {
+                user_assert(realized.count(op->name))
+                    << "Func " << op->name
+                    << " is computed outside the loop where it is stored: its store_at level "
+                       "must enclose its compute_at level.";
+            }
+            IRVisitor::visit(op);
+            set.erase(op->name);
+        }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && !env->is_output(op->name) && !producing.count(op->name)) {
+                user_assert(consuming.count(op->name))
+                    << "Func " << op->name << " is used outside the loop where it is computed ("
+                    << env->schedules.at(op->name).compute_level.to_string()
+                    << "). Compute it at a loop that encloses every use, or at root.";
+            }
+            IRVisitor::visit(op);
+        }
+    } checker;
+    checker.env = &env;
+    s.accept(&checker);
+}
+
+/** Asserts, before any access, that each input buffer covers the region the
+ * pipeline reads and each output buffer the region it writes. */
+Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
+                       const LoweringEnv &env) {
+    std::map<std::string, Box> read = boxes_required(s);
+    std::map<std::string, Box> written = boxes_provided(s);
+    std::vector<Stmt> checks;
+    auto check = [&](const std::string &buf, const std::string &func, const Box &box,
+                     const char *role, const char *verb) {
+        for (size_t d = 0; d < box.size(); d++) {
+            std::string k = std::to_string(d);
+            Expr mn = simplify(box[d].min), mx = simplify(box[d].max);
+            Expr bmin = int_var(buf + ".min." + k), bext = int_var(buf + ".extent." + k);
+            Expr ok = mx < mn || (bmin <= mn && mx <= bmin + bext - 1);
+            checks.push_back(AssertStmt::make(
+                simplify(ok),
+                error_message({StringImm::make(std::string(role) + " buffer " + buf + " is " +
+                                               verb + " over ["),
+                               mn, StringImm::make(", "), mx,
+                               StringImm::make("] in dimension " + k + ", but it covers only ["),
+                               bmin, StringImm::make(", "), bmin + bext - 1,
+                               StringImm::make("]. Pass a larger buffer" +
+                                               std::string(func.empty() ? "" : " or change the schedule of " + func) +
+                                               ".")})));
+        }
+    };
+    for (const ParameterPtr &p : inputs) {
+        if (!p->is_buffer) continue;
+        auto it = read.find(p->name);
+        if (it == read.end()) continue;
+        for (size_t d = 0; d < it->second.size(); d++) {
+            user_assert(it->second[d].is_bounded())
+                << "Input buffer " << p->name << " is read at an index with no bound in dimension "
+                << d << " (for example an index loaded from another buffer). Clamp the index.";
+        }
+        check(p->name, "", it->second, "Input", "read");
+    }
+    for (const FunctionPtr &f : env.outputs) {
+        auto it = written.find(f->name);
+        if (it == written.end()) continue;
+        for (size_t i = 0; i < f->output_types.size(); i++) {
+            check(output_buffer_name(f, static_cast<int>(i)), f->name, it->second, "Output", "written");
+        }
+        auto r = read.find(f->name);
+        if (r != read.end()) {
+            for (size_t i = 0; i < f->output_types.size(); i++) {
+                check(output_buffer_name(f, static_cast<int>(i)), f->name, r->second, "Output", "read");
+            }
+        }
+    }
+    checks.push_back(s);
+    return Block::make(checks);
+}
+
+}  // namespace
+
+LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleContents &schedule,
+                     const Target &target, const std::string &name) {
+    user_assert(!outputs.empty()) << "A Pipeline needs at least one output Func.";
+    for (const FunctionPtr &f : outputs) {
+        user_assert(f && !f->init.values.empty())
+            << "The output Func " << (f ? f->name : std::string("?"))
+            << " has no definition. Define it before compiling the pipeline.";
+    }
+    LoweringEnv env = make_lowering_env(outputs, schedule);
+
+    Stmt s = schedule_functions(env);
+    debug_print("schedule_functions", s);
+    check_placement(s, env);
+
+    s = bounds_inference(s, env);
+    debug_print("bounds_inference", s);
+
+    LoweringResult result;
+    result.params = find_parameters(env.funcs);
+    std::stable_sort(result.params.begin(), result.params.end(),
+                     [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });
+    s = add_buffer_checks(s, result.params, env);
+    debug_print("add_buffer_checks", s);
+
+    s = storage_flattening(s, env);
+    debug_print("storage_flattening", s);
+
+    s = simplify(s);
+    debug_print("simplify", s);
+
+    s = unroll_loops(s);
+    debug_print("unroll_loops", s);
+
+    s = partition_loops(s);
+    debug_print("partition_loops", s);
+
+    s = vectorize_loops(s, target);
+    debug_print("vectorize_loops", s);
+
+    s = simplify(s);
+    debug_print("final simplify", s);
+
+    LoweredFunc f;
+    f.name = name;
+    f.body = s;
+    for (const ParameterPtr &p : result.params) {
+        LoweredArgument a;
+        a.name = p->name;
+        a.is_buffer = p->is_buffer;
+        a.type = p->type;
+        a.dimensions = p->dimensions;
+        f.args.push_back(a);
+        result.arguments.push_back({p->name, p->is_buffer ? Argument::InputBuffer : Argument::InputScalar,
+                                    p->type, p->dimensions});
+    }
+    for (const FunctionPtr &out : outputs) {
+        for (size_t i = 0; i < out->output_types.size(); i++) {
+            LoweredArgument a;
+            a.name = output_buffer_name(out, static_cast<int>(i));
+            a.is_buffer = true;
+            a.type = out->output_types[i];
+            a.dimensions = static_cast<int>(out->args.size());
+            f.args.push_back(a);
+            result.arguments.push_back({a.name, Argument::OutputBuffer, a.type, a.dimensions});
+        }
+    }
+    result.func = f;
+    return result;
+}
+
+std::string loop_nest_summary(const Stmt &s) {
+    struct Printer : IRVisitor {
+        std::ostringstream out;
+        int indent = 0;
+        using IRVisitor::visit;
+        void pad() { out << std::string(indent * 2, ' '); }
+        void visit(const For *op) override {
+            pad();
+            out << for_type_name(op->for_type) << " " << op->name << ":\n";
+            indent++;
+            op->body.accept(this);
+            indent--;
+        }
+        void visit(const Allocate *op) override {
+            pad();
+            out << "allocate " << op->name << "\n";
+            op->body.accept(this);
+        }
+        void visit(const ProducerConsumer *op) override {
+            if (op->is_producer) {
+                pad();
+                out << "produce " << op->name << ":\n";
+                indent++;
+                op->body.accept(this);
+                indent--;
+            } else {
+                op->body.accept(this);
+            }
+        }
+        void visit(const Store *op) override {
+            pad();
+            out << op->name << "[...] = ...";
+            if (op->value.type().is_vector()) out << "  (x" << op->value.type().lanes << ")";
+            out << "\n";
+        }
+    } p;
+    s.accept(&p);
+    return p.out.str();
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,477 @@
+// The scheduling directives. Each one is checked against the stage's current
+// loop nest when it is called, so a mistake is reported at the line that made
+// it, naming the Func, the stage and the loop.
+#include "loom/Schedule.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "IREquality.h"
+#include "IRVisitor.h"
+#include "ScheduleContents.h"
+#include "Substitute.h"
+
+namespace loom {
+
+using namespace internal;
+
+namespace internal {
+
+namespace {
+
+std::string stage_name(const FunctionPtr &f, int stage) {
+    if (stage == 0) return "Func " + f->name;
+    return "update " + std::to_string(stage - 1) + " of Func " + f->name;
+}
+
+const Definition &definition_of(const FunctionPtr &f, int stage) {
+    return stage == 0 ? f->init : f->updates[stage - 1];
+}
+
+}  // namespace
+
+StageSchedule default_stage_schedule(const FunctionPtr &f, int stage) {
+    StageSchedule s;
+    if (stage == 0) {
+        for (const std::string &a : f->args) s.dims.push_back({a, ForType::Serial, false});
+        return s;
+    }
+    const Definition &d = definition_of(f, stage);
+    // Pure Vars of the update: those used as a bare argument in their own
+    // position; the other positions are written at computed coordinates.
+    for (size_t i = 0; i < d.args.size(); i++) {
+        const Variable *v = d.args[i].as<Variable>();
+        if (v && !v->rdom && !v->param && v->name == f->args[i]) {
+            s.dims.push_back({v->name, ForType::Serial, false});
+        }
+    }
+    for (const ReductionVariable &rv : rvars_of(d)) s.dims.push_back({rv.var, ForType::Serial, true});
+    return s;
+}
+
+FuncSchedule get_func_schedule(const ScheduleContents &s, const FunctionPtr &f) {
+    auto it = s.funcs.find(f->name);
+    if (it != s.funcs.end() && it->second.func == f) {
+        FuncSchedule fs = it->second;
+        fs.stages.resize(f->updates.size() + 1);
+        for (size_t i = 0; i < fs.stages.size(); i++) {
+            if (fs.stages[i].dims.empty() && fs.stages[i].splits.empty()) {
+                fs.stages[i] = default_stage_schedule(f, static_cast<int>(i));
+            }
+        }
+        return fs;
+    }
+    FuncSchedule fs;
+    fs.func = f;
+    for (size_t i = 0; i <= f->updates.size(); i++) {
+        fs.stages.push_back(default_stage_schedule(f, static_cast<int>(i)));
+    }
+    fs.compute_level = LoopLevel::inlined();
+    fs.store_level = LoopLevel::inlined();
+    return fs;
+}
+
+/** Whether an update definition may run its iterations in any order: it
+ * reads the Func only at the point it writes, and each `vars` name appears
+ * as a bare argument of the write, so distinct iterations touch distinct
+ * points. */
+bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
+                                 const std::set<std::string> &vars) {
+    struct SelfCalls : IRVisitor {
+        const std::string *name;
+        const std::vector<Expr> *lhs;
+        bool ok = true;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == *name) {
+                if (op->args.size() != lhs->size()) ok = false;
+                for (size_t i = 0; ok && i < op->args.size(); i++) {
+                    if (!equal(op->args[i], (*lhs)[i])) ok = false;
+                }
+            }
+            IRVisitor::visit(op);
+        }
+    } calls;
+    calls.name = &f->name;
+    calls.lhs = &d.args;
+    for (const Expr &v : d.values) v.accept(&calls);
+    for (const Expr &a : d.args) a.accept(&calls);
+    if (!calls.ok) return false;
+    for (const std::string &v : vars) {
+        bool bare = false;
+        for (const Expr &a : d.args) {
+            const Variable *av = a.as<Variable>();
+            if (av && av->name == v) bare = true;
+        }
+        if (!bare) return false;
+    }
+    return true;
+}
+
+}  // namespace internal
+
+}  // namespace loom
+
+namespace loom {
+namespace internal {
+
+/** The state of one stage being scheduled. */
+struct StageState {
+    FuncSchedule *fs;
+    StageSchedule *ss;
+    FunctionPtr f;
+    int stage;
+};
+
+}  // namespace internal
+
+namespace {
+
+StageState state_of(ScheduleContents &sc, const FunctionPtr &f, int stage) {
+    auto it = sc.funcs.find(f->name);
+    if (it != sc.funcs.end() && it->second.func != f) {
+        user_error << "The Schedule already has a different Func named '" << f->name
+                   << "'. Give your Funcs distinct names.";
+    }
+    if (it == sc.funcs.end()) {
+        FuncSchedule fs;
+        fs.func = f;
+        it = sc.funcs.emplace(f->name, fs).first;
+    }
+    FuncSchedule &fs = it->second;
+    if (fs.stages.size() < f->updates.size() + 1) fs.stages.resize(f->updates.size() + 1);
+    StageSchedule &ss = fs.stages[stage];
+    if (ss.dims.empty() && ss.splits.empty()) ss = default_stage_schedule(f, stage);
+    return {&fs, &ss, f, stage};
+}
+
+std::string loops_of(const StageSchedule &ss) {
+    std::string s;
+    for (const Dim &d : ss.dims) s += (s.empty() ? "" : ", ") + d.var;
+    return s.empty() ? "(none)" : s;
+}
+
+// Which original RVars each current loop is made of, replayed from the splits.
+std::map<std::string, std::set<std::string>> rvar_origins(const FunctionPtr &f, int stage,
+                                                          const StageSchedule &ss) {
+    std::map<std::string, std::set<std::string>> origin;
+    if (stage == 0) return origin;
+    for (const ReductionVariable &rv : rvars_of(f->updates[stage - 1])) origin[rv.var] = {rv.var};
+    for (const Split &s : ss.splits) {
+        if (s.kind == Split::SplitVar) {
+            if (origin.count(s.old_var)) origin[s.outer] = origin[s.inner] = origin[s.old_var];
+        } else if (s.kind == Split::RenameVar) {
+            if (origin.count(s.old_var)) origin[s.outer] = origin[s.old_var];
+        } else {
+            std::set<std::string> u;
+            if (origin.count(s.outer)) u = origin[s.outer];
+            if (origin.count(s.inner)) u.insert(origin[s.inner].begin(), origin[s.inner].end());
+            if (!u.empty()) origin[s.old_var] = u;
+        }
+    }
+    return origin;
+}
+
+int find_dim(const StageState &st, const std::string &name, const char *directive) {
+    for (size_t i = 0; i < st.ss->dims.size(); i++) {
+        if (st.ss->dims[i].var == name) return static_cast<int>(i);
+    }
+    for (const Split &s : st.ss->splits) {
+        if ((s.kind != Split::FuseVars && s.old_var == name) ||
+            (s.kind == Split::FuseVars && (s.outer == name || s.inner == name))) {
+            user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": " << directive
+                       << " names loop '" << name
+                       << "', which was already split, fused or renamed away. Its loops now are: "
+                       << loops_of(*st.ss) << ".";
+        }
+    }
+    user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": " << directive
+               << " names '" << name << "', which is not a loop of this stage. Its loops are: "
+               << loops_of(*st.ss) << ".";
+}
+
+void check_new_name(const StageState &st, const std::string &name, const char *directive) {
+    for (const Dim &d : st.ss->dims) {
+        if (d.var == name) {
+            user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": " << directive
+                       << " would create loop '" << name
+                       << "', but a loop of that name already exists. Use a fresh Var.";
+        }
+    }
+}
+
+// Parallel and vector loops must not carry a dependence of an update.
+void check_loop_may_be_reordered(const StageState &st, const std::string &loop, const char *what) {
+    if (st.stage == 0) return;
+    auto origins = rvar_origins(st.f, st.stage, *st.ss);
+    const Definition &d = st.f->updates[st.stage - 1];
+    std::set<std::string> vars;
+    auto it = origins.find(loop);
+    if (it != origins.end()) vars = it->second;
+    if (!update_is_order_independent(st.f, d, vars)) {
+        user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": cannot " << what
+                   << " loop '" << loop
+                   << "': the update carries a dependence along it (it reads " << st.f->name
+                   << " at points other than the one it writes, or several iterations write the "
+                      "same point). Run that loop serially, or schedule another loop.";
+    }
+}
+
+}  // namespace
+
+Schedule::Schedule() : contents_(std::make_shared<ScheduleContents>()) {}
+
+Schedule Schedule::clone() const {
+    Schedule s;
+    *s.contents_ = *contents_;
+    return s;
+}
+
+Stage Schedule::operator[](const Func &f) {
+    user_assert(f.defined()) << "Schedule[] of Func '" << f.name()
+                             << "', which has no definition. Define it before scheduling it.";
+    state_of(*contents_, f.function(), 0);
+    return Stage(contents_, f.function(), 0);
+}
+
+Stage Stage::update(int i) const {
+    user_assert(i >= 0 && i < static_cast<int>(func_->updates.size()))
+        << "Func " << func_->name << " has " << func_->updates.size()
+        << " update definition(s); there is no update(" << i << ").";
+    state_of(*sched_, func_, i + 1);
+    return Stage(sched_, func_, i + 1);
+}
+
+Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner,
+                    const Expr &factor, TailStrategy tail) {
+    StageState st = state_of(*sched_, func_, stage_);
+    user_assert(factor.defined() && factor.type().is_int_or_uint() && factor.type().is_scalar())
+        << "In the schedule of " << stage_name(func_, stage_) << ": the split factor of '"
+        << old.name() << "' must be an integer.";
+    if (const int64_t *c = as_const_int(factor)) {
+        user_assert(*c > 0) << "In the schedule of " << stage_name(func_, stage_)
+                            << ": the split factor of '" << old.name() << "' is " << *c
+                            << "; it must be positive.";
+    }
+    int i = find_dim(st, old.name(), "split");
+    if (outer.name() != old.name()) check_new_name(st, outer.name(), "split");
+    if (inner.name() != old.name()) check_new_name(st, inner.name(), "split");
+    user_assert(outer.name() != inner.name())
+        << "In the schedule of " << stage_name(func_, stage_) << ": split of '" << old.name()
+        << "' gives the outer and inner loops the same name '" << outer.name() << "'.";
+    if (stage_ > 0 && (tail == TailStrategy::ShiftInwards || tail == TailStrategy::RoundUp)) {
+        user_error << "In the schedule of " << stage_name(func_, stage_) << ": split of '"
+                   << old.name()
+                   << "' asks for a tail strategy that recomputes points, which would apply an "
+                      "update twice. Use TailStrategy::GuardWithIf for updates.";
+    }
+    Split s{Split::SplitVar, old.name(), outer.name(), inner.name(), cast(Int(32), factor), tail};
+    st.ss->splits.push_back(s);
+    Dim d = st.ss->dims[i];
+    Dim o = d, in = d;
+    o.var = outer.name();
+    in.var = inner.name();
+    o.for_type = in.for_type = ForType::Serial;
+    st.ss->dims[i] = in;
+    st.ss->dims.insert(st.ss->dims.begin() + i, o);
+    return *this;
+}
+
+Stage &Stage::fuse(const VarOrRVar &outer, const VarOrRVar &inner, const VarOrRVar &fused) {
+    StageState st = state_of(*sched_, func_, stage_);
+    int io = find_dim(st, outer.name(), "fuse");
+    int ii = find_dim(st, inner.name(), "fuse");
+    user_assert(ii == io + 1) << "In the schedule of " << stage_name(func_, stage_)
+                              << ": fuse needs '" << outer.name() << "' directly outside '"
+                              << inner.name() << "', but the loops are: " << loops_of(*st.ss)
+                              << ". Reorder them first.";
+    check_new_name(st, fused.name(), "fuse");
+    st.ss->splits.push_back({Split::FuseVars, fused.name(), outer.name(), inner.name(), Expr(),
+                             TailStrategy::Auto});
+    Dim d = st.ss->dims[io];
+    d.var = fused.name();
+    d.is_rvar = st.ss->dims[io].is_rvar || st.ss->dims[ii].is_rvar;
+    d.for_type = ForType::Serial;
+    st.ss->dims.erase(st.ss->dims.begin() + ii);
+    st.ss->dims[io] = d;
+    return *this;
+}
+
+Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
+    StageState st = state_of(*sched_, func_, stage_);
+    std::vector<int> slots;
+    std::set<std::string> seen;
+    for (const VarOrRVar &v : order) {
+        user_assert(seen.insert(v.name()).second)
+            << "In the schedule of " << stage_name(func_, stage_) << ": reorder names '"
+            << v.name() << "' twice.";
+        slots.push_back(find_dim(st, v.name(), "reorder"));
+    }
+    std::vector<int> sorted = slots;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<Dim> dims = st.ss->dims;
+    for (size_t k = 0; k < slots.size(); k++) dims[sorted[k]] = st.ss->dims[slots[k]];
+    // Reordering loops made of different RVars changes the order in which an
+    // update visits its domain, which is only allowed when that order cannot
+    // matter.
+    if (stage_ > 0) {
+        auto origins = rvar_origins(func_, stage_, *st.ss);
+        std::vector<std::string> before, after;
+        auto rvar_sequence = [&](const std::vector<Dim> &ds, std::vector<std::string> &out) {
+            for (const Dim &d : ds) {
+                auto it = origins.find(d.var);
+                if (it != origins.end()) out.push_back(*it->second.begin());
+            }
+        };
+        rvar_sequence(st.ss->dims, before);
+        rvar_sequence(dims, after);
+        if (before != after) {
+            std::set<std::string> moved(before.begin(), before.end());
+            if (!update_is_order_independent(func_, func_->updates[stage_ - 1], moved)) {
+                user_error << "In the schedule of " << stage_name(func_, stage_)
+                           << ": this reorder changes the order in which the reduction domain "
+                              "is visited, which changes what the update computes. RVars must "
+                              "keep their relative order (outermost first: "
+                           << [&] {
+                                  std::string s;
+                                  for (auto &b : before) s += (s.empty() ? "" : ", ") + b;
+                                  return s;
+                              }()
+                           << ").";
+            }
+        }
+    }
+    st.ss->dims = dims;
+    return *this;
+}
+
+Stage &Stage::tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo,
+                   const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty,
+                   const Expr &tx, TailStrategy tail) {
+    split(y, yo, yi, ty, tail);
+    split(x, xo, xi, tx, tail);
+    return reorder({yo, xo, yi, xi});
+}
+
+Stage &Stage::rename(const VarOrRVar &old, const VarOrRVar &new_name) {
+    StageState st = state_of(*sched_, func_, stage_);
+    int i = find_dim(st, old.name(), "rename");
+    check_new_name(st, new_name.name(), "rename");
+    st.ss->splits.push_back({Split::RenameVar, old.name(), new_name.name(), "", Expr(),
+                             TailStrategy::Auto});
+    st.ss->dims[i].var = new_name.name();
+    return *this;
+}
+
+namespace {
+Stage &set_for_type(Stage &s, StageState st, const VarOrRVar &v, ForType t, const char *what) {
+    int i = find_dim(st, v.name(), what);
+    if (t == ForType::Parallel || t == ForType::Vectorized) {
+        check_loop_may_be_reordered(st, v.name(), what);
+    }
+    st.ss->dims[i].for_type = t;
+    return s;
+}
+}  // namespace
+
+Stage &Stage::unroll(const VarOrRVar &v) {
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Unrolled, "unroll");
+}
+Stage &Stage::vectorize(const VarOrRVar &v) {
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Vectorized, "vectorize");
+}
+Stage &Stage::parallel(const VarOrRVar &v) {
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Parallel, "parallelize");
+}
+Stage &Stage::serial(const VarOrRVar &v) {
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Serial, "serial");
+}
+
+namespace {
+// Split `v` by `factor`, then mark the inner (or outer) loop. The new loops are
+// named v.name() + ".i"-style fresh names that keep the original name for the
+// marked loop, as Halide does: vectorize(x, 8) gives loops x.xo, x.
+VarOrRVar fresh_like(const VarOrRVar &v, const std::string &suffix) {
+    if (v.is_rvar()) return VarOrRVar(RVar(v.name() + suffix));
+    return VarOrRVar(Var(v.name() + suffix));
+}
+}  // namespace
+
+Stage &Stage::unroll(const VarOrRVar &v, const Expr &factor, TailStrategy tail) {
+    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
+    split(v, outer, inner, factor, tail);
+    return unroll(inner);
+}
+Stage &Stage::vectorize(const VarOrRVar &v, const Expr &factor, TailStrategy tail) {
+    user_assert(as_const_int(factor) != nullptr)
+        << "In the schedule of " << stage_name(func_, stage_) << ": vectorize('" << v.name()
+        << "', factor) needs a constant factor.";
+    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
+    split(v, outer, inner, factor, tail);
+    return vectorize(inner);
+}
+Stage &Stage::parallel(const VarOrRVar &v, const Expr &task_size, TailStrategy tail) {
+    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
+    split(v, outer, inner, task_size, tail);
+    return parallel(outer);
+}
+
+Stage &Stage::compute_inline() {
+    StageState st = state_of(*sched_, func_, stage_);
+    user_assert(func_->updates.empty())
+        << "Func " << func_->name
+        << " has update definitions and cannot be computed inline. Use compute_root() or "
+           "compute_at().";
+    st.fs->compute_level = st.fs->store_level = LoopLevel::inlined();
+    st.fs->compute_level_set = true;
+    st.fs->store_level_set = false;
+    return *this;
+}
+
+Stage &Stage::compute_root() {
+    StageState st = state_of(*sched_, func_, stage_);
+    st.fs->compute_level = LoopLevel::root();
+    st.fs->compute_level_set = true;
+    if (!st.fs->store_level_set) st.fs->store_level = LoopLevel::root();
+    return *this;
+}
+
+Stage &Stage::compute_at(const Func &consumer, const VarOrRVar &loop) {
+    StageState st = state_of(*sched_, func_, stage_);
+    user_assert(consumer.defined()) << "compute_at of " << func_->name << " names Func "
+                                    << consumer.name() << ", which has no definition.";
+    user_assert(consumer.function() != func_)
+        << "Func " << func_->name << " cannot be computed at one of its own loops.";
+    st.fs->compute_level = {LoopLevel::At, consumer.name(), loop.name()};
+    st.fs->compute_level_set = true;
+    if (!st.fs->store_level_set) st.fs->store_level = st.fs->compute_level;
+    sched_->consumers[consumer.name()] = consumer;
+    return *this;
+}
+
+Stage &Stage::store_root() {
+    StageState st = state_of(*sched_, func_, stage_);
+    st.fs->store_level = LoopLevel::root();
+    st.fs->store_level_set = true;
+    return *this;
+}
+
+Stage &Stage::store_at(const Func &consumer, const VarOrRVar &loop) {
+    StageState st = state_of(*sched_, func_, stage_);
+    st.fs->store_level = {LoopLevel::At, consumer.name(), loop.name()};
+    st.fs->store_level_set = true;
+    sched_->consumers[consumer.name()] = consumer;
+    return *this;
+}
+
+std::string Stage::describe() const { return stage_name(func_, stage_); }
+
+std::string Stage::dump() const {
+    StageState st = state_of(*sched_, func_, stage_);
+    std::ostringstream s;
+    s << describe() << ": compute " << st.fs->compute_level.to_string() << ", loops:";
+    for (const Dim &d : st.ss->dims) s << " " << for_type_name(d.for_type) << "(" << d.var << ")";
+    return s.str();
+}
+
+}  // namespace loom

@@ -1,0 +1,72 @@
+// The data a Schedule records for each Func and stage. Lowering reads it;
+// only the directives in Schedule.cpp write it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Function.h"
+#include "loom/Schedule.h"
+
+namespace loom {
+namespace internal {
+
+/** One loop transformation, applied in order. */
+struct Split {
+    enum Kind { SplitVar, FuseVars, RenameVar };
+    Kind kind;
+    std::string old_var, outer, inner;  // fuse: outer/inner -> old_var is the fused
+    Expr factor;
+    TailStrategy tail = TailStrategy::Auto;
+};
+
+/** One loop of a stage's nest. */
+struct Dim {
+    std::string var;
+    ForType for_type = ForType::Serial;
+    bool is_rvar = false;
+};
+
+struct StageSchedule {
+    std::vector<Split> splits;
+    std::vector<Dim> dims;  // outermost first
+};
+
+/** Where a Func is computed or stored. */
+struct LoopLevel {
+    enum Kind { Inlined, Root, At };
+    Kind kind = Inlined;
+    std::string func;  // At: the consumer Func
+    std::string var;   // At: the loop (a Var or RVar name of the consumer)
+    static LoopLevel root() { return {Root, "", ""}; }
+    static LoopLevel inlined() { return {Inlined, "", ""}; }
+    bool is_root() const { return kind == Root; }
+    bool is_inlined() const { return kind == Inlined; }
+    std::string to_string() const {
+        return kind == Root ? "root" : kind == Inlined ? "inline" : func + "." + var;
+    }
+};
+
+struct FuncSchedule {
+    FunctionPtr func;
+    LoopLevel compute_level, store_level;
+    bool compute_level_set = false, store_level_set = false;
+    std::vector<StageSchedule> stages;  // 0: pure definition; i+1: update i
+};
+
+struct ScheduleContents {
+    std::map<std::string, FuncSchedule> funcs;
+    std::map<std::string, Func> consumers;  // keeps Funcs named in compute_at alive
+};
+
+/** The default loop nest of stage `stage` of f: pure definition: its Vars;
+ * update: its pure Vars outside its RVars (RVars innermost, in RDom order). */
+StageSchedule default_stage_schedule(const FunctionPtr &f, int stage);
+
+/** f's schedule, or the default one (inlined if pure, else computed at the
+ * innermost loop of its consumer) if the Schedule does not mention f. */
+FuncSchedule get_func_schedule(const ScheduleContents &s, const FunctionPtr &f);
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,387 @@
+// Builds the loop nests of the pipeline: see ScheduleFunctions.h.
+#include "ScheduleFunctions.h"
+
+#include <algorithm>
+#include <set>
+
+#include "IRMutator.h"
+#include "IRVisitor.h"
+#include "Substitute.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+std::string loop_name(const std::string &func, int stage, const std::string &var) {
+    return func + ".s" + std::to_string(stage) + "." + var;
+}
+
+bool LoweringEnv::is_output(const std::string &name) const {
+    for (const FunctionPtr &f : outputs) {
+        if (f->name == name) return true;
+    }
+    return false;
+}
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+/** Replaces calls to inlined Funcs by their (already inlined) values. */
+class InlineCalls : public IRMutator {
+  public:
+    explicit InlineCalls(const std::map<std::string, FunctionPtr> &inlined) : inlined(inlined) {}
+
+  protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        Expr e = IRMutator::visit(op);
+        op = e.as<Call>();
+        if (!op || op->call_type != Call::Func) return e;
+        auto it = inlined.find(op->name);
+        if (it == inlined.end()) return e;
+        const FunctionPtr &g = it->second;
+        std::map<std::string, Expr> args;
+        for (size_t i = 0; i < g->args.size(); i++) args[g->args[i]] = op->args[i];
+        return substitute(args, g->init.values[op->value_index]);
+    }
+
+  private:
+    const std::map<std::string, FunctionPtr> &inlined;
+};
+
+Definition inline_definition(const Definition &d, InlineCalls &inliner) {
+    Definition r = d;
+    for (Expr &v : r.values) v = inliner.mutate(v);
+    for (Expr &a : r.args) a = inliner.mutate(a);
+    if (d.rdom && d.rdom->predicate.defined()) {
+        Expr p = inliner.mutate(d.rdom->predicate);
+        if (!p.same_as(d.rdom->predicate)) {
+            auto dom = std::make_shared<ReductionDomainContents>(*d.rdom);
+            dom->predicate = p;
+            r.rdom = dom;
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const ScheduleContents &s) {
+    LoweringEnv env;
+    env.outputs = outputs;
+    std::map<std::string, FunctionPtr> all = find_transitive_calls(outputs);
+    std::vector<std::string> order = realization_order(outputs, all);
+
+    // Check that the Schedule talks about this pipeline's Funcs.
+    for (const auto &kv : s.funcs) {
+        auto it = all.find(kv.first);
+        if (it != all.end() && it->second != kv.second.func) {
+            user_error << "The Schedule names a Func '" << kv.first
+                       << "' that is not the one this pipeline uses (two Funcs share that name).";
+        }
+    }
+
+    std::map<std::string, FunctionPtr> inlined;
+    InlineCalls inliner(inlined);
+    for (const std::string &name : order) {
+        const FunctionPtr &f = all.at(name);
+        FuncSchedule fs = get_func_schedule(s, f);
+        bool output = std::find(outputs.begin(), outputs.end(), f) != outputs.end();
+        // A copy with the inlined Funcs substituted; the user's Func is untouched.
+        auto copy = std::make_shared<FunctionContents>(*f);
+        copy->init = inline_definition(f->init, inliner);
+        for (Definition &u : copy->updates) u = inline_definition(u, inliner);
+        if (output) {
+            user_assert(!fs.compute_level_set || fs.compute_level.is_root())
+                << "Func " << name << " is an output of the pipeline; it is always computed at "
+                << "root and cannot be computed inline or at another Func's loop.";
+            fs.compute_level = fs.store_level = LoopLevel::root();
+        } else if (fs.compute_level.is_inlined() && f->updates.empty()) {
+            inlined[name] = copy;
+            continue;
+        }
+        if (fs.compute_level.kind == LoopLevel::At) {
+            user_assert(all.count(fs.compute_level.func))
+                << "Func " << name << " is computed at " << fs.compute_level.to_string()
+                << ", but Func " << fs.compute_level.func << " is not part of this pipeline.";
+        }
+        fs.func = copy;
+        env.funcs[name] = copy;
+        env.schedules[name] = fs;
+        env.order.push_back(name);
+    }
+    return env;
+}
+
+Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
+    const Definition &def = stage == 0 ? f->init : f->updates[stage - 1];
+    std::string prefix = f->name + ".s" + std::to_string(stage) + ".";
+    auto var = [&](const std::string &v) { return int_var(prefix + v); };
+
+    // Stage-local names for the definition's pure Vars and RVars.
+    std::map<std::string, Expr> rename;
+    for (const std::string &a : f->args) rename[a] = var(a);
+    std::vector<ReductionVariable> rvars = rvars_of(def);
+    for (const ReductionVariable &rv : rvars) rename[rv.var] = var(rv.var);
+
+    std::vector<Expr> values, args;
+    for (const Expr &v : def.values) values.push_back(substitute(rename, v));
+    for (const Expr &a : def.args) args.push_back(substitute(rename, a));
+    Stmt body = Provide::make(f->name, values, args);
+    if (def.rdom && def.rdom->predicate.defined()) {
+        body = IfThenElse::make(substitute(rename, def.rdom->predicate), body);
+    }
+
+    // Define each split-away variable from the loops that replace it. Later
+    // splits refine earlier ones, so their definitions wrap outside.
+    for (const Split &s : ss.splits) {
+        Expr old = var(s.old_var);
+        if (s.kind == Split::SplitVar) {
+            Expr outer = var(s.outer), inner = var(s.inner);
+            Expr base = var(s.old_var + ".loop_min") + outer * s.factor;
+            Expr guard;
+            switch (s.tail) {
+            case TailStrategy::ShiftInwards:
+                base = min(base, var(s.old_var + ".loop_max") + 1 - s.factor);
+                break;
+            case TailStrategy::RoundUp:
+                break;
+            case TailStrategy::Auto:
+            case TailStrategy::GuardWithIf:
+                guard = likely(old <= var(s.old_var + ".loop_max"));
+                break;
+            }
+            if (guard.defined()) body = IfThenElse::make(guard, body);
+            body = LetStmt::make(prefix + s.old_var, base + inner, body);
+        } else if (s.kind == Split::FuseVars) {
+            Expr fused = old;
+            Expr inner_extent = var(s.inner + ".loop_extent");
+            body = LetStmt::make(prefix + s.inner, fused % inner_extent + var(s.inner + ".loop_min"), body);
+            body = LetStmt::make(prefix + s.outer, fused / inner_extent + var(s.outer + ".loop_min"), body);
+        } else {
+            body = LetStmt::make(prefix + s.old_var, var(s.outer), body);
+        }
+    }
+
+    // The loops, innermost first.
+    for (auto it = ss.dims.rbegin(); it != ss.dims.rend(); ++it) {
+        body = For::make(prefix + it->var, var(it->var + ".loop_min"), var(it->var + ".loop_extent"),
+                         it->for_type, body);
+    }
+
+    // Loop bounds of the split products, from those of what they split.
+    auto define_bounds = [&](const std::string &v, Expr mn, Expr extent, Stmt s) {
+        s = LetStmt::make(prefix + v + ".loop_max", mn + extent - 1, s);
+        s = LetStmt::make(prefix + v + ".loop_extent", extent, s);
+        return LetStmt::make(prefix + v + ".loop_min", mn, s);
+    };
+    for (auto it = ss.splits.rbegin(); it != ss.splits.rend(); ++it) {
+        const Split &s = *it;
+        if (s.kind == Split::SplitVar) {
+            Expr old_extent = var(s.old_var + ".loop_extent");
+            body = define_bounds(s.inner, 0, s.factor, body);
+            body = define_bounds(s.outer, 0, (old_extent + s.factor - 1) / s.factor, body);
+        } else if (s.kind == Split::FuseVars) {
+            body = define_bounds(s.old_var, 0,
+                                 var(s.outer + ".loop_extent") * var(s.inner + ".loop_extent"), body);
+        } else {
+            body = define_bounds(s.outer, var(s.old_var + ".loop_min"),
+                                 var(s.old_var + ".loop_extent"), body);
+        }
+    }
+    // Bounds of the original variables: pure Vars span the region bounds
+    // inference asks for; RVars span their reduction domain.
+    for (const ReductionVariable &rv : rvars) {
+        Expr mn = substitute(rename, rv.min), ext = substitute(rename, rv.extent);
+        body = define_bounds(rv.var, var(rv.var + ".min"), var(rv.var + ".max") - var(rv.var + ".min") + 1,
+                             body);
+        body = LetStmt::make(prefix + rv.var + ".max", mn + ext - 1, body);
+        body = LetStmt::make(prefix + rv.var + ".min", mn, body);
+    }
+    for (const std::string &a : f->args) {
+        body = define_bounds(a, var(a + ".min"), var(a + ".max") - var(a + ".min") + 1, body);
+    }
+    return body;
+}
+
+namespace {
+
+Stmt build_produce(const FunctionPtr &f, const FuncSchedule &fs) {
+    std::vector<Stmt> stages;
+    for (size_t k = 0; k < fs.stages.size(); k++) {
+        stages.push_back(build_stage(f, static_cast<int>(k), fs.stages[k]));
+    }
+    return ProducerConsumer::make_produce(f->name, Block::make(stages));
+}
+
+bool stmt_calls(const Stmt &s, const std::string &func) {
+    struct Finder : IRVisitor {
+        const std::string *name;
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == *name) found = true;
+            IRVisitor::visit(op);
+        }
+    } finder;
+    finder.name = &func;
+    s.accept(&finder);
+    return finder.found;
+}
+
+/** The name of the innermost serial or parallel loop that encloses the first
+ * call to `func`, or "" if none does. Vector and unrolled loops are skipped:
+ * a Func computed there would be recomputed per lane. */
+std::string innermost_loop_calling(const Stmt &s, const std::string &func) {
+    struct Finder : IRVisitor {
+        const std::string *name;
+        std::vector<std::string> loops;
+        std::string found;
+        bool done = false;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (done) return;
+            bool push = op->for_type == ForType::Serial || op->for_type == ForType::Parallel;
+            if (push) loops.push_back(op->name);
+            IRVisitor::visit(op);
+            if (push) loops.pop_back();
+        }
+        void visit(const Call *op) override {
+            if (!done && op->call_type == Call::Func && op->name == *name) {
+                done = true;
+                found = loops.empty() ? "" : loops.back();
+            }
+            IRVisitor::visit(op);
+        }
+    } finder;
+    finder.name = &func;
+    s.accept(&finder);
+    return finder.found;
+}
+
+/** Wraps the body of the loop named `loop` (or the whole statement when
+ * `loop` is empty) with `wrap`. Reports whether it found the loop. */
+class InjectAtLoop : public IRMutator {
+  public:
+    template <typename F> InjectAtLoop(const std::string &loop, F wrap) : loop(loop), wrap(wrap) {}
+    bool found = false;
+
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const For *op) override {
+        if (op->name == loop && !found) {
+            found = true;
+            return For::make(op->name, op->min, op->extent, op->for_type, wrap(op->body));
+        }
+        return IRMutator::visit(op);
+    }
+
+  private:
+    std::string loop;
+    std::function<Stmt(const Stmt &)> wrap;
+};
+
+/** The loops of `consumer`'s stages named `var` that enclose a call to
+ * `func`, as loop names. */
+std::vector<std::string> candidate_loops(const Stmt &s, const std::string &consumer,
+                                         const std::string &var, const std::string &func) {
+    struct Finder : IRVisitor {
+        std::string consumer, var, func;
+        std::vector<std::string> found, all;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            const std::string prefix = consumer + ".s";
+            if (op->name.compare(0, prefix.size(), prefix) == 0) {
+                size_t dot = op->name.find('.', prefix.size());
+                if (dot != std::string::npos && op->name.substr(dot + 1) == var) {
+                    all.push_back(op->name);
+                    if (stmt_calls(op->body, func)) found.push_back(op->name);
+                }
+            }
+            IRVisitor::visit(op);
+        }
+    } finder;
+    finder.consumer = consumer;
+    finder.var = var;
+    finder.func = func;
+    s.accept(&finder);
+    return finder.found.empty() ? finder.all : finder.found;
+}
+
+std::string resolve_loop_level(const Stmt &s, const LoopLevel &level, const std::string &func,
+                               const char *what) {
+    if (level.is_root()) return "";
+    std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func);
+    user_assert(!loops.empty())
+        << "Func " << func << " is " << what << " at " << level.func << "." << level.var
+        << ", but " << level.func << " has no loop '" << level.var
+        << "' (after its splits), or " << level.func
+        << " is inlined or itself computed inside Func " << func
+        << ". Name a loop of a Func that is computed before being used.";
+    return loops.front();
+}
+
+}  // namespace
+
+Stmt schedule_functions(const LoweringEnv &env) {
+    // The outputs' productions, in order.
+    std::vector<Stmt> outputs;
+    for (const FunctionPtr &f : env.outputs) {
+        outputs.push_back(build_produce(env.funcs.at(f->name), env.schedules.at(f->name)));
+    }
+    Stmt s = Block::make(outputs);
+
+    // Inject the other Funcs, consumers before their producers, so that each
+    // producer wraps everything that may use it.
+    for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
+        const std::string &name = *it;
+        if (env.is_output(name)) continue;
+        const FunctionPtr &f = env.funcs.at(name);
+        const FuncSchedule &fs = env.schedules.at(name);
+        if (!stmt_calls(s, name)) continue;  // every use was inlined away
+
+        std::string compute_loop, store_loop;
+        if (fs.compute_level.is_inlined()) {
+            // A Func with updates that was not scheduled: computed where it is used.
+            compute_loop = store_loop = innermost_loop_calling(s, name);
+        } else {
+            compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed");
+            store_loop = fs.store_level.kind == fs.compute_level.kind &&
+                                 fs.store_level.func == fs.compute_level.func &&
+                                 fs.store_level.var == fs.compute_level.var
+                             ? compute_loop
+                             : resolve_loop_level(s, fs.store_level, name, "stored");
+        }
+
+        Stmt produce = build_produce(f, fs);
+        auto compute_wrap = [&](const Stmt &body) {
+            return Block::make(produce, ProducerConsumer::make_consume(name, body));
+        };
+        std::vector<Type> types = f->output_types;
+        Region no_bounds;  // filled in by bounds inference
+        auto realize_wrap = [&](const Stmt &body) {
+            return Realize::make(name, types, no_bounds, const_true(), body);
+        };
+
+        if (compute_loop.empty()) {
+            s = compute_wrap(s);
+        } else {
+            InjectAtLoop inject(compute_loop, compute_wrap);
+            s = inject.mutate(s);
+            internal_assert(inject.found) << "loop " << compute_loop << " vanished";
+        }
+        if (store_loop.empty()) {
+            s = realize_wrap(s);
+        } else {
+            InjectAtLoop inject(store_loop, realize_wrap);
+            s = inject.mutate(s);
+            internal_assert(inject.found);
+        }
+    }
+    return s;
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,126 @@
+// Storage flattening: see StorageFlattening.h.
+#include "StorageFlattening.h"
+
+#include "BoundsInference.h"
+#include "IRMutator.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+std::string buffer_name(const std::string &func, int index, int tuple_size) {
+    return tuple_size == 1 ? func : func + "." + std::to_string(index);
+}
+
+Expr flat_index(const std::string &buf, const std::vector<Expr> &args) {
+    Expr idx = make_zero(Int(32));
+    for (size_t d = 0; d < args.size(); d++) {
+        std::string k = std::to_string(d);
+        idx = idx + (args[d] - int_var(buf + ".min." + k)) * int_var(buf + ".stride." + k);
+    }
+    return idx;
+}
+
+class FlattenStorage : public IRMutator {
+  public:
+    explicit FlattenStorage(const LoweringEnv &env) : env(env) {}
+
+  protected:
+    using IRMutator::visit;
+    const LoweringEnv &env;
+
+    int tuple_size(const std::string &func) const {
+        auto it = env.funcs.find(func);
+        internal_assert(it != env.funcs.end()) << "storage of unknown Func " << func;
+        return static_cast<int>(it->second->output_types.size());
+    }
+
+    Stmt visit(const Realize *op) override {
+        Stmt body = mutate(op->body);
+        int n = static_cast<int>(op->types.size());
+        int dims = static_cast<int>(op->bounds.size());
+        for (int i = n - 1; i >= 0; i--) {
+            std::string buf = buffer_name(op->name, i, n);
+            std::vector<Expr> extents;
+            for (int d = 0; d < dims; d++) extents.push_back(int_var(buf + ".extent." + std::to_string(d)));
+            body = Allocate::make(buf, op->types[i], MemoryType::Auto, extents, op->condition, body);
+            // The allocation's element count must fit the int32 index space.
+            Expr total = make_const(Int(64), 1);
+            for (const Expr &e : extents) total = total * cast(Int(64), e);
+            body = Block::make(
+                AssertStmt::make(total <= make_const(Int(64), (int64_t(1) << 31) - 1),
+                                 error_message({StringImm::make("Func " + op->name +
+                                                                " needs storage of "),
+                                                total,
+                                                StringImm::make(" elements, more than the 2^31-1 "
+                                                                "that Loom can index. Compute it "
+                                                                "in smaller pieces (compute_at).")})),
+                body);
+            // Dense strides, last dimension innermost.
+            for (int d = 0; d < dims; d++) {
+                std::string k = std::to_string(d);
+                Expr stride = make_one(Int(32));
+                if (d + 1 < dims) {
+                    std::string k1 = std::to_string(d + 1);
+                    stride = int_var(buf + ".stride." + k1) * int_var(buf + ".extent." + k1);
+                }
+                body = LetStmt::make(buf + ".stride." + k, stride, body);
+            }
+            for (int d = dims - 1; d >= 0; d--) {
+                std::string k = std::to_string(d);
+                body = LetStmt::make(buf + ".extent." + k, op->bounds[d].extent, body);
+                body = LetStmt::make(buf + ".min." + k, op->bounds[d].min, body);
+            }
+        }
+        return body;
+    }
+
+    Stmt visit(const Provide *op) override {
+        int n = static_cast<int>(op->values.size());
+        std::vector<Expr> args;
+        for (const Expr &a : op->args) args.push_back(mutate(a));
+        // Evaluate every Tuple element before storing any, since they may read
+        // each other's old values.
+        std::vector<Stmt> stores;
+        std::vector<std::pair<std::string, Expr>> lets;
+        for (int i = 0; i < n; i++) {
+            Expr value = mutate(op->values[i]);
+            std::string buf = buffer_name(op->name, i, n);
+            if (n > 1) {
+                std::string tmp = op->name + ".value." + std::to_string(i);
+                lets.emplace_back(tmp, value);
+                value = Variable::make(value.type(), tmp);
+            }
+            stores.push_back(Store::make(buf, value, flat_index(buf, args), Expr()));
+        }
+        Stmt s = Block::make(stores);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) s = LetStmt::make(it->first, it->second, s);
+        return s;
+    }
+
+    Expr visit(const Call *op) override {
+        if (op->call_type == Call::Func) {
+            std::vector<Expr> args;
+            for (const Expr &a : op->args) args.push_back(mutate(a));
+            std::string buf = buffer_name(op->name, op->value_index, tuple_size(op->name));
+            return Load::make(op->type, buf, flat_index(buf, args), Expr());
+        }
+        if (op->call_type == Call::Image) {
+            std::vector<Expr> args;
+            for (const Expr &a : op->args) args.push_back(mutate(a));
+            return Load::make(op->type, op->name, flat_index(op->name, args), Expr(), op->param);
+        }
+        return IRMutator::visit(op);
+    }
+};
+
+}  // namespace
+
+Stmt storage_flattening(const Stmt &s, const LoweringEnv &env) { return FlattenStorage(env).mutate(s); }
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,216 @@
+// Every scheduling directive, compiled through the JIT and compared with the
+// reference interpreter on fresh random inputs and sizes that are not
+// multiples of the split factors.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::buffers_match;
+using loom_test::random_buffer;
+
+namespace {
+
+// Runs `out` under `sch` and under the interpreter, and compares.
+void check_schedule(const Func &out, const Schedule &sch, const std::vector<int> &sizes,
+                    double tol = 1e-6) {
+    RawBuffer expected = interpret(out, sizes);
+    RawBuffer actual = Pipeline(out).realize(sizes, sch);
+    EXPECT_TRUE(buffers_match(actual, expected, tol, tol))
+        << Pipeline(out).compile_to_lowered_stmt(sch);
+}
+
+struct Blur {
+    BufferParam in{Float(32), 2, "in"};
+    Var y{"y"}, x{"x"};
+    Func bx{"bx"}, by{"by"};
+    Blur() {
+        bx(y, x) = (in(y, x) + in(y, x + 1) + in(y, x + 2)) / 3.0f;
+        by(y, x) = (bx(y, x) + bx(y + 1, x) + bx(y + 2, x)) / 3.0f;
+    }
+    void bind(int h, int w) { in.set(random_buffer<float>({h + 2, w + 2})); }
+};
+
+}  // namespace
+
+TEST(Schedule, DefaultInlinesEverything) {
+    Blur b;
+    b.bind(37, 53);
+    check_schedule(b.by, Schedule(), {37, 53});
+}
+
+TEST(Schedule, ComputeRoot) {
+    Blur b;
+    b.bind(23, 41);
+    Schedule s;
+    s[b.bx].compute_root();
+    check_schedule(b.by, s, {23, 41});
+}
+
+TEST(Schedule, SplitEachTailStrategy) {
+    for (TailStrategy tail : {TailStrategy::Auto, TailStrategy::GuardWithIf, TailStrategy::ShiftInwards,
+                              TailStrategy::RoundUp}) {
+        Blur b;
+        b.bind(19, 45);
+        Schedule s;
+        Var xo("xo"), xi("xi");
+        s[b.bx].compute_root().split(b.x, xo, xi, 8, tail);
+        if (tail != TailStrategy::RoundUp) s[b.by].split(b.x, xo, xi, 7, tail);
+        check_schedule(b.by, s, {19, 45});
+    }
+}
+
+TEST(Schedule, ReorderFuseTile) {
+    Blur b;
+    b.bind(29, 31);
+    Schedule s;
+    Var yo("yo"), xo("xo"), yi("yi"), xi("xi"), t("t");
+    s[b.bx].compute_root().reorder(b.x, b.y);
+    s[b.by].tile(b.y, b.x, yo, xo, yi, xi, 8, 5).fuse(yo, xo, t).parallel(t);
+    check_schedule(b.by, s, {29, 31});
+}
+
+TEST(Schedule, ComputeAtTileAndStoreRoot) {
+    Blur b;
+    b.bind(33, 70);
+    Var yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    {
+        Schedule s;
+        s[b.by].tile(b.y, b.x, yo, xo, yi, xi, 8, 16);
+        s[b.bx].compute_at(b.by, xo);
+        check_schedule(b.by, s, {33, 70});
+    }
+    {
+        Schedule s;
+        s[b.by].split(b.y, yo, yi, 4);
+        s[b.bx].store_root().compute_at(b.by, yo);
+        check_schedule(b.by, s, {33, 70});
+    }
+}
+
+TEST(Schedule, VectorizeAndUnroll) {
+    Blur b;
+    b.bind(17, 61);
+    Schedule s;
+    Var yo("yo"), yi("yi");
+    s[b.bx].compute_root().vectorize(b.x, 8);
+    s[b.by].split(b.y, yo, yi, 3).unroll(yi).vectorize(b.x, 16).parallel(yo);
+    check_schedule(b.by, s, {17, 61});
+}
+
+TEST(Schedule, VectorizeEmitsSimd) {
+    Blur b;
+    b.bind(16, 64);
+    Schedule s;
+    s[b.by].vectorize(b.x, 8);
+    CompiledPipeline c = Pipeline(b.by).compile(s);
+    EXPECT_NE(c.assembly().find("ymm"), std::string::npos) << c.assembly();
+    RawBuffer expected = interpret(b.by, {16, 64});
+    RawBuffer out(Float(32), {16, 64});
+    c.realize({out});
+    EXPECT_TRUE(buffers_match(out, expected, 1e-6, 1e-6));
+}
+
+TEST(Schedule, MatmulUpdateSchedules) {
+    BufferParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var i("i"), j("j");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func C("C");
+    C(i, j) = 0.0f;
+    C(i, j) += A(i, k) * B(k, j);
+    A.set(random_buffer<float>({21, 13}));
+    B.set(random_buffer<float>({13, 35}));
+    Var jo("jo"), ji("ji");
+    check_schedule(C, Schedule(), {21, 35}, 1e-5);
+    Schedule s;
+    s[C].vectorize(j, 8).parallel(i);
+    s[C].update().split(j, jo, ji, 8).reorder(i, jo, k, ji).vectorize(ji).parallel(i);
+    check_schedule(C, s, {21, 35}, 1e-5);
+}
+
+TEST(Schedule, InlineReductionsDefaultPlacement) {
+    BufferParam in(Float(32), 2, "in");
+    Var r("r"), c("c");
+    RDom k(0, in.dim(1).extent(), "k");
+    Func rowmax("rowmax"), e("e"), norm("norm");
+    rowmax(r) = maximum(in(r, k));
+    e(r, c) = exp(in(r, c) - rowmax(r));
+    norm(r, c) = e(r, c) / sum(e(r, k));
+    in.set(random_buffer<float>({9, 27}, -3, 3));
+    check_schedule(norm, Schedule(), {9, 27}, 1e-5);
+    Schedule s;
+    s[rowmax].compute_root().parallel(r);
+    s[norm].vectorize(c, 8);
+    check_schedule(norm, s, {9, 27}, 1e-5);
+}
+
+TEST(Schedule, HistogramAndScan) {
+    BufferParam in(Int(32), 1, "in");
+    Var x("x");
+    RDom r(0, in.dim(0).extent(), "r");
+    Func hist("hist");
+    hist(x) = 0;
+    hist(clamp(in(r), 0, 9)) += 1;
+    in.set(random_buffer<int32_t>({101}, -2, 12));
+    check_schedule(hist, Schedule(), {10});
+
+    BufferParam v(Float(32), 1, "v");
+    RDom s(1, v.dim(0).extent() - 1, "s");
+    Func scan("scan");
+    scan(x) = v(x);
+    scan(s) = scan(s - 1) + v(s);
+    v.set(random_buffer<float>({77}));
+    check_schedule(scan, Schedule(), {77}, 1e-5);
+}
+
+TEST(Schedule, TupleAndArgmax) {
+    BufferParam in(Float(32), 2, "in");
+    Var r("r");
+    RDom k(0, in.dim(1).extent(), "k");
+    Func best("best");
+    best(r) = argmax(in(r, k));
+    in.set(random_buffer<float>({13, 40}));
+    std::vector<RawBuffer> expected = interpret_tuple(best, {13});
+    RawBuffer idx(Int(32), {13}), val(Float(32), {13});
+    Pipeline(best).realize(std::vector<RawBuffer>{idx, val});
+    EXPECT_TRUE(buffers_match(idx, expected[0]));
+    EXPECT_TRUE(buffers_match(val, expected[1]));
+}
+
+TEST(Schedule, RDomWhereAndScalarParam) {
+    BufferParam in(Float(32), 1, "in");
+    Param<float> scale("scale");
+    Var x("x");
+    RDom r(0, in.dim(0).extent(), "r");
+    r.where(r.x % 3 != 1);
+    Func f("f");
+    f(x) = sum(in(r) * cast<float>(x)) * scale;
+    in.set(random_buffer<float>({50}));
+    scale.set(0.75f);
+    check_schedule(f, Schedule(), {11}, 1e-5);
+}
+
+TEST(Schedule, MultipleOutputs) {
+    BufferParam in(Float(32), 1, "in");
+    Var x("x");
+    Func sq("sq"), cube("cube");
+    sq(x) = in(x) * in(x);
+    cube(x) = sq(x) * in(x);
+    in.set(random_buffer<float>({33}));
+    RawBuffer a(Float(32), {33}), b(Float(32), {33});
+    Schedule s;
+    s[sq].vectorize(x, 4);
+    Pipeline({sq, cube}).realize(std::vector<RawBuffer>{a, b}, s);
+    EXPECT_TRUE(buffers_match(a, interpret(sq, {33})));
+    EXPECT_TRUE(buffers_match(b, interpret(cube, {33})));
+}
+
+TEST(Schedule, SameScheduleIsNotRecompiled) {
+    Blur b;
+    b.bind(8, 8);
+    Schedule s;
+    s[b.by].vectorize(b.x, 4);
+    CompiledPipeline first = Pipeline(b.by).compile(s);
+    CompiledPipeline second = Pipeline(b.by).compile(s);
+    EXPECT_EQ(&first.assembly(), &second.assembly());
+}

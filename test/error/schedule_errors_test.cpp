@@ -1,0 +1,178 @@
+// Schedule mistakes and run-time argument mistakes: each must raise a clear
+// exception naming the culprit, before any memory is touched.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::random_buffer;
+using loom_test::throws_with;
+
+namespace {
+
+struct TwoStage {
+    BufferParam in{Float(32), 2, "in"};
+    Var y{"y"}, x{"x"};
+    Func f{"f"}, g{"g"};
+    TwoStage() {
+        f(y, x) = in(y, x) * 2.0f;
+        g(y, x) = f(y, x) + f(y, x + 1);
+    }
+};
+
+}  // namespace
+
+TEST(ScheduleErrors, UnknownVar) {
+    TwoStage p;
+    Schedule s;
+    Var z("z"), zo("zo"), zi("zi");
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[p.g].split(z, zo, zi, 4); },
+                                          {"Func g", "'z'", "not a loop", "y, x"}));
+}
+
+TEST(ScheduleErrors, AlreadySplitVar) {
+    TwoStage p;
+    Schedule s;
+    Var xo("xo"), xi("xi"), a("a"), b("b");
+    s[p.g].split(p.x, xo, xi, 4);
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[p.g].split(p.x, a, b, 2); },
+                                          {"Func g", "'x'", "already split"}));
+}
+
+TEST(ScheduleErrors, ComputeAtLoopNotInConsumer) {
+    TwoStage p;
+    Schedule s;
+    Var nope("nope");
+    s[p.f].compute_at(p.g, nope);
+    p.in.set(random_buffer<float>({4, 9}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(p.g).compile(s); },
+                                          {"Func f", "g.nope", "no loop 'nope'"}));
+}
+
+TEST(ScheduleErrors, ParallelizingDependentUpdate) {
+    BufferParam in(Float(32), 1, "in");
+    Var x("x");
+    RDom r(1, 20, "r");
+    Func scan("scan");
+    scan(x) = in(x);
+    scan(r) = scan(r - 1) + in(r);
+    Schedule s;
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[scan].update().parallel(r); },
+                                          {"update 0 of Func scan", "parallelize", "dependence"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[scan].update().vectorize(r); },
+                                          {"update 0 of Func scan", "vectorize", "dependence"}));
+}
+
+TEST(ScheduleErrors, ParallelizingASumOverItsRVar) {
+    BufferParam in(Float(32), 2, "in");
+    Var i("i");
+    RDom k(0, 8, "k");
+    Func total("total");
+    total(i) = 0.0f;
+    total(i) += in(i, k);
+    Schedule s;
+    s[total].update().parallel(i);  // fine: distinct i never interact
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[total].update().vectorize(k); },
+                                          {"Func total", "'k.x'"}));
+}
+
+TEST(ScheduleErrors, ReorderingRVarsChangesMeaning) {
+    BufferParam in(Float(32), 2, "in");
+    Var x("x");
+    RDom r({{0, 4}, {0, 5}}, "r");
+    Func f("f");
+    f(x) = 0.0f;
+    f(x) = f(x) * 0.5f + in(r.x, r.y);
+    Schedule s;
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[f].update().reorder(r.y, r.x); },
+                                          {"update 0 of Func f", "RVars must keep their relative order"}));
+}
+
+TEST(ScheduleErrors, InliningAFuncWithUpdates) {
+    Var x("x");
+    RDom r(0, 4, "r");
+    Func f("f");
+    f(x) = 0;
+    f(x) += r;
+    Schedule s;
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[f].compute_inline(); },
+                                          {"Func f", "update definitions", "cannot be computed inline"}));
+}
+
+TEST(ScheduleErrors, UsedOutsideItsComputeLoop) {
+    TwoStage p;
+    Func h("h");
+    h(p.y, p.x) = p.g(p.y, p.x) + p.f(p.y, p.x);
+    Schedule s;
+    // f is computed inside g's loop, but h reads it too.
+    s[p.g].compute_root();
+    s[p.f].compute_at(p.g, p.x);
+    p.in.set(random_buffer<float>({4, 9}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(h).compile(s); },
+                                          {"Func f", "used outside the loop where it is computed"}));
+}
+
+TEST(ScheduleErrors, VectorizeNeedsConstantFactor) {
+    TwoStage p;
+    Param<int> n("n");
+    Schedule s;
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[p.g].vectorize(p.x, n); },
+                                          {"Func g", "constant factor"}));
+}
+
+TEST(RuntimeErrors, MissingInput) {
+    BufferParam in(Float(32), 1, "never_bound");
+    Var x("x");
+    Func f("f");
+    f(x) = in(x);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(f).realize({4}); },
+                                          {"never_bound", "no value"}));
+}
+
+TEST(RuntimeErrors, WrongTypeAndRank) {
+    BufferParam in(Float(32), 2, "img");
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x);
+    CompiledPipeline c = Pipeline(f).compile();
+    RawBuffer out(Float(32), {3, 3});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(Buffer<int32_t>({3, 3}), out); },
+                                          {"img", "int32", "float32"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(Buffer<float>({9}), out); },
+                                          {"img", "1 dimensions", "expects 2"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(out); }, {"takes 2 arguments"}));
+}
+
+TEST(RuntimeErrors, InputTooSmallIsCaughtBeforeAccess) {
+    BufferParam in(Float(32), 1, "src");
+    Var x("x");
+    Func f("f");
+    f(x) = in(x) + in(x + 2);
+    in.set(random_buffer<float>({10}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(f).realize({9}); },
+                                          {"Input buffer src", "[0, 10]", "covers only [0, 9]"}));
+}
+
+TEST(RuntimeErrors, OutputTooSmallForShiftInwards) {
+    BufferParam in(Float(32), 1, "src");
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("f");
+    f(x) = in(x);
+    in.set(random_buffer<float>({100}));
+    Schedule s;
+    s[f].split(x, xo, xi, 8, TailStrategy::ShiftInwards);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(f).realize({5}, s); },
+                                          {"Output buffer f", "written"}));
+}
+
+TEST(RuntimeErrors, NullDataPointer) {
+    BufferParam in(Float(32), 1, "src");
+    Var x("x");
+    Func f("f");
+    f(x) = in(x);
+    CompiledPipeline c = Pipeline(f).compile();
+    // Either wrapping a null pointer or calling with it must be refused.
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { c(RawBuffer::wrap(Float(32), nullptr, {4}, {}, "src"), RawBuffer(Float(32), {4})); },
+        {"src", "null"}));
+}

@@ -1,0 +1,277 @@
+// Differential fuzzer: random pipelines (stencils, reductions, update
+// definitions, several stages) under random legal schedules, compiled through
+// the JIT and compared with the reference interpreter.
+//
+// Each case is a pure function of a seed. When a case fails, the fuzzer
+// reduces it by dropping scheduling directives one at a time while it still
+// fails, and prints the seed and the mask of directives kept: add that pair to
+// kRegressions below to keep it as a regression test.
+//
+// Environment: LOOM_FUZZ_CASES (default 60) cases starting at LOOM_FUZZ_SEED
+// (default: random), or LOOM_FUZZ_SECONDS to run for a time instead.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "test_util.h"
+
+using namespace loom;
+
+namespace {
+
+// A scheduling directive, recorded so that it can be dropped while reducing.
+struct Directive {
+    std::string text;
+    std::function<void(Schedule &)> apply;
+};
+
+struct FuzzCase {
+    std::vector<BufferParam> inputs;
+    std::vector<Func> funcs;  // the last one is the output
+    std::vector<Directive> directives;
+    std::vector<int> sizes;
+    std::string description;
+};
+
+constexpr int kPad = 24;  // inputs cover [-kPad, size + kPad) in each dimension
+
+Var vy("y"), vx("x");
+
+// Builds a random pipeline and a random schedule for it from `seed`.
+FuzzCase make_case(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    FuzzCase c;
+    std::ostringstream desc;
+    int n_inputs = 1 + pick(2);
+    for (int i = 0; i < n_inputs; i++) c.inputs.emplace_back(Float(32), 2, "in" + std::to_string(i));
+
+    // Something earlier in the pipeline to read: an input or a previous Func.
+    auto source = [&](const Expr &y, const Expr &x) -> Expr {
+        int n = static_cast<int>(c.funcs.size()) + n_inputs;
+        int k = pick(n);
+        if (k < n_inputs) return c.inputs[k](y, x);
+        return c.funcs[k - n_inputs](y, x);
+    };
+    auto prev = [&](const Expr &y, const Expr &x) -> Expr {
+        if (c.funcs.empty() || pick(3) == 0) return source(y, x);
+        return c.funcs.back()(y, x);
+    };
+
+    int n_stages = 1 + pick(4);
+    for (int s = 0; s < n_stages; s++) {
+        Func f("f" + std::to_string(s));
+        int kind = pick(5);
+        int dy = pick(3), dx = pick(3);
+        switch (kind) {
+        case 0:  // pointwise / stencil
+            f(vy, vx) = prev(vy, vx) + prev(vy + dy, vx + dx) * 0.5f;
+            desc << f.name() << ": stencil(+" << dy << ",+" << dx << ")\n";
+            break;
+        case 1: {  // inline reduction over a small window
+            RDom r(0, 2 + pick(3), "r" + std::to_string(s));
+            f(vy, vx) = sum(prev(vy + dy, vx + r)) * 0.25f;
+            desc << f.name() << ": window sum\n";
+            break;
+        }
+        case 2: {  // pure definition plus an update with an RDom
+            RDom r(0, 1 + pick(3), "u" + std::to_string(s));
+            f(vy, vx) = prev(vy, vx);
+            f(vy, vx) += prev(vy + r, vx + dx) * 0.125f;
+            desc << f.name() << ": update over RDom\n";
+            break;
+        }
+        case 3:  // max/select nonlinearity
+            f(vy, vx) = select(prev(vy, vx) > 0.0f, prev(vy, vx + dx), max(prev(vy + dy, vx), -0.5f));
+            desc << f.name() << ": select/max\n";
+            break;
+        default: {  // a plain pure update (order-independent)
+            f(vy, vx) = prev(vy, vx) * 2.0f;
+            f(vy, vx) = f(vy, vx) - prev(vy + dy, vx);
+            desc << f.name() << ": pointwise update\n";
+            break;
+        }
+        }
+        c.funcs.push_back(f);
+    }
+    c.sizes = {5 + pick(20), 5 + pick(40)};
+    desc << "sizes " << c.sizes[0] << " x " << c.sizes[1] << "\n";
+
+    // Random legal directives.
+    const Func &out = c.funcs.back();
+    const TailStrategy tails[] = {TailStrategy::Auto, TailStrategy::GuardWithIf,
+                                  TailStrategy::ShiftInwards, TailStrategy::RoundUp};
+    auto add = [&](std::string text, std::function<void(Schedule &)> f) {
+        c.directives.push_back({std::move(text), std::move(f)});
+    };
+    // The output's loops.
+    int out_pattern = pick(5);
+    Var yo("yo"), yi("yi"), xo("xo"), xi("xi"), t("t");
+    int fy = 2 + pick(7), fx = 2 + pick(15);
+    bool out_has_yo = false, out_has_xo = false;
+    TailStrategy out_tail = pick(2) ? TailStrategy::GuardWithIf : TailStrategy::Auto;
+    if (c.sizes[1] >= fx && pick(3) == 0) out_tail = TailStrategy::ShiftInwards;
+    switch (out_pattern) {
+    case 0:
+        add("out.tile", [=](Schedule &s) { s[out].tile(vy, vx, yo, xo, yi, xi, fy, fx, out_tail); });
+        out_has_yo = out_has_xo = true;
+        break;
+    case 1:
+        add("out.split y", [=](Schedule &s) { s[out].split(vy, yo, yi, fy); });
+        out_has_yo = true;
+        break;
+    case 2: {
+        int lanes = 4 << pick(3);
+        add("out.vectorize x", [=](Schedule &s) { s[out].vectorize(vx, lanes, out_tail); });
+        break;
+    }
+    case 3:
+        add("out.reorder", [=](Schedule &s) { s[out].reorder(vx, vy); });
+        break;
+    default:
+        break;
+    }
+    if (pick(2)) {
+        if (out_has_yo) add("out.parallel yo", [=](Schedule &s) { s[out].parallel(yo); });
+        else if (out_pattern != 3) add("out.parallel y", [=](Schedule &s) { s[out].parallel(vy); });
+    }
+    // Update stages of the output: split/vectorize the pure var x.
+    if (out.num_update_definitions() > 0 && pick(2)) {
+        add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
+    }
+
+    // The other Funcs: placement and loops.
+    for (size_t i = 0; i + 1 < c.funcs.size(); i++) {
+        Func f = c.funcs[i];
+        int where = pick(4);
+        bool has_updates = f.num_update_definitions() > 0;
+        if (where == 0 && !has_updates) continue;  // inline
+        if (where == 1 || (where == 0 && has_updates)) {
+            add(f.name() + ".compute_root", [=](Schedule &s) { s[f].compute_root(); });
+        } else if (where == 2 && (out_has_yo || out_has_xo)) {
+            Var at = out_has_xo && pick(2) ? xo : yo;
+            if (!out_has_yo) at = xo;
+            add(f.name() + ".compute_at(out, " + at.name() + ")",
+                [=](Schedule &s) { s[f].compute_at(out, at); });
+        } else if (where == 3 && out_has_yo) {
+            add(f.name() + ".store_root.compute_at(out, yo)",
+                [=](Schedule &s) { s[f].store_root().compute_at(out, yo); });
+        } else {
+            add(f.name() + ".compute_root", [=](Schedule &s) { s[f].compute_root(); });
+        }
+        int loops = pick(4);
+        Var a("a"), b("b");
+        TailStrategy tail = tails[pick(4)];
+        int lanes = 4 << pick(2), factor = 2 + pick(3);
+        if (loops == 1) {
+            add(f.name() + ".vectorize x", [=](Schedule &s) { s[f].vectorize(vx, lanes, tail); });
+        } else if (loops == 2) {
+            add(f.name() + ".split y + unroll",
+                [=](Schedule &s) { s[f].split(vy, a, b, factor, tail).unroll(b); });
+        } else if (loops == 3) {
+            add(f.name() + ".parallel y", [=](Schedule &s) { s[f].parallel(vy); });
+        }
+        if (has_updates && pick(2)) {
+            add(f.name() + ".update.vectorize x",
+                [=](Schedule &s) { s[f].update().vectorize(vx, 8); });
+        }
+    }
+    c.description = desc.str();
+    return c;
+}
+
+void bind_inputs(FuzzCase &c, uint64_t seed) {
+    std::mt19937 rng(static_cast<unsigned>(seed));
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (BufferParam &in : c.inputs) {
+        Buffer<float> b({c.sizes[0] + 2 * kPad + 16, c.sizes[1] + 2 * kPad + 16});
+        b.fill([&](const std::vector<int> &) { return dist(rng); });
+        b.set_min({-kPad, -kPad});
+        in.set(b);
+    }
+}
+
+// Runs one case with the directives in `mask`; returns an empty string on
+// success, else a description of the failure.
+std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
+    FuzzCase c = make_case(seed);
+    bind_inputs(c, seed);
+    Schedule s;
+    std::ostringstream applied;
+    for (size_t i = 0; i < c.directives.size(); i++) {
+        if (i < mask.size() && !mask[i]) continue;
+        c.directives[i].apply(s);
+        applied << "  " << c.directives[i].text << "\n";
+    }
+    const Func &out = c.funcs.back();
+    try {
+        RawBuffer expected = interpret(out, c.sizes);
+        RawBuffer actual = Pipeline(out).realize(c.sizes, s);
+        ::testing::AssertionResult r = loom_test::buffers_match(actual, expected, 1e-5, 1e-5);
+        if (!r) return std::string(r.message()) + "\n" + c.description + "schedule:\n" + applied.str();
+    } catch (const std::exception &e) {
+        return std::string("exception: ") + e.what() + "\n" + c.description + "schedule:\n" + applied.str();
+    }
+    return "";
+}
+
+std::string mask_string(const std::vector<bool> &mask) {
+    std::string s;
+    for (bool b : mask) s += b ? '1' : '0';
+    return s;
+}
+
+// Drops directives while the case keeps failing.
+std::vector<bool> reduce(uint64_t seed, size_t n) {
+    std::vector<bool> mask(n, true);
+    for (size_t i = 0; i < n; i++) {
+        mask[i] = false;
+        if (run_case(seed, mask).empty()) mask[i] = true;
+    }
+    return mask;
+}
+
+// Cases once found by the fuzzer, reduced: (seed, directive mask).
+const std::vector<std::pair<uint64_t, std::string>> kRegressions = {};
+
+}  // namespace
+
+TEST(Fuzz, Regressions) {
+    for (const auto &r : kRegressions) {
+        std::vector<bool> mask;
+        for (char ch : r.second) mask.push_back(ch == '1');
+        std::string failure = run_case(r.first, mask);
+        EXPECT_TRUE(failure.empty()) << "seed " << r.first << " mask " << r.second << ": " << failure;
+    }
+}
+
+TEST(Fuzz, RandomPipelinesAndSchedules) {
+    uint64_t seed = std::random_device{}();
+    if (const char *s = std::getenv("LOOM_FUZZ_SEED")) seed = std::stoull(s);
+    int cases = 60;
+    if (const char *s = std::getenv("LOOM_FUZZ_CASES")) cases = std::stoi(s);
+    double seconds = 0;
+    if (const char *s = std::getenv("LOOM_FUZZ_SECONDS")) seconds = std::stod(s);
+    std::printf("[fuzz] starting at seed %llu\n", static_cast<unsigned long long>(seed));
+    auto start = std::chrono::steady_clock::now();
+    int failures = 0, run = 0;
+    for (uint64_t k = 0;; k++) {
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (seconds > 0 ? elapsed > seconds : static_cast<int>(k) >= cases) break;
+        uint64_t case_seed = seed + k;
+        run++;
+        std::string failure = run_case(case_seed, {});
+        if (!failure.empty()) {
+            size_t n = make_case(case_seed).directives.size();
+            std::vector<bool> mask = reduce(case_seed, n);
+            ADD_FAILURE() << "fuzz case failed; keep it with {" << case_seed << "ull, \""
+                          << mask_string(mask) << "\"} in kRegressions.\nReduced failure: "
+                          << run_case(case_seed, mask);
+            if (++failures >= 3) break;
+        }
+    }
+    std::printf("[fuzz] %d cases, %d failures\n", run, failures);
+}
