@@ -46,6 +46,22 @@ class TightenGuards : public IRMutator {
     }
 };
 
+/** For bounds analysis only: promise_clamped(v, lo, hi) becomes a clamp, so
+ * the promised range bounds the value. */
+class ClampPromises : public IRMutator {
+  protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        if (op->is_intrinsic(Call::promise_clamped)) {
+            Expr v = mutate(op->args[0]);
+            return Max::make(Min::make(v, mutate(op->args[2])), mutate(op->args[1]));
+        }
+        return IRMutator::visit(op);
+    }
+};
+
+Stmt for_analysis(const Stmt &s) { return bounds_analysis_view(s); }
+
 void check_bounded(const Box &b, const std::string &func, const char *what) {
     for (size_t d = 0; d < b.size(); d++) {
         user_assert(b[d].is_bounded())
@@ -92,7 +108,7 @@ class ComputeSiteBounds : public IRMutator {
             return IRMutator::visit(op);
         }
         found = true;
-        Box required = box_for(boxes_required(TightenGuards().mutate(consume->body)), f->name);
+        Box required = box_for(boxes_required(for_analysis(consume->body)), f->name);
         if (required.empty() && !f->args.empty()) {
             // Nothing reads it at this site; compute nothing.
             required = Box(f->args.size());
@@ -109,7 +125,7 @@ class ComputeSiteBounds : public IRMutator {
             const Block *stages = produce->body.as<Block>();
             Stmt updates = stages ? stages->rest : Stmt();
             if (updates.defined()) {
-                updates = define_stage_bounds(f, required, TightenGuards().mutate(updates), 1, n_updates);
+                updates = define_stage_bounds(f, required, for_analysis(updates), 1, n_updates);
                 Box touched = box_for(boxes_touched(updates), f->name);
                 if (!touched.empty()) {
                     check_bounded(touched, f->name, "updates");
@@ -133,7 +149,7 @@ class RealizeBounds : public IRMutator {
     using IRMutator::visit;
     Stmt visit(const Realize *op) override {
         Stmt body = mutate(op->body);
-        Box touched = box_for(boxes_touched(TightenGuards().mutate(body)), op->name);
+        Box touched = box_for(boxes_touched(for_analysis(body)), op->name);
         Region bounds;
         if (touched.empty()) {
             // Touched nowhere: an empty realization.
@@ -149,6 +165,8 @@ class RealizeBounds : public IRMutator {
 };
 
 }  // namespace
+
+Stmt bounds_analysis_view(const Stmt &s) { return ClampPromises().mutate(TightenGuards().mutate(s)); }
 
 Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
     Stmt s = input;

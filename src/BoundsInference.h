@@ -13,6 +13,11 @@ namespace internal {
  * bounded (a Func read at a data-dependent index) is a CompileError. */
 Stmt bounds_inference(const Stmt &s, const LoweringEnv &env);
 
+/** The statement as interval analysis should see it: guarded split tails
+ * tightened to their guards and promise_clamped values clamped. Its regions
+ * are those the original statement touches. */
+Stmt bounds_analysis_view(const Stmt &s);
+
 /** The name of the buffer holding Tuple element `index` of output Func f. */
 std::string output_buffer_name(const FunctionPtr &f, int index);
 

@@ -203,7 +203,10 @@ Expr make_intrinsic(Type t, const char *name, const std::vector<Expr> &args) {
     return Call::make(t, name, args, Call::PureIntrinsic);
 }
 
-Expr likely(Expr e) { return make_intrinsic(e.type(), Call::likely, {std::move(e)}); }
+Expr likely(Expr e) {
+    Type t = e.type();
+    return make_intrinsic(t, Call::likely, {std::move(e)});
+}
 
 Expr error_message(const std::vector<Expr> &pieces) {
     return Call::make(Int(32), Call::error, pieces, Call::Intrinsic);

@@ -11,6 +11,7 @@
 #include "Bounds.h"
 #include "BoundsInference.h"
 #include "IRPrinter.h"
+#include "IRMutator.h"
 #include "IRVisitor.h"
 #include "PartitionLoops.h"
 #include "ScheduleFunctions.h"
@@ -72,12 +73,26 @@ void check_placement(const Stmt &s, const LoweringEnv &env) {
     s.accept(&checker);
 }
 
+/** Replaces each promise_clamped(v, lo, hi) by v: the promise served bounds
+ * analysis; code generation needs only the value. */
+Stmt strip_promises(const Stmt &s) {
+    class Strip : public IRMutator {
+      protected:
+        using IRMutator::visit;
+        Expr visit(const Call *op) override {
+            if (op->is_intrinsic(Call::promise_clamped)) return mutate(op->args[0]);
+            return IRMutator::visit(op);
+        }
+    };
+    return Strip().mutate(s);
+}
+
 /** Asserts, before any access, that each input buffer covers the region the
  * pipeline reads and each output buffer the region it writes. */
 Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
                        const LoweringEnv &env) {
-    std::map<std::string, Box> read = boxes_required(s);
-    std::map<std::string, Box> written = boxes_provided(s);
+    std::map<std::string, Box> read = boxes_required(bounds_analysis_view(s));
+    std::map<std::string, Box> written = boxes_provided(bounds_analysis_view(s));
     std::vector<Stmt> checks;
     auto check = [&](const std::string &buf, const std::string &func, const Box &box,
                      const char *role, const char *verb) {
@@ -152,6 +167,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = add_buffer_checks(s, result.params, env);
     debug_print("add_buffer_checks", s);
 
+    s = strip_promises(s);
     s = storage_flattening(s, env);
     debug_print("storage_flattening", s);
 

@@ -156,52 +156,60 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
             if (guard.defined()) body = IfThenElse::make(guard, body);
             body = LetStmt::make(prefix + s.old_var, base + inner, body);
         } else if (s.kind == Split::FuseVars) {
+            // Interval arithmetic cannot see that t / e and t % e stay within
+            // the fused loops' ranges when e is symbolic; promise it.
             Expr fused = old;
             Expr inner_extent = var(s.inner + ".loop_extent");
-            body = LetStmt::make(prefix + s.inner, fused % inner_extent + var(s.inner + ".loop_min"), body);
-            body = LetStmt::make(prefix + s.outer, fused / inner_extent + var(s.outer + ".loop_min"), body);
+            auto promise = [&](const std::string &v, const Expr &value) {
+                return make_intrinsic(Int(32), Call::promise_clamped,
+                                      {value, var(v + ".loop_min"), var(v + ".loop_max")});
+            };
+            body = LetStmt::make(prefix + s.inner,
+                                 promise(s.inner, fused % inner_extent + var(s.inner + ".loop_min")), body);
+            body = LetStmt::make(prefix + s.outer,
+                                 promise(s.outer, fused / inner_extent + var(s.outer + ".loop_min")), body);
         } else {
             body = LetStmt::make(prefix + s.old_var, var(s.outer), body);
         }
     }
 
-    // The loops, innermost first.
+    // The loops, innermost first. Their extent is written in terms of
+    // loop_min and loop_max so that interval analysis can cancel min + extent
+    // - 1 back to loop_max instead of losing the correlation.
     for (auto it = ss.dims.rbegin(); it != ss.dims.rend(); ++it) {
-        body = For::make(prefix + it->var, var(it->var + ".loop_min"), var(it->var + ".loop_extent"),
-                         it->for_type, body);
+        Expr mn = var(it->var + ".loop_min"), mx = var(it->var + ".loop_max");
+        body = For::make(prefix + it->var, mn, mx - mn + 1, it->for_type, body);
     }
 
     // Loop bounds of the split products, from those of what they split.
-    auto define_bounds = [&](const std::string &v, Expr mn, Expr extent, Stmt s) {
-        s = LetStmt::make(prefix + v + ".loop_max", mn + extent - 1, s);
-        s = LetStmt::make(prefix + v + ".loop_extent", extent, s);
+    auto define_bounds = [&](const std::string &v, Expr mn, Expr mx, Stmt s) {
+        s = LetStmt::make(prefix + v + ".loop_extent", var(v + ".loop_max") - var(v + ".loop_min") + 1, s);
+        s = LetStmt::make(prefix + v + ".loop_max", mx, s);
         return LetStmt::make(prefix + v + ".loop_min", mn, s);
     };
     for (auto it = ss.splits.rbegin(); it != ss.splits.rend(); ++it) {
         const Split &s = *it;
         if (s.kind == Split::SplitVar) {
             Expr old_extent = var(s.old_var + ".loop_extent");
-            body = define_bounds(s.inner, 0, s.factor, body);
-            body = define_bounds(s.outer, 0, (old_extent + s.factor - 1) / s.factor, body);
+            body = define_bounds(s.inner, 0, s.factor - 1, body);
+            body = define_bounds(s.outer, 0, (old_extent + s.factor - 1) / s.factor - 1, body);
         } else if (s.kind == Split::FuseVars) {
             body = define_bounds(s.old_var, 0,
-                                 var(s.outer + ".loop_extent") * var(s.inner + ".loop_extent"), body);
+                                 var(s.outer + ".loop_extent") * var(s.inner + ".loop_extent") - 1, body);
         } else {
-            body = define_bounds(s.outer, var(s.old_var + ".loop_min"),
-                                 var(s.old_var + ".loop_extent"), body);
+            body = define_bounds(s.outer, var(s.old_var + ".loop_min"), var(s.old_var + ".loop_max"), body);
         }
     }
     // Bounds of the original variables: pure Vars span the region bounds
     // inference asks for; RVars span their reduction domain.
     for (const ReductionVariable &rv : rvars) {
         Expr mn = substitute(rename, rv.min), ext = substitute(rename, rv.extent);
-        body = define_bounds(rv.var, var(rv.var + ".min"), var(rv.var + ".max") - var(rv.var + ".min") + 1,
-                             body);
+        body = define_bounds(rv.var, var(rv.var + ".min"), var(rv.var + ".max"), body);
         body = LetStmt::make(prefix + rv.var + ".max", mn + ext - 1, body);
         body = LetStmt::make(prefix + rv.var + ".min", mn, body);
     }
     for (const std::string &a : f->args) {
-        body = define_bounds(a, var(a + ".min"), var(a + ".max") - var(a + ".min") + 1, body);
+        body = define_bounds(a, var(a + ".min"), var(a + ".max"), body);
     }
     return body;
 }
@@ -231,34 +239,39 @@ bool stmt_calls(const Stmt &s, const std::string &func) {
     return finder.found;
 }
 
-/** The name of the innermost serial or parallel loop that encloses the first
- * call to `func`, or "" if none does. Vector and unrolled loops are skipped:
- * a Func computed there would be recomputed per lane. */
-std::string innermost_loop_calling(const Stmt &s, const std::string &func) {
+/** The name of the innermost serial or parallel loop that encloses every
+ * call to `func`, or "" if no loop does. Vector and unrolled loops are
+ * skipped: a Func computed there would be recomputed per lane. */
+std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &func) {
     struct Finder : IRVisitor {
         const std::string *name;
         std::vector<std::string> loops;
-        std::string found;
-        bool done = false;
+        std::vector<std::string> common;  // common prefix of the loop stacks of all calls
+        bool any = false;
         using IRVisitor::visit;
         void visit(const For *op) override {
-            if (done) return;
             bool push = op->for_type == ForType::Serial || op->for_type == ForType::Parallel;
             if (push) loops.push_back(op->name);
             IRVisitor::visit(op);
             if (push) loops.pop_back();
         }
         void visit(const Call *op) override {
-            if (!done && op->call_type == Call::Func && op->name == *name) {
-                done = true;
-                found = loops.empty() ? "" : loops.back();
+            if (op->call_type == Call::Func && op->name == *name) {
+                if (!any) {
+                    common = loops;
+                    any = true;
+                } else {
+                    size_t n = 0;
+                    while (n < common.size() && n < loops.size() && common[n] == loops[n]) n++;
+                    common.resize(n);
+                }
             }
             IRVisitor::visit(op);
         }
     } finder;
     finder.name = &func;
     s.accept(&finder);
-    return finder.found;
+    return finder.common.empty() ? "" : finder.common.back();
 }
 
 /** Wraps the body of the loop named `loop` (or the whole statement when
@@ -344,8 +357,9 @@ Stmt schedule_functions(const LoweringEnv &env) {
 
         std::string compute_loop, store_loop;
         if (fs.compute_level.is_inlined()) {
-            // A Func with updates that was not scheduled: computed where it is used.
-            compute_loop = store_loop = innermost_loop_calling(s, name);
+            // A Func with updates that was not scheduled: computed at the
+            // innermost loop that encloses all of its uses.
+            compute_loop = store_loop = innermost_loop_enclosing_calls(s, name);
         } else {
             compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed");
             store_loop = fs.store_level.kind == fs.compute_level.kind &&

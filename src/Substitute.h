@@ -14,6 +14,13 @@ Expr substitute(const std::string &name, const Expr &replacement, const Expr &e)
 Stmt substitute(const std::string &name, const Expr &replacement, const Stmt &s);
 Expr substitute(const std::map<std::string, Expr> &replacements, const Expr &e);
 Stmt substitute(const std::map<std::string, Expr> &replacements, const Stmt &s);
+// A string literal would otherwise also convert to Expr (through bool).
+inline Expr substitute(const char *name, const Expr &replacement, const Expr &e) {
+    return substitute(std::string(name), replacement, e);
+}
+inline Stmt substitute(const char *name, const Expr &replacement, const Stmt &s) {
+    return substitute(std::string(name), replacement, s);
+}
 /** Replaces every subexpression structurally equal to `find`. */
 Expr substitute(const Expr &find, const Expr &replacement, const Expr &e);
 /** Substitutes away every Let (and LetStmt) so no bindings remain. */

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "loom/Buffer.h"
@@ -79,7 +80,11 @@ class Func {
     int num_update_definitions() const;
 
     FuncRef operator()(const std::vector<Expr> &args) const;
-    template <typename... Args> FuncRef operator()(Args &&...args) const {
+    // Constrained so that a (non-const) std::vector<Expr> argument picks the
+    // overload above instead of failing inside this template.
+    template <typename... Args,
+              typename = std::enable_if_t<(std::is_convertible_v<Args &&, Expr> && ...)>>
+    FuncRef operator()(Args &&...args) const {
         return (*this)(std::vector<Expr>{Expr(args)...});
     }
 

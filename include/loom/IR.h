@@ -207,6 +207,10 @@ struct Call : ExprNode<Call> {
     static constexpr const char *buffer_get = "buffer_get";  // args: name, field, dim
     static constexpr const char *div_round_up = "div_round_up";
     static constexpr const char *undef = "undef";
+    // promise_clamped(value, lo, hi): equals value, which the compiler
+    // guarantees lies in [lo, hi]. Bounds analysis uses the range; it is
+    // removed (replaced by value) before code generation.
+    static constexpr const char *promise_clamped = "promise_clamped";
 };
 
 /** A horizontal reduction of a vector down to `lanes` lanes. */

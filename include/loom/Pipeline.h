@@ -91,6 +91,11 @@ class Pipeline {
      * Params, and returns it. */
     RawBuffer realize(const std::vector<int> &sizes, const Schedule &schedule = Schedule(),
                       const Target &target = Target::host()) const;
+    /** realize({h, w}): a braced list always means sizes. */
+    RawBuffer realize(std::initializer_list<int> sizes, const Schedule &schedule = Schedule(),
+                      const Target &target = Target::host()) const {
+        return realize(std::vector<int>(sizes), schedule, target);
+    }
     /** Computes every output into the given buffers. */
     void realize(const std::vector<RawBuffer> &outputs, const Schedule &schedule = Schedule(),
                  const Target &target = Target::host()) const;

@@ -22,6 +22,9 @@ struct ReductionDomainContents {
     std::string name;
     std::vector<ReductionVariable> domain;
     Expr predicate;  // undefined means true
+    // Set once a definition uses the domain: where() after that would change
+    // the meaning of definitions already made, so it is refused.
+    mutable bool frozen = false;
 };
 
 std::string unique_name(const std::string &prefix);

@@ -52,6 +52,9 @@ TEST(Schedule, SplitEachTailStrategy) {
                               TailStrategy::RoundUp}) {
         Blur b;
         b.bind(19, 45);
+        // RoundUp computes bx up to a multiple of 8 columns, reading that far
+        // into the input: give it the room.
+        if (tail == TailStrategy::RoundUp) b.in.set(random_buffer<float>({19 + 2, 45 + 2 + 8}));
         Schedule s;
         Var xo("xo"), xi("xi");
         s[b.bx].compute_root().split(b.x, xo, xi, 8, tail);
@@ -86,6 +89,15 @@ TEST(Schedule, ComputeAtTileAndStoreRoot) {
         s[b.bx].store_root().compute_at(b.by, yo);
         check_schedule(b.by, s, {33, 70});
     }
+}
+
+TEST(Schedule, RenameAndSerial) {
+    Blur b;
+    b.bind(12, 20);
+    Schedule s;
+    Var col("col"), xo("xo"), xi("xi");
+    s[b.by].rename(b.x, col).split(col, xo, xi, 3).parallel(xo).serial(xo);
+    check_schedule(b.by, s, {12, 20});
 }
 
 TEST(Schedule, VectorizeAndUnroll) {

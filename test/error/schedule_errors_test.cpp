@@ -158,7 +158,11 @@ TEST(RuntimeErrors, OutputTooSmallForShiftInwards) {
     Var x("x"), xo("xo"), xi("xi");
     Func f("f");
     f(x) = in(x);
-    in.set(random_buffer<float>({100}));
+    // The input covers the shifted reads; the 5-wide output cannot hold the
+    // 8-wide shifted iteration.
+    Buffer<float> src = random_buffer<float>({100});
+    src.set_min({-50});
+    in.set(src);
     Schedule s;
     s[f].split(x, xo, xi, 8, TailStrategy::ShiftInwards);
     EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(f).realize({5}, s); },
@@ -175,4 +179,25 @@ TEST(RuntimeErrors, NullDataPointer) {
     EXPECT_TRUE(throws_with<RuntimeError>(
         [&] { c(RawBuffer::wrap(Float(32), nullptr, {4}, {}, "src"), RawBuffer(Float(32), {4})); },
         {"src", "null"}));
+}
+
+TEST(ScheduleErrors, CyclicDefinitions) {
+    Var x("x");
+    Func f("f"), g("g");
+    f(x) = cast<float>(x);
+    g(x) = f(x) + 1.0f;
+    f(x) += g(x);  // f -> g -> f
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(f).compile(); }, {"cycl"}));
+}
+
+TEST(RuntimeErrors, AllocationSizeOverflow) {
+    Var y("y"), x("x");
+    Func f("f"), g("g");
+    f(y, x) = y + x;
+    // g reads f over a 300 x 12 million region: more than 2^31 elements.
+    g(x) = f(x, x * 40000);
+    Schedule s;
+    s[f].compute_root();
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(g).realize({300}, s); },
+                                          {"Func f", "needs storage of", "elements"}));
 }

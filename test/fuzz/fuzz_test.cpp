@@ -112,8 +112,11 @@ FuzzCase make_case(uint64_t seed) {
     Var yo("yo"), yi("yi"), xo("xo"), xi("xi"), t("t");
     int fy = 2 + pick(7), fx = 2 + pick(15);
     bool out_has_yo = false, out_has_xo = false;
+    // ShiftInwards overlaps the last iteration with the previous one, so it
+    // needs the output to be at least one factor wide.
+    int lanes = 4 << pick(3);
     TailStrategy out_tail = pick(2) ? TailStrategy::GuardWithIf : TailStrategy::Auto;
-    if (c.sizes[1] >= fx && pick(3) == 0) out_tail = TailStrategy::ShiftInwards;
+    if (c.sizes[1] >= std::max(fx, lanes) && pick(3) == 0) out_tail = TailStrategy::ShiftInwards;
     switch (out_pattern) {
     case 0:
         add("out.tile", [=](Schedule &s) { s[out].tile(vy, vx, yo, xo, yi, xi, fy, fx, out_tail); });
@@ -124,7 +127,6 @@ FuzzCase make_case(uint64_t seed) {
         out_has_yo = true;
         break;
     case 2: {
-        int lanes = 4 << pick(3);
         add("out.vectorize x", [=](Schedule &s) { s[out].vectorize(vx, lanes, out_tail); });
         break;
     }
@@ -143,24 +145,33 @@ FuzzCase make_case(uint64_t seed) {
         add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
     }
 
-    // The other Funcs: placement and loops.
+    // The other Funcs: placement and loops. compute_at a loop of the output's
+    // pure stage is only legal when its update stages do not read the Func
+    // too, which this generator does not track: it avoids the case.
+    if (out.num_update_definitions() > 0) out_has_yo = out_has_xo = false;
+    // Placement depth: 0 root, 1 the output's yo loop, 2 its xo loop. A
+    // producer must be computed at the same or an outer level than anything
+    // that reads it, so depths never decrease along the chain.
+    int max_depth = out_has_xo ? 2 : out_has_yo ? 1 : 0;
+    int depth = 0;
     for (size_t i = 0; i + 1 < c.funcs.size(); i++) {
         Func f = c.funcs[i];
-        int where = pick(4);
         bool has_updates = f.num_update_definitions() > 0;
-        if (where == 0 && !has_updates) continue;  // inline
-        if (where == 1 || (where == 0 && has_updates)) {
+        if (!has_updates && pick(4) == 0) continue;  // inline
+        if (depth < max_depth && pick(2)) depth += 1 + pick(max_depth - depth);
+        if (depth == 2 && !out_has_yo) depth = 2;
+        if (depth == 0) {
             add(f.name() + ".compute_root", [=](Schedule &s) { s[f].compute_root(); });
-        } else if (where == 2 && (out_has_yo || out_has_xo)) {
-            Var at = out_has_xo && pick(2) ? xo : yo;
-            if (!out_has_yo) at = xo;
-            add(f.name() + ".compute_at(out, " + at.name() + ")",
-                [=](Schedule &s) { s[f].compute_at(out, at); });
-        } else if (where == 3 && out_has_yo) {
-            add(f.name() + ".store_root.compute_at(out, yo)",
-                [=](Schedule &s) { s[f].store_root().compute_at(out, yo); });
         } else {
-            add(f.name() + ".compute_root", [=](Schedule &s) { s[f].compute_root(); });
+            Var at = depth == 2 ? xo : yo;
+            if (depth == 1 && !out_has_yo) at = xo;
+            if (pick(2)) {
+                add(f.name() + ".store_root.compute_at(out, " + at.name() + ")",
+                    [=](Schedule &s) { s[f].store_root().compute_at(out, at); });
+            } else {
+                add(f.name() + ".compute_at(out, " + at.name() + ")",
+                    [=](Schedule &s) { s[f].compute_at(out, at); });
+            }
         }
         int loops = pick(4);
         Var a("a"), b("b");
@@ -201,13 +212,13 @@ std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
     bind_inputs(c, seed);
     Schedule s;
     std::ostringstream applied;
-    for (size_t i = 0; i < c.directives.size(); i++) {
-        if (i < mask.size() && !mask[i]) continue;
-        c.directives[i].apply(s);
-        applied << "  " << c.directives[i].text << "\n";
-    }
     const Func &out = c.funcs.back();
     try {
+        for (size_t i = 0; i < c.directives.size(); i++) {
+            if (i < mask.size() && !mask[i]) continue;
+            applied << "  " << c.directives[i].text << "\n";
+            c.directives[i].apply(s);
+        }
         RawBuffer expected = interpret(out, c.sizes);
         RawBuffer actual = Pipeline(out).realize(c.sizes, s);
         ::testing::AssertionResult r = loom_test::buffers_match(actual, expected, 1e-5, 1e-5);
@@ -224,12 +235,20 @@ std::string mask_string(const std::vector<bool> &mask) {
     return s;
 }
 
-// Drops directives while the case keeps failing.
-std::vector<bool> reduce(uint64_t seed, size_t n) {
+// The first line of a failure: what kind of failure it is.
+std::string failure_kind(const std::string &failure) {
+    std::string line = failure.substr(0, failure.find('\n'));
+    return line.substr(0, std::min<size_t>(line.size(), 60));
+}
+
+// Drops directives while the case keeps failing in the same way (dropping a
+// directive that made a loop another one names would fail differently).
+std::vector<bool> reduce(uint64_t seed, size_t n, const std::string &original) {
     std::vector<bool> mask(n, true);
     for (size_t i = 0; i < n; i++) {
         mask[i] = false;
-        if (run_case(seed, mask).empty()) mask[i] = true;
+        std::string f = run_case(seed, mask);
+        if (f.empty() || failure_kind(f) != failure_kind(original)) mask[i] = true;
     }
     return mask;
 }
@@ -266,7 +285,7 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
         std::string failure = run_case(case_seed, {});
         if (!failure.empty()) {
             size_t n = make_case(case_seed).directives.size();
-            std::vector<bool> mask = reduce(case_seed, n);
+            std::vector<bool> mask = reduce(case_seed, n, failure);
             ADD_FAILURE() << "fuzz case failed; keep it with {" << case_seed << "ull, \""
                           << mask_string(mask) << "\"} in kRegressions.\nReduced failure: "
                           << run_case(case_seed, mask);

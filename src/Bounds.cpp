@@ -1,0 +1,729 @@
+#include "Bounds.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "IREquality.h"
+#include "IRVisitor.h"
+#include "Simplify.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+// Signed integer arithmetic of 32 bits or more is assumed not to overflow
+// (as the simplifier assumes); narrower and unsigned types wrap.
+bool no_overflow(Type t) { return t.is_float() || (t.is_int() && t.bits >= 32); }
+
+// The bounds implied by the type alone. int32 and int64 (and the upper end of
+// uint32/uint64) are treated as unbounded: their extremes are never useful
+// bounds and invite overflow in later arithmetic.
+Interval bounds_of_type(Type t) {
+    t = t.element_of();
+    if (t.is_bool()) return Interval(make_zero(t), make_one(t));
+    if (t.is_int_or_uint() && t.bits < 32) {
+        return Interval(make_const(t, t.min_int()), make_const(t, t.max_int()));
+    }
+    if (t.is_uint()) return Interval(make_zero(t), Expr());
+    return Interval();
+}
+
+// Folds a min/max of two bounds right away when it is decidable, so the
+// intervals stay small; anything left is simplified at the end.
+Expr bmin(const Expr &a, const Expr &b) {
+    if (!a.defined() || !b.defined()) return Expr();
+    return simplify(Min::make(a, b));
+}
+Expr bmax(const Expr &a, const Expr &b) {
+    if (!a.defined() || !b.defined()) return Expr();
+    return simplify(Max::make(a, b));
+}
+
+Expr as_scalar(const Expr &e) {
+    if (const Broadcast *b = e.as<Broadcast>()) return b->value;
+    return e;
+}
+
+class BoundsOf : public IRVisitor {
+  public:
+    explicit BoundsOf(const Scope<Interval> &s) : scope(s) {}
+
+    Interval bounds(const Expr &e) {
+        e.accept(this);
+        return result;
+    }
+
+    Interval result;
+
+  private:
+    const Scope<Interval> &scope;
+    Scope<Interval> lets;
+
+    // Folds the ends as we go, so constant ends are recognized by the rules
+    // of enclosing nodes (and the expressions stay small).
+    void tidy() {
+        if (result.min.defined() && !is_const(result.min)) result.min = simplify(result.min);
+        if (result.max.defined()) {
+            if (result.max.same_as(result.min)) return;
+            if (!is_const(result.max)) result.max = simplify(result.max);
+        }
+    }
+
+    // Narrow and unsigned types wrap: keep an interval only if it is provably
+    // within the type's range.
+    void fix_overflow(Type t) {
+        tidy();
+        if (no_overflow(t)) return;
+        Interval tb = bounds_of_type(t);
+        if (!t.is_int_or_uint()) return;
+        bool ok = result.is_bounded();
+        if (ok && tb.min.defined()) ok = can_prove(result.min >= tb.min);
+        if (ok && tb.max.defined()) ok = can_prove(result.max <= tb.max);
+        if (!ok) result = tb;
+    }
+
+    void visit(const IntImm *op) override { result = Interval::single_point(op); }
+    void visit(const UIntImm *op) override { result = Interval::single_point(op); }
+    void visit(const FloatImm *op) override { result = Interval::single_point(op); }
+    void visit(const StringImm *op) override { result = Interval::single_point(op); }
+
+    void visit(const Variable *op) override {
+        if (const Interval *i = lets.find(op->name)) {
+            result = *i;
+        } else if (const Interval *i = scope.find(op->name)) {
+            result = *i;
+            Interval tb = bounds_of_type(op->type);
+            if (!result.min.defined()) result.min = tb.min;
+            if (!result.max.defined()) result.max = tb.max;
+        } else {
+            result = Interval::single_point(op);
+        }
+    }
+
+    void visit(const Cast *op) override {
+        Interval a = bounds(op->value);
+        Type from = op->value.type().element_of(), to = op->type.element_of();
+        Interval tb = bounds_of_type(op->type);
+        if (a.is_single_point()) {
+            result = Interval::single_point(Cast::make(op->type, a.min));
+            return;
+        }
+        // Whether the cast preserves every value in [a.min, a.max]; then it
+        // is monotone and maps the ends to the ends.
+        bool safe;
+        if (to.can_represent(from) || (from.is_float() && to.is_float()) ||
+            (to.is_float() && from.is_int_or_uint())) {
+            safe = true;
+        } else if (from.is_float()) {
+            safe = a.is_bounded() &&
+                   can_prove(a.min >= make_const(from, static_cast<double>(to.min_int())) &&
+                             a.max <= make_const(from, static_cast<double>(to.max_int())));
+        } else {
+            // Integer to a narrower or differently signed integer.
+            bool lo_ok, hi_ok;
+            if (from.is_uint() || from.min_int() >= to.min_int()) lo_ok = true;
+            else lo_ok = a.min.defined() && can_prove(a.min >= make_const(from, to.min_int()));
+            uint64_t to_max = to.is_uint() ? to.max_uint() : static_cast<uint64_t>(to.max_int());
+            uint64_t from_max = from.is_uint() ? from.max_uint() : static_cast<uint64_t>(from.max_int());
+            if (from_max <= to_max) hi_ok = true;
+            else hi_ok = a.max.defined() && can_prove(a.max <= make_const(from, to_max));
+            safe = lo_ok && hi_ok;
+        }
+        if (safe) {
+            result.min = a.min.defined() ? Cast::make(to.with_lanes(a.min.type().lanes), a.min) : tb.min;
+            result.max = a.max.defined() ? Cast::make(to.with_lanes(a.max.type().lanes), a.max) : tb.max;
+            if (!result.min.defined() && to.is_uint()) result.min = make_zero(to);
+        } else {
+            result = tb;
+        }
+    }
+
+    void visit(const Reinterpret *op) override { result = bounds_of_type(op->type); }
+
+    // Narrow wrapping types: compute in int64 and keep the result only if it
+    // provably stays in range (else the type's full range).
+    template <typename Op> bool visit_wrapping(const Op *op) {
+        Type t = op->type;
+        if (no_overflow(t) || !t.is_int_or_uint() || t.is_bool()) return false;
+        if (t.bits > 32) {
+            result = bounds_of_type(t);
+            return true;
+        }
+        Type wide = Int(64, t.lanes);
+        Interval w = bounds(Op::make(Cast::make(wide, op->a), Cast::make(wide, op->b)));
+        Type te = t.element_of();
+        if (w.is_bounded() && can_prove(w.min >= make_const(Int(64), te.min_int())) &&
+            can_prove(w.max <= make_const(Int(64), te.max_int()))) {
+            result = Interval(simplify(Cast::make(te.with_lanes(w.min.type().lanes), w.min)),
+                              simplify(Cast::make(te.with_lanes(w.max.type().lanes), w.max)));
+        } else {
+            result = bounds_of_type(t);
+        }
+        return true;
+    }
+
+    void visit(const Add *op) override {
+        if (visit_wrapping(op)) return;
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        if (a.min.defined() && b.min.defined()) result.min = a.min + b.min;
+        if (a.max.defined() && b.max.defined()) result.max = a.max + b.max;
+        fix_overflow(op->type);
+    }
+
+    void visit(const Sub *op) override {
+        if (visit_wrapping(op)) return;
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        if (a.min.defined() && b.max.defined()) result.min = a.min - b.max;
+        if (a.max.defined() && b.min.defined()) result.max = a.max - b.min;
+        fix_overflow(op->type);
+    }
+
+    // Whether e is provably >= 0 / <= 0.
+    static bool nonneg(const Expr &e) {
+        if (!e.defined()) return false;
+        if (is_const(e)) return !is_negative_const(e);
+        return can_prove(e >= make_zero(e.type()));
+    }
+    static bool nonpos(const Expr &e) {
+        if (!e.defined()) return false;
+        if (is_const(e)) return !is_positive_const(e);
+        return can_prove(e <= make_zero(e.type()));
+    }
+
+    void visit(const Mul *op) override {
+        if (visit_wrapping(op)) return;
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        if (a.is_single_point() && b.is_single_point()) {
+            result = Interval::single_point(a.min * b.min);
+        } else {
+            if (b.is_single_point() && !a.is_single_point()) std::swap(a, b);
+            if (a.is_single_point()) {
+                // A fixed factor: its sign decides which end maps where.
+                Expr k = a.min;
+                if (nonneg(k)) {
+                    if (b.min.defined()) result.min = b.min * k;
+                    if (b.max.defined()) result.max = b.max * k;
+                } else if (nonpos(k)) {
+                    if (b.max.defined()) result.min = b.max * k;
+                    if (b.min.defined()) result.max = b.min * k;
+                } else if (b.is_bounded()) {
+                    Expr p = b.min * k, q = b.max * k;
+                    result = Interval(bmin(p, q), bmax(p, q));
+                }
+            } else if (a.is_bounded() && b.is_bounded() &&
+                       ((is_const(a.min) && is_const(a.max)) || (is_const(b.min) && is_const(b.max)))) {
+                // Corners; kept to a constant range on one side, as symbolic
+                // corners on both sides grow exponentially with nesting.
+                Expr p0 = a.min * b.min, p1 = a.min * b.max, p2 = a.max * b.min, p3 = a.max * b.max;
+                result.min = bmin(bmin(p0, p1), bmin(p2, p3));
+                result.max = bmax(bmax(p0, p1), bmax(p2, p3));
+            } else if (nonneg(a.min) && nonneg(b.min)) {
+                // Both nonnegative: monotone in each factor.
+                result.min = a.min * b.min;
+                if (a.max.defined() && b.max.defined()) result.max = a.max * b.max;
+            }
+        }
+        fix_overflow(op->type);
+    }
+
+    void visit(const Div *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        Type t = op->type;
+        if (a.is_single_point() && b.is_single_point()) {
+            result = Interval::single_point(a.min / b.min);
+            return;
+        }
+        if (b.is_single_point() && is_const(b.min) && !is_const_zero(b.min)) {
+            if (is_positive_const(b.min)) {
+                if (a.min.defined()) result.min = a.min / b.min;
+                if (a.max.defined()) result.max = a.max / b.min;
+            } else {
+                if (a.max.defined()) result.min = a.max / b.min;
+                if (a.min.defined()) result.max = a.min / b.min;
+            }
+        } else if (b.is_bounded() && a.is_bounded() &&
+                   (t.is_float() ? can_prove(b.min > make_zero(b.min.type()))
+                                 : can_prove(b.min > make_zero(b.min.type())))) {
+            // A positive divisor: extremes lie at the corners.
+            Expr p0 = a.min / b.min, p1 = a.min / b.max, p2 = a.max / b.min, p3 = a.max / b.max;
+            result.min = bmin(bmin(p0, p1), bmin(p2, p3));
+            result.max = bmax(bmax(p0, p1), bmax(p2, p3));
+        } else if (t.is_int_or_uint() && a.is_bounded()) {
+            // |a / b| <= |a| for any integer b (and a / 0 == 0).
+            if (t.is_uint()) {
+                result = Interval(make_zero(t), a.max);
+            } else {
+                Expr m = bmax(make_zero(t) - a.min, a.max);
+                result = Interval(make_zero(t) - m, m);
+            }
+        }
+        if (t.is_uint() && !result.min.defined()) result.min = make_zero(t);
+        fix_overflow(op->type);
+    }
+
+    void visit(const Mod *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        Type t = op->type;
+        result = Interval();
+        if (a.is_single_point() && b.is_single_point()) {
+            result = Interval::single_point(a.min % b.min);
+            return;
+        }
+        if (t.is_float()) {
+            if (b.is_single_point() && is_positive_const(b.min)) result = Interval(make_zero(t), b.min);
+            return;
+        }
+        if (b.is_single_point() && is_const(b.min)) {
+            if (is_const_zero(b.min)) {
+                result = Interval::single_point(make_zero(t));
+            } else if (is_positive_const(b.min)) {
+                // Already within [0, b): the mod does nothing.
+                if (a.is_bounded() && nonneg(a.min) && can_prove(a.max < b.min)) {
+                    result = a;
+                } else {
+                    result = Interval(make_zero(t), b.min - make_one(t));
+                    if (a.max.defined() && nonneg(a.min) && is_const(a.max)) result.max = bmin(result.max, a.max);
+                }
+            } else {
+                result = Interval(b.min + make_one(t), make_zero(t));
+            }
+        } else if (b.is_bounded()) {
+            // The result lies between 0 and the divisor (exclusive).
+            result.min = bmin(make_zero(t), b.min + make_one(t));
+            result.max = bmax(make_zero(t), b.max - make_one(t));
+            if (t.is_uint()) result.min = make_zero(t);
+        } else if (b.min.defined() && nonneg(b.min)) {
+            result.min = make_zero(t);
+            if (a.max.defined() && nonneg(a.min)) result.max = a.max;
+        } else if (t.is_uint()) {
+            result.min = make_zero(t);
+            if (a.max.defined()) result.max = a.max;
+        }
+        fix_overflow(op->type);
+    }
+
+    void visit(const Min *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        result.min = bmin(a.min, b.min);
+        if (a.max.defined() && b.max.defined()) result.max = bmin(a.max, b.max);
+        else result.max = a.max.defined() ? a.max : b.max;
+    }
+
+    void visit(const Max *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval();
+        result.max = bmax(a.max, b.max);
+        if (a.min.defined() && b.min.defined()) result.min = bmax(a.min, b.min);
+        else result.min = a.min.defined() ? a.min : b.min;
+    }
+
+    // Comparisons give bool intervals whose ends are themselves conditions:
+    // a < b is surely true when a.max < b.min and possibly true when
+    // a.min < b.max.
+    template <typename Cmp> void visit_cmp(const Cmp *op, bool strict, bool swap) {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        if (swap) std::swap(a, b);
+        int lanes = op->type.lanes;
+        Expr f = const_false(lanes), t = const_true(lanes);
+        if (a.is_single_point() && b.is_single_point()) {
+            result = Interval::single_point(strict ? LT::make(a.min, b.min) : LE::make(a.min, b.min));
+            return;
+        }
+        result = Interval(f, t);
+        if (a.max.defined() && b.min.defined()) result.min = strict ? LT::make(a.max, b.min) : LE::make(a.max, b.min);
+        if (a.min.defined() && b.max.defined()) result.max = strict ? LT::make(a.min, b.max) : LE::make(a.min, b.max);
+    }
+    void visit(const LT *op) override { visit_cmp(op, true, false); }
+    void visit(const LE *op) override { visit_cmp(op, false, false); }
+    void visit(const GT *op) override { visit_cmp(op, true, true); }
+    void visit(const GE *op) override { visit_cmp(op, false, true); }
+
+    template <typename Cmp> void visit_eq(const Cmp *op, bool is_eq) {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        int lanes = op->type.lanes;
+        if (a.is_single_point() && b.is_single_point()) {
+            Expr e = is_eq ? EQ::make(a.min, b.min) : NE::make(a.min, b.min);
+            result = Interval::single_point(e);
+            return;
+        }
+        result = Interval(const_false(lanes), const_true(lanes));
+        // Disjoint ranges: never equal.
+        if (a.is_bounded() && b.is_bounded()) {
+            Expr disjoint = a.max < b.min || b.max < a.min;
+            if (is_eq) result.max = !disjoint;
+            else result.min = disjoint;
+        }
+    }
+    void visit(const EQ *op) override { visit_eq(op, true); }
+    void visit(const NE *op) override { visit_eq(op, false); }
+
+    void visit(const And *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval(And::make(a.min, b.min), And::make(a.max, b.max));
+    }
+    void visit(const Or *op) override {
+        Interval a = bounds(op->a), b = bounds(op->b);
+        result = Interval(Or::make(a.min, b.min), Or::make(a.max, b.max));
+    }
+    void visit(const Not *op) override {
+        Interval a = bounds(op->a);
+        result = Interval(Not::make(a.max), Not::make(a.min));
+    }
+
+    void visit(const Select *op) override {
+        Interval c = bounds(op->condition);
+        Interval t = bounds(op->true_value), f = bounds(op->false_value);
+        Expr cmin = simplify(c.min), cmax = simplify(c.max);
+        if (is_const_one(cmin)) {
+            result = t;
+        } else if (is_const_zero(cmax)) {
+            result = f;
+        } else {
+            result = Interval::make_union(t, f);
+            if (result.min.defined() && !is_const(result.min)) result.min = bmin(t.min, f.min);
+            if (result.max.defined() && !is_const(result.max)) result.max = bmax(t.max, f.max);
+        }
+    }
+
+    void visit(const Load *op) override {
+        op->index.accept(this);
+        result = bounds_of_type(op->type);
+    }
+
+    void visit(const Ramp *op) override {
+        // The lanes are base + i * stride for i in [0, lanes): the extremes
+        // are the first and last lane.
+        Expr last = op->base + op->stride * make_const(op->stride.type(), op->lanes - 1);
+        Interval a = bounds(op->base), b = bounds(last);
+        result = Interval::make_union(a, b);
+        if (result.min.defined() && !is_const(result.min)) result.min = bmin(a.min, b.min);
+        if (result.max.defined() && !is_const(result.max)) result.max = bmax(a.max, b.max);
+    }
+
+    void visit(const Broadcast *op) override { op->value.accept(this); }
+
+    void visit(const Let *op) override {
+        Interval v = bounds(op->value);
+        ScopedBinding<Interval> bind(lets, op->name, v);
+        op->body.accept(this);
+    }
+
+    void visit(const Call *op) override {
+        Type t = op->type;
+        if (op->is_intrinsic(Call::likely) && op->args.size() == 1) {
+            op->args[0].accept(this);
+            return;
+        }
+        if (op->is_intrinsic(Call::abs) && op->args.size() == 1) {
+            Interval a = bounds(op->args[0]);
+            result = Interval();
+            if (a.is_single_point()) {
+                result = Interval::single_point(op);
+                return;
+            }
+            if (t.is_uint()) {
+                result = a;
+                return;
+            }
+            if (a.is_bounded()) {
+                if (nonneg(a.min)) {
+                    result = a;
+                } else {
+                    result.min = make_zero(t);
+                    result.max = bmax(make_zero(t) - a.min, a.max);
+                }
+            } else {
+                result.min = make_zero(t);
+            }
+            if (!t.is_float()) fix_overflow(t);
+            return;
+        }
+        if (op->call_type == Call::PureIntrinsic && op->args.size() == 1 && t.is_float()) {
+            // Monotone increasing math functions map ends to ends.
+            static const char *monotone[] = {"exp", "log", "sqrt", "floor", "ceil", "round", "tanh", "erf"};
+            std::string base = op->name.substr(0, op->name.find('_'));
+            for (const char *m : monotone) {
+                if (base == m) {
+                    Interval a = bounds(op->args[0]);
+                    result = Interval();
+                    if (a.min.defined()) result.min = Call::make(t, op->name, {a.min}, op->call_type);
+                    if (a.max.defined()) result.max = Call::make(t, op->name, {a.max}, op->call_type);
+                    if (base == "exp" && !result.min.defined()) result.min = make_zero(t);
+                    if (base == "tanh" || base == "erf") {
+                        if (!result.min.defined()) result.min = make_const(t, -1.0);
+                        if (!result.max.defined()) result.max = make_const(t, 1.0);
+                    }
+                    return;
+                }
+            }
+            if (base == "sin" || base == "cos") {
+                for (const Expr &a : op->args) a.accept(this);
+                result = Interval(make_const(t, -1.0), make_const(t, 1.0));
+                return;
+            }
+        }
+        if (op->is_intrinsic(Call::bitwise_and) && op->args.size() == 2 && t.is_int_or_uint()) {
+            Interval a = bounds(op->args[0]), b = bounds(op->args[1]);
+            // x & m, for a nonnegative m, lies in [0, m].
+            if (b.is_single_point() && is_const(b.min) && !is_negative_const(b.min)) {
+                result = Interval(make_zero(t), b.min);
+                if (a.is_bounded() && nonneg(a.min)) result.max = bmin(a.max, b.min);
+                return;
+            }
+            if (a.is_single_point() && is_const(a.min) && !is_negative_const(a.min)) {
+                result = Interval(make_zero(t), a.min);
+                return;
+            }
+        }
+        for (const Expr &a : op->args) a.accept(this);
+        result = bounds_of_type(t);
+    }
+
+    void visit(const VectorReduce *op) override {
+        Interval a = bounds(op->value);
+        int factor = op->value.type().lanes / op->type.lanes;
+        Type t = op->type;
+        switch (op->op) {
+        case VectorReduce::Add:
+            result = Interval();
+            if (a.min.defined()) result.min = a.min * make_const(a.min.type(), factor);
+            if (a.max.defined()) result.max = a.max * make_const(a.max.type(), factor);
+            fix_overflow(t);
+            break;
+        case VectorReduce::Min:
+        case VectorReduce::Max:
+        case VectorReduce::And:
+        case VectorReduce::Or: result = a; break;
+        default: result = bounds_of_type(t);
+        }
+        // The interval of a horizontal reduction is scalar-valued per lane.
+        if (result.min.defined()) result.min = as_scalar(result.min);
+        if (result.max.defined()) result.max = as_scalar(result.max);
+        if (t.is_vector()) {
+            if (result.min.defined() && result.min.type().is_scalar()) result.min = Broadcast::make(result.min, t.lanes);
+            if (result.max.defined() && result.max.type().is_scalar()) result.max = Broadcast::make(result.max, t.lanes);
+        }
+    }
+};
+
+// Bounds of vector expressions are reported as scalars (the range over all
+// lanes).
+Expr scalarize(const Expr &e) {
+    if (!e.defined() || e.type().is_scalar()) return e;
+    if (const Broadcast *b = e.as<Broadcast>()) return b->value;
+    return e;
+}
+
+Interval simplify_interval(const Interval &i) {
+    Interval r;
+    if (i.min.defined()) r.min = scalarize(simplify(i.min));
+    if (i.max.defined()) r.max = scalarize(simplify(i.max));
+    if (r.min.defined() && r.max.defined() && equal(r.min, r.max)) r.max = r.min;
+    return r;
+}
+
+}  // namespace
+
+Interval bounds_of_expr_in_scope(const Expr &e, const Scope<Interval> &scope) {
+    BoundsOf b(scope);
+    Interval i = b.bounds(e);
+    Interval r = simplify_interval(i);
+    // Vector-valued intervals that did not reduce to a broadcast: take the
+    // bounds over the lanes.
+    for (Expr *end : {&r.min, &r.max}) {
+        if (end->defined() && end->type().is_vector()) {
+            Interval v = bounds_of_expr_in_scope(*end, scope);
+            *end = end == &r.min ? v.min : v.max;
+        }
+    }
+    return r;
+}
+
+Box box_union(const Box &a, const Box &b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    internal_assert(a.size() == b.size()) << "box_union of boxes of different dimensions";
+    Box r(a.size());
+    for (size_t i = 0; i < a.size(); i++) {
+        r[i] = Interval::make_union(a[i], b[i]);
+        if (r[i].min.defined()) r[i].min = simplify(r[i].min);
+        if (r[i].max.defined()) r[i].max = simplify(r[i].max);
+    }
+    if (a.used.defined() && b.used.defined()) r.used = simplify(a.used || b.used);
+    return r;
+}
+
+namespace {
+
+// Walks a statement, keeping the ranges of loop variables and lets in scope,
+// and merges the boxes of the Func/Image calls (reads) and Provides (writes).
+class BoxesTouched : public IRVisitor {
+  public:
+    BoxesTouched(const Scope<Interval> &outer, bool reads, bool writes)
+        : consider_reads(reads), consider_writes(writes) {
+        outer.for_each([&](const std::string &n, const Interval &i) { scope.push(n, i); });
+    }
+    std::map<std::string, Box> boxes;
+
+  private:
+    bool consider_reads, consider_writes;
+    Scope<Interval> scope;
+
+    void merge(const std::string &name, const std::vector<Expr> &args) {
+        Box b(args.size());
+        for (size_t i = 0; i < args.size(); i++) b[i] = bounds_of_expr_in_scope(args[i], scope);
+        auto it = boxes.find(name);
+        if (it == boxes.end()) boxes.emplace(name, b);
+        else if (it->second.size() == b.size()) it->second = box_union(it->second, b);
+        else internal_error << "boxes of " << name << " with different dimensions";
+    }
+
+    void visit(const Call *op) override {
+        IRVisitor::visit(op);
+        if (consider_reads && (op->call_type == Call::Func || op->call_type == Call::Image)) {
+            merge(op->name, op->args);
+        }
+    }
+    void visit(const Provide *op) override {
+        IRVisitor::visit(op);
+        if (consider_writes) merge(op->name, op->args);
+    }
+    void visit(const Let *op) override {
+        op->value.accept(this);
+        ScopedBinding<Interval> bind(scope, op->name, bounds_of_expr_in_scope(op->value, scope));
+        op->body.accept(this);
+    }
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        ScopedBinding<Interval> bind(scope, op->name, bounds_of_expr_in_scope(op->value, scope));
+        op->body.accept(this);
+    }
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        Interval mn = bounds_of_expr_in_scope(op->min, scope);
+        // Simplified first: loops written as (min, max - min + 1) then
+        // give max itself, keeping its correlation with min.
+        Interval last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
+        ScopedBinding<Interval> bind(scope, op->name, Interval(mn.min, last.max));
+        op->body.accept(this);
+    }
+
+    // If `cond` (or its negation) is a simple comparison of a variable in
+    // scope, the narrowed range of that variable.
+    bool narrow(const Expr &cond, bool truth, std::string *name, Interval *range) {
+        Expr c = cond;
+        if (const Call *l = c.as<Call>()) {
+            if (l->is_intrinsic(Call::likely) && l->args.size() == 1) c = l->args[0];
+        }
+        if (const Not *n = c.as<Not>()) {
+            c = n->a;
+            truth = !truth;
+        }
+        Expr a, b;
+        bool strict;
+        if (const LT *lt = c.as<LT>()) a = lt->a, b = lt->b, strict = true;
+        else if (const LE *le = c.as<LE>()) a = le->a, b = le->b, strict = false;
+        else if (const GT *gt = c.as<GT>()) a = gt->b, b = gt->a, strict = true;
+        else if (const GE *ge = c.as<GE>()) a = ge->b, b = ge->a, strict = false;
+        else return false;
+        if (!a.type().is_int() || !a.type().is_scalar()) return false;
+        // truth: a < b (or a <= b). Falsehood: b <= a (or b < a).
+        if (!truth) {
+            std::swap(a, b);
+            strict = !strict;
+        }
+        Type t = a.type();
+        const Variable *va = a.as<Variable>(), *vb = b.as<Variable>();
+        if (va && scope.contains(va->name)) {
+            Interval bb = bounds_of_expr_in_scope(b, scope);
+            if (!bb.max.defined()) return false;
+            *name = va->name;
+            *range = scope.get(va->name);
+            Expr hi = strict ? simplify(bb.max - make_one(t)) : bb.max;
+            range->max = range->max.defined() ? simplify(Min::make(range->max, hi)) : hi;
+            return true;
+        }
+        if (vb && scope.contains(vb->name)) {
+            Interval ab = bounds_of_expr_in_scope(a, scope);
+            if (!ab.min.defined()) return false;
+            *name = vb->name;
+            *range = scope.get(vb->name);
+            Expr lo = strict ? simplify(ab.min + make_one(t)) : ab.min;
+            range->min = range->min.defined() ? simplify(Max::make(range->min, lo)) : lo;
+            return true;
+        }
+        return false;
+    }
+
+    void visit_branch(const Expr &cond, bool truth, const Stmt &s) {
+        if (!s.defined()) return;
+        // Split conjunctions (in the true branch) into several narrowings.
+        std::vector<Expr> conds;
+        if (truth) {
+            std::vector<Expr> stack{cond};
+            while (!stack.empty()) {
+                Expr c = stack.back();
+                stack.pop_back();
+                if (const And *a = c.as<And>()) {
+                    stack.push_back(a->a);
+                    stack.push_back(a->b);
+                } else {
+                    conds.push_back(c);
+                }
+            }
+        } else {
+            conds.push_back(cond);
+        }
+        std::vector<std::string> pushed;
+        for (const Expr &c : conds) {
+            std::string name;
+            Interval range;
+            if (narrow(c, truth, &name, &range)) {
+                scope.push(name, range);
+                pushed.push_back(name);
+            }
+        }
+        s.accept(this);
+        for (auto it = pushed.rbegin(); it != pushed.rend(); ++it) scope.pop(*it);
+    }
+
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        visit_branch(op->condition, true, op->then_case);
+        visit_branch(op->condition, false, op->else_case);
+    }
+};
+
+std::map<std::string, Box> boxes_of(const Stmt &s, const Scope<Interval> &scope, bool reads, bool writes) {
+    BoxesTouched b(scope, reads, writes);
+    if (s.defined()) s.accept(&b);
+    return b.boxes;
+}
+
+}  // namespace
+
+std::map<std::string, Box> boxes_required(const Expr &e, const Scope<Interval> &scope) {
+    BoxesTouched b(scope, true, false);
+    if (e.defined()) e.accept(&b);
+    return b.boxes;
+}
+std::map<std::string, Box> boxes_required(const Stmt &s, const Scope<Interval> &scope) {
+    return boxes_of(s, scope, true, false);
+}
+std::map<std::string, Box> boxes_provided(const Stmt &s, const Scope<Interval> &scope) {
+    return boxes_of(s, scope, false, true);
+}
+std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &scope) {
+    return boxes_of(s, scope, true, true);
+}
+
+}  // namespace internal
+}  // namespace loom

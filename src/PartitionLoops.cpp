@@ -1,0 +1,461 @@
+// PartitionLoops: the guarded tail of a split loop (if (likely(xo*8 + xi < n))
+// ...) costs a comparison per iteration and, worse, turns a vectorized inner
+// loop into masked stores everywhere. This pass splits a loop whose body tests
+// likely() conditions into three loops:
+//
+//   prologue:     [min, steady_min)        the original body
+//   steady state: [steady_min, steady_end) the conditions replaced by true
+//   epilogue:     [steady_end, min+extent) the original body
+//
+// The steady range is found by solving each condition for the loop variable:
+// a condition a*x + b <op> c, linear in the loop variable x and in the
+// variables of inner loops (which range over their bounds), holds for every
+// inner iteration when x lies in an interval that we compute exactly. A
+// condition we cannot solve stays where it is, so the result is always
+// correct; at worst the loop is left as it was.
+#include "PartitionLoops.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "Bounds.h"
+#include "IRMutator.h"
+#include "IRVisitor.h"
+#include "Simplify.h"
+#include "Substitute.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+// A loop inside the loop being partitioned: its variable ranges over
+// [min, max], with the lets of the body substituted in.
+struct InnerLoop {
+    std::string name;
+    Expr min, max;
+};
+
+// One place where a likely() call appears in the loop body.
+struct Occurrence {
+    std::map<std::string, Expr> lets;  // let values in scope there, substituted
+    std::vector<InnerLoop> loops;      // inner loops around it
+};
+
+// Finds the likely() calls of a loop body and what surrounds each.
+class CollectLikely : public IRVisitor {
+  public:
+    std::map<const Call *, std::vector<Occurrence>> found;
+    std::vector<const Call *> order;  // first-seen order, for determinism
+
+    using IRVisitor::visit;
+
+  private:
+    std::map<std::string, std::vector<Expr>> lets;
+    std::vector<InnerLoop> loops;
+
+    std::map<std::string, Expr> let_map() const {
+        std::map<std::string, Expr> m;
+        for (const auto &kv : lets) {
+            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
+        }
+        return m;
+    }
+    Expr subst(const Expr &e) const {
+        std::map<std::string, Expr> m = let_map();
+        return m.empty() ? e : substitute(m, e);
+    }
+
+    template <typename LetT> void visit_let(const LetT *op) {
+        op->value.accept(this);
+        lets[op->name].push_back(subst(op->value));
+        op->body.accept(this);
+        lets[op->name].pop_back();
+    }
+
+  public:
+    void visit(const Let *op) override { visit_let(op); }
+    void visit(const LetStmt *op) override { visit_let(op); }
+
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        Expr mn = subst(op->min);
+        Expr mx = subst(op->min + op->extent - 1);
+        loops.push_back({op->name, mn, mx});
+        // A loop variable shadows a let of the same name.
+        lets[op->name].push_back(Expr());
+        op->body.accept(this);
+        lets[op->name].pop_back();
+        loops.pop_back();
+    }
+
+    void visit(const Call *op) override {
+        if (op->is_intrinsic(Call::likely) && op->args.size() == 1 &&
+            op->args[0].type().is_bool() && op->args[0].type().is_scalar()) {
+            if (!found.count(op)) order.push_back(op);
+            found[op].push_back({let_map(), loops});
+        }
+        IRVisitor::visit(op);
+    }
+};
+
+// Whether e mentions any variable named in `names`.
+bool uses_any(const Expr &e, const std::set<std::string> &names) {
+    struct Check : IRVisitor {
+        const std::set<std::string> &names;
+        bool found = false;
+        explicit Check(const std::set<std::string> &n) : names(n) {}
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            if (names.count(op->name)) found = true;
+        }
+    } check(names);
+    e.accept(&check);
+    return check.found;
+}
+
+// Whether e reads memory or has side effects: its value could change while
+// the loop runs, so it cannot be evaluated once before it.
+bool reads_memory(const Expr &e) {
+    struct Check : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Load *) override { found = true; }
+        void visit(const Call *op) override {
+            if (!op->is_pure()) found = true;
+            IRVisitor::visit(op);
+        }
+    } check;
+    e.accept(&check);
+    return check.found;
+}
+
+Expr fold_add(const Expr &a, const Expr &b) {
+    if (!a.defined() || is_const_zero(a)) return b;
+    if (!b.defined() || is_const_zero(b)) return a;
+    return Add::make(a, b);
+}
+
+// e == sum(coef[v] * v) + rest, for v in a set of variables.
+struct LinearForm {
+    std::map<std::string, int64_t> coef;
+    Expr rest;
+};
+
+bool linear_form(const Expr &e, const std::set<std::string> &vars, LinearForm &out) {
+    if (!uses_any(e, vars)) {
+        out.coef.clear();
+        out.rest = e;
+        return true;
+    }
+    if (const Variable *v = e.as<Variable>()) {
+        out.coef.clear();
+        out.coef[v->name] = 1;
+        out.rest = make_zero(e.type());
+        return true;
+    }
+    if (const Add *op = e.as<Add>()) {
+        LinearForm a, b;
+        if (!linear_form(op->a, vars, a) || !linear_form(op->b, vars, b)) return false;
+        out = a;
+        for (const auto &kv : b.coef) out.coef[kv.first] += kv.second;
+        out.rest = fold_add(a.rest, b.rest);
+        return true;
+    }
+    if (const Sub *op = e.as<Sub>()) {
+        LinearForm a, b;
+        if (!linear_form(op->a, vars, a) || !linear_form(op->b, vars, b)) return false;
+        out = a;
+        for (const auto &kv : b.coef) out.coef[kv.first] -= kv.second;
+        out.rest = is_const_zero(b.rest) ? a.rest : Sub::make(a.rest, b.rest);
+        return true;
+    }
+    if (const Mul *op = e.as<Mul>()) {
+        const int64_t *c = as_const_int(op->b);
+        Expr other = op->a;
+        if (!c) {
+            c = as_const_int(op->a);
+            other = op->b;
+        }
+        if (!c) return false;
+        LinearForm a;
+        if (!linear_form(other, vars, a)) return false;
+        out.coef.clear();
+        for (const auto &kv : a.coef) out.coef[kv.first] = kv.second * *c;
+        out.rest = is_const_zero(a.rest) ? a.rest : Mul::make(a.rest, make_const(e.type(), *c));
+        return true;
+    }
+    return false;
+}
+
+// An interval of the loop variable; an undefined end is unbounded.
+struct Solution {
+    Expr lo, hi;
+};
+
+Expr max_of(const Expr &a, const Expr &b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return Max::make(a, b);
+}
+Expr min_of(const Expr &a, const Expr &b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return Min::make(a, b);
+}
+
+// The values of `var` (of type t) for which the comparison c holds at every
+// point of the inner loops, or false if c is not a comparison we can solve.
+bool solve_comparison(const Expr &c, const std::string &var, Type t, const Occurrence &occ,
+                      Solution &sol) {
+    // Bring c to the form d <= k.
+    Expr d;
+    int64_t k = 0;
+    if (const LT *op = c.as<LT>()) {
+        d = Sub::make(op->a, op->b);
+        k = -1;
+    } else if (const LE *op = c.as<LE>()) {
+        d = Sub::make(op->a, op->b);
+    } else if (const GT *op = c.as<GT>()) {
+        d = Sub::make(op->b, op->a);
+        k = -1;
+    } else if (const GE *op = c.as<GE>()) {
+        d = Sub::make(op->b, op->a);
+    } else if (const Not *op = c.as<Not>()) {
+        if (const LT *n = op->a.as<LT>())
+            return solve_comparison(GE::make(n->a, n->b), var, t, occ, sol);
+        if (const LE *n = op->a.as<LE>())
+            return solve_comparison(GT::make(n->a, n->b), var, t, occ, sol);
+        if (const GT *n = op->a.as<GT>())
+            return solve_comparison(LE::make(n->a, n->b), var, t, occ, sol);
+        if (const GE *n = op->a.as<GE>())
+            return solve_comparison(LT::make(n->a, n->b), var, t, occ, sol);
+        return false;
+    } else {
+        return false;
+    }
+    if (d.type() != t || !t.is_int() || !t.is_scalar()) return false;
+
+    std::set<std::string> vars{var};
+    for (const InnerLoop &l : occ.loops) vars.insert(l.name);
+    LinearForm f;
+    if (!linear_form(d, vars, f)) return false;
+    int64_t a = f.coef.count(var) ? f.coef[var] : 0;
+    if (a == 0) return false;
+
+    // The largest value d - a*var takes over the inner loops. Their bounds
+    // must not depend on the loop variable or on each other.
+    Expr B = f.rest;
+    for (const InnerLoop &l : occ.loops) {
+        auto c_it = f.coef.find(l.name);
+        if (c_it == f.coef.end() || c_it->second == 0) continue;
+        Expr bound = c_it->second > 0 ? l.max : l.min;
+        if (bound.type() != t) return false;
+        B = fold_add(B, Mul::make(bound, make_const(t, c_it->second)));
+    }
+    if (uses_any(B, vars) || reads_memory(B)) return false;
+
+    // a*var + B <= k.
+    Expr rhs = Sub::make(make_const(t, k), B);  // a*var <= rhs
+    if (a > 0) {
+        sol.hi = a == 1 ? rhs : Div::make(rhs, make_const(t, a));  // floor division
+        sol.lo = Expr();
+    } else {
+        // var >= ceil(-rhs / -a) = floor((-rhs + (-a) - 1) / -a)
+        Expr num = Add::make(Sub::make(make_zero(t), rhs), make_const(t, -a - 1));
+        sol.lo = Div::make(num, make_const(t, -a));
+        sol.hi = Expr();
+    }
+    return true;
+}
+
+void split_conjuncts(const Expr &e, std::vector<Expr> &out) {
+    if (const And *op = e.as<And>()) {
+        split_conjuncts(op->a, out);
+        split_conjuncts(op->b, out);
+    } else if (const Call *c = e.as<Call>();
+               c && c->is_intrinsic(Call::likely) && c->args.size() == 1) {
+        split_conjuncts(c->args[0], out);
+    } else {
+        out.push_back(e);
+    }
+}
+
+// Replaces chosen likely() calls by what remains of them in the steady state,
+// and folds the branches that became constant.
+class ReplaceLikely : public IRMutator {
+  public:
+    std::map<const Call *, Expr> replacements;
+
+  protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        auto it = replacements.find(op);
+        if (it != replacements.end()) return it->second;
+        return IRMutator::visit(op);
+    }
+    Expr visit(const Select *op) override {
+        Expr e = IRMutator::visit(op);
+        if (const Select *s = e.as<Select>()) {
+            if (s->condition.type().is_scalar() && is_const(s->condition)) {
+                return is_const_zero(s->condition) ? s->false_value : s->true_value;
+            }
+        }
+        return e;
+    }
+    Stmt visit(const IfThenElse *op) override {
+        Stmt s = IRMutator::visit(op);
+        if (const IfThenElse *i = s.as<IfThenElse>()) {
+            if (is_const(i->condition)) {
+                if (!is_const_zero(i->condition)) return i->then_case;
+                if (i->else_case.defined()) return i->else_case;
+                return Evaluate::make(make_zero(Int(32)));
+            }
+        }
+        return s;
+    }
+};
+
+class PartitionLoops : public IRMutator {
+  protected:
+    using IRMutator::visit;
+
+    // Outer loops first: partitioning an outer loop removes the condition
+    // from its steady state entirely, while the inner loops of its prologue
+    // and epilogue can still be partitioned on what remains.
+    Stmt visit(const For *op) override {
+        if (op->for_type == ForType::Serial || op->for_type == ForType::Parallel) {
+            Stmt p = partition(op);
+            if (p.defined()) return p;
+        }
+        return IRMutator::visit(op);
+    }
+
+    // Names a value the partitioned loops use several times, unless it is
+    // cheap to repeat.
+    static Expr bind(const std::string &name, const Expr &e,
+                     std::vector<std::pair<std::string, Expr>> &lets) {
+        Expr v = simplify(e);
+        if (is_const(v) || v.as<Variable>()) return v;
+        lets.emplace_back(name, v);
+        return Variable::make(v.type(), name);
+    }
+
+    static Expr extent_between(const Expr &a, const Expr &b) {
+        if (is_const_zero(a)) return b;
+        return simplify(Sub::make(b, a));
+    }
+
+    Stmt partition(const For *op) {
+        Type t = op->min.type();
+        if (!t.is_int()) return Stmt();
+        CollectLikely collect;
+        op->body.accept(&collect);
+        if (collect.order.empty()) return Stmt();
+
+        Solution steady;  // the intersection of every solved condition's range
+        ReplaceLikely steady_body;
+        bool any = false;
+        for (const Call *call : collect.order) {
+            std::vector<Expr> conjuncts;
+            split_conjuncts(call->args[0], conjuncts);
+            std::vector<bool> solved(conjuncts.size(), false);
+            std::vector<Solution> sols(conjuncts.size());
+            for (size_t j = 0; j < conjuncts.size(); j++) {
+                bool ok = true;
+                Solution sj;
+                for (const Occurrence &occ : collect.found[call]) {
+                    Expr c = occ.lets.empty() ? conjuncts[j] : substitute(occ.lets, conjuncts[j]);
+                    c = substitute_in_all_lets(c);
+                    Solution so;
+                    if (!expr_uses_var(c, op->name) || !solve_comparison(c, op->name, t, occ, so)) {
+                        ok = false;
+                        break;
+                    }
+                    sj.lo = max_of(sj.lo, so.lo);
+                    sj.hi = min_of(sj.hi, so.hi);
+                }
+                if (ok) {
+                    solved[j] = true;
+                    sols[j] = sj;
+                }
+            }
+            Expr residual;
+            bool changed = false;
+            for (size_t j = 0; j < conjuncts.size(); j++) {
+                if (solved[j]) {
+                    steady.lo = max_of(steady.lo, sols[j].lo);
+                    steady.hi = min_of(steady.hi, sols[j].hi);
+                    changed = true;
+                } else {
+                    residual =
+                        residual.defined() ? And::make(residual, conjuncts[j]) : conjuncts[j];
+                }
+            }
+            if (!changed) continue;
+            any = true;
+            steady_body.replacements[call] =
+                residual.defined()
+                    ? Call::make(residual.type(), Call::likely, {residual}, Call::PureIntrinsic)
+                    : const_true();
+        }
+        if (!any) return Stmt();
+
+        // A bound that provably covers the whole loop needs no prologue or
+        // epilogue.
+        Expr loop_max = Sub::make(fold_add(op->min, op->extent), make_one(t));
+        if (steady.lo.defined() && can_prove(LE::make(steady.lo, op->min))) steady.lo = Expr();
+        if (steady.hi.defined() && can_prove(GE::make(steady.hi, loop_max))) steady.hi = Expr();
+        if (!steady.lo.defined() && !steady.hi.defined()) {
+            // The conditions hold everywhere: the whole loop is the steady state.
+            Stmt body = mutate(steady_body.mutate(op->body));
+            return For::make(op->name, op->min, op->extent, op->for_type, body);
+        }
+
+        std::vector<std::pair<std::string, Expr>> lets;
+        const std::string &n = op->name;
+        Expr loop_min = bind(n + ".loop_min", op->min, lets);
+        Expr loop_end = bind(n + ".loop_end", fold_add(loop_min, op->extent), lets);
+        Expr steady_min = loop_min, steady_end = loop_end;
+        if (steady.lo.defined()) {
+            steady_min =
+                bind(n + ".steady_min", Max::make(Min::make(steady.lo, loop_end), loop_min), lets);
+        }
+        if (steady.hi.defined()) {
+            Expr end = Add::make(steady.hi, make_one(t));
+            steady_end =
+                bind(n + ".steady_end", Max::make(Min::make(end, loop_end), steady_min), lets);
+        }
+
+        // Inner loops are partitioned too, on the conditions that remain.
+        Stmt body = mutate(op->body);
+        std::vector<Stmt> loops;
+        if (steady.lo.defined()) {
+            loops.push_back(
+                For::make(n, loop_min, extent_between(loop_min, steady_min), op->for_type, body));
+        }
+        loops.push_back(For::make(n, steady_min, extent_between(steady_min, steady_end),
+                                  op->for_type, mutate(steady_body.mutate(op->body))));
+        if (steady.hi.defined()) {
+            loops.push_back(
+                For::make(n, steady_end, extent_between(steady_end, loop_end), op->for_type, body));
+        }
+        Stmt result = Block::make(loops);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+            result = LetStmt::make(it->first, it->second, result);
+        }
+        return result;
+    }
+};
+
+}  // namespace
+
+Stmt partition_loops(const Stmt &s) { return PartitionLoops().mutate(s); }
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,590 @@
+// Rules for min/max, comparisons, boolean operators and select. Integer
+// comparisons are decided through the difference a - b, whose constant bounds
+// come from info_of and, failing that, from the symbolic ranges in scope.
+#include <algorithm>
+#include <cmath>
+
+#include "Bounds.h"
+#include "IRVisitor.h"
+#include "Simplify_Internal.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+bool is_int_type(Type t) { return t.is_int_or_uint() && !t.is_bool(); }
+
+// Three-way comparison of two integer constants of type t.
+bool const_cmp(const Expr &a, const Expr &b, int *result) {
+    Type t = a.type();
+    int64_t x, y;
+    if (!const_int(a, &x) || !const_int(b, &y)) return false;
+    if (t.is_uint()) {
+        uint64_t ux = static_cast<uint64_t>(wrap_to_type(x, t)), uy = static_cast<uint64_t>(wrap_to_type(y, t));
+        *result = ux < uy ? -1 : (ux > uy ? 1 : 0);
+    } else {
+        *result = x < y ? -1 : (x > y ? 1 : 0);
+    }
+    return true;
+}
+
+// The constant part of a canonical sum e == rest + c.
+bool split_const(const Expr &e, Expr *rest, int64_t *c) {
+    if (const Add *add = e.as<Add>()) {
+        if (const_int(add->b, c)) {
+            *rest = add->a;
+            return true;
+        }
+    }
+    return false;
+}
+
+thread_local int sym_depth = 0;
+
+class FindVars : public IRVisitor {
+  public:
+    explicit FindVars(const Scope<Interval> &s) : scope(s) {}
+    bool found = false;
+
+  private:
+    const Scope<Interval> &scope;
+    void visit(const Variable *op) override {
+        if (scope.contains(op->name)) found = true;
+    }
+};
+
+// Node count of e, counting no further than `limit`.
+class CountNodes : public IRVisitor {
+  public:
+    explicit CountNodes(int l) : limit(l) {}
+    int count = 0;
+    int limit;
+    void visit(const Add *op) override { step(op->a, op->b); }
+    void visit(const Sub *op) override { step(op->a, op->b); }
+    void visit(const Mul *op) override { step(op->a, op->b); }
+    void visit(const Div *op) override { step(op->a, op->b); }
+    void visit(const Mod *op) override { step(op->a, op->b); }
+    void visit(const Min *op) override { step(op->a, op->b); }
+    void visit(const Max *op) override { step(op->a, op->b); }
+    void visit(const Select *op) override {
+        if (++count > limit) return;
+        op->condition.accept(this);
+        step(op->true_value, op->false_value);
+    }
+    void visit(const Let *op) override { step(op->value, op->body); }
+    void visit(const Variable *) override { count++; }
+    void visit(const IntImm *) override { count++; }
+
+  private:
+    void step(const Expr &a, const Expr &b) {
+        if (++count > limit) return;
+        a.accept(this);
+        if (count > limit) return;
+        b.accept(this);
+    }
+};
+
+bool small_enough(const Expr &e) {
+    CountNodes c(40);
+    e.accept(&c);
+    return c.count <= 40;
+}
+
+bool uses_scope(const Expr &e, const Scope<Interval> &s) {
+    FindVars f(s);
+    e.accept(&f);
+    return f.found;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Symbolic proofs through interval analysis
+
+bool Simplify::can_use_sym() const { return sym_depth == 0 && !sym_bounds.empty(); }
+
+bool Simplify::sym_prove_nonpositive(const Expr &e, bool strict) {
+    // Interval analysis of big expressions is costly and rarely decisive.
+    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds)) return false;
+    sym_depth++;
+    bool result = false;
+    Expr cur = e;
+    for (int iter = 0; iter < 3; iter++) {
+        Interval i = bounds_of_expr_in_scope(cur, sym_bounds);
+        if (!i.max.defined()) break;
+        ExprInfo info = info_of(i.max);
+        if (info.max_defined && (strict ? info.max < 0 : info.max <= 0)) {
+            result = true;
+            break;
+        }
+        if (is_const(i.max) || !uses_scope(i.max, sym_bounds)) break;
+        cur = i.max;
+    }
+    sym_depth--;
+    return result;
+}
+
+bool Simplify::sym_prove_nonnegative(const Expr &e, bool strict) {
+    // Interval analysis of big expressions is costly and rarely decisive.
+    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds)) return false;
+    sym_depth++;
+    bool result = false;
+    Expr cur = e;
+    for (int iter = 0; iter < 3; iter++) {
+        Interval i = bounds_of_expr_in_scope(cur, sym_bounds);
+        if (!i.min.defined()) break;
+        ExprInfo info = info_of(i.min);
+        if (info.min_defined && (strict ? info.min > 0 : info.min >= 0)) {
+            result = true;
+            break;
+        }
+        if (is_const(i.min) || !uses_scope(i.min, sym_bounds)) break;
+        cur = i.min;
+    }
+    sym_depth--;
+    return result;
+}
+
+void Simplify::compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *gt, bool *ge) {
+    *lt = *le = *gt = *ge = false;
+    Type t = a.type();
+    if (!is_int_type(t)) return;
+    ExprInfo ia = info_of(a), ib = info_of(b);
+    if (ia.max_defined && ib.min_defined) {
+        *lt = ia.max < ib.min;
+        *le = ia.max <= ib.min;
+    }
+    if (ia.min_defined && ib.max_defined) {
+        *gt = ia.min > ib.max;
+        *ge = ia.min >= ib.max;
+    }
+    if (!no_overflow_int(t) || *lt || *gt) return;
+    Expr d = rewrite_sub(a, b);
+    ExprInfo id = info_of(d);
+    if (id.max_defined) {
+        *lt |= id.max < 0;
+        *le |= id.max <= 0;
+    }
+    if (id.min_defined) {
+        *gt |= id.min > 0;
+        *ge |= id.min >= 0;
+    }
+    if (*lt || *gt || (*le && *ge)) return;
+    if (!*le && sym_prove_nonpositive(d, false)) {
+        *le = true;
+        *lt = sym_prove_nonpositive(d, true);
+    }
+    if (!*ge && !*le && sym_prove_nonnegative(d, false)) {
+        *ge = true;
+        *gt = sym_prove_nonnegative(d, true);
+    }
+}
+
+Expr Simplify::check_facts(const Expr &e) {
+    if (!e.type().is_bool()) return e;
+    for (const Expr &f : true_facts) {
+        if (equal(f, e)) return make_bool(true, e.type().lanes);
+    }
+    for (const Expr &f : false_facts) {
+        if (equal(f, e)) return make_bool(false, e.type().lanes);
+    }
+    return e;
+}
+
+// ---------------------------------------------------------------------------
+// min / max
+
+Expr Simplify::visit(const Min *op) { return rewrite_min(mutate(op->a), mutate(op->b)); }
+Expr Simplify::visit(const Max *op) { return rewrite_max(mutate(op->a), mutate(op->b)); }
+
+#define LOOM_MINMAX_BODY(IS_MIN, SAME, OTHER, rewrite_same)                                       \
+    Type t = a.type();                                                                            \
+    if (equal(a, b)) return a;                                                                    \
+    if (t.is_float()) {                                                                           \
+        const double *fa = as_const_float(a), *fb = as_const_float(b);                            \
+        if (fa && fb && !std::isnan(*fa) && !std::isnan(*fb)) {                                   \
+            return IS_MIN ? (*fa <= *fb ? a : b) : (*fa >= *fb ? a : b);                          \
+        }                                                                                         \
+    }                                                                                             \
+    {                                                                                             \
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();                         \
+        if (ba && bb) return Broadcast::make(rewrite_same(ba->value, bb->value), ba->lanes);      \
+    }                                                                                             \
+    if (is_const(a) && !is_const(b)) return rewrite_same(b, a);                                   \
+    if (!is_int_type(t)) return SAME::make(a, b);                                                 \
+    {                                                                                             \
+        int c;                                                                                    \
+        if (const_cmp(a, b, &c)) return IS_MIN ? (c <= 0 ? a : b) : (c >= 0 ? a : b);             \
+    }                                                                                             \
+    bool lt, le, gt, ge;                                                                          \
+    compare(a, b, &lt, &le, &gt, &ge);                                                            \
+    if (le) return IS_MIN ? a : b;                                                                \
+    if (ge) return IS_MIN ? b : a;                                                                \
+    /* Absorption: min(x, min(x, y)) == min(x, y); min(x, max(x, y)) == x. */                     \
+    if (const SAME *s = b.as<SAME>()) {                                                           \
+        if (equal(s->a, a) || equal(s->b, a)) return b;                                           \
+    }                                                                                             \
+    if (const SAME *s = a.as<SAME>()) {                                                           \
+        if (equal(s->a, b) || equal(s->b, b)) return a;                                           \
+        /* min(min(x, c1), c2) == min(x, min(c1, c2)) */                                          \
+        if (is_const(s->b) && is_const(b)) return rewrite_same(s->a, rewrite_same(s->b, b));      \
+    }                                                                                             \
+    if (const OTHER *o = b.as<OTHER>()) {                                                         \
+        if (equal(o->a, a) || equal(o->b, a)) return a;                                           \
+    }                                                                                             \
+    if (const OTHER *o = a.as<OTHER>()) {                                                         \
+        if (equal(o->a, b) || equal(o->b, b)) return b;                                           \
+    }                                                                                             \
+    if (no_overflow_int(t) && t.is_scalar()) {                                                    \
+        /* min(x + c0, y + c1) == min(x, y + (c1 - c0)) + c0; min(x + c0, c1) likewise. */        \
+        Expr ra, rb;                                                                              \
+        int64_t c0, c1;                                                                           \
+        if (split_const(a, &ra, &c0)) {                                                           \
+            bool b_split = split_const(b, &rb, &c1);                                              \
+            bool b_const = !b_split && const_int(b, &c1);                                         \
+            if (b_split || b_const) {                                                             \
+                Expr k = make_const(t, c0);                                                       \
+                return rewrite_add(rewrite_same(ra, rewrite_sub(b, k)), k);                       \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    return SAME::make(a, b);
+
+Expr Simplify::rewrite_min(const Expr &a, const Expr &b) { LOOM_MINMAX_BODY(true, Min, Max, rewrite_min) }
+Expr Simplify::rewrite_max(const Expr &a, const Expr &b) { LOOM_MINMAX_BODY(false, Max, Min, rewrite_max) }
+#undef LOOM_MINMAX_BODY
+
+// ---------------------------------------------------------------------------
+// Comparisons. GT and GE become LT and LE with the operands swapped.
+
+Expr Simplify::visit(const LT *op) { return rewrite_lt(mutate(op->a), mutate(op->b), true); }
+Expr Simplify::visit(const LE *op) { return rewrite_lt(mutate(op->a), mutate(op->b), false); }
+Expr Simplify::visit(const GT *op) { return rewrite_lt(mutate(op->b), mutate(op->a), true); }
+Expr Simplify::visit(const GE *op) { return rewrite_lt(mutate(op->b), mutate(op->a), false); }
+Expr Simplify::visit(const EQ *op) { return rewrite_eq(mutate(op->a), mutate(op->b), true); }
+Expr Simplify::visit(const NE *op) { return rewrite_eq(mutate(op->a), mutate(op->b), false); }
+
+Expr Simplify::rewrite_lt(const Expr &a, const Expr &b, bool strict) {
+    Type t = a.type();
+    int lanes = t.lanes;
+    auto make = [&](const Expr &x, const Expr &y) -> Expr {
+        return check_facts(strict ? LT::make(x, y) : LE::make(x, y));
+    };
+    {
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) {
+            Expr s = rewrite_lt(ba->value, bb->value, strict);
+            return is_const(s) ? make_bool(is_const_one(s), lanes) : Broadcast::make(s, lanes);
+        }
+    }
+    if (t.is_float()) {
+        const double *fa = as_const_float(a), *fb = as_const_float(b);
+        if (fa && fb) return make_bool(strict ? *fa < *fb : *fa <= *fb, lanes);
+        return make(a, b);
+    }
+    if (!t.is_int_or_uint()) return make(a, b);
+    if (t.is_bool()) {
+        // Compare bools as integers 0 and 1.
+        if (is_const(a) && is_const(b)) {
+            bool x = is_const_one(a), y = is_const_one(b);
+            return make_bool(strict ? x < y : x <= y, lanes);
+        }
+        return make(a, b);
+    }
+    int c;
+    if (const_cmp(a, b, &c)) return make_bool(strict ? c < 0 : c <= 0, lanes);
+    if (equal(a, b)) return make_bool(!strict, lanes);
+    bool lt, le, gt, ge;
+    compare(a, b, &lt, &le, &gt, &ge);
+    if (strict) {
+        if (lt) return make_bool(true, lanes);
+        if (ge) return make_bool(false, lanes);
+    } else {
+        if (le) return make_bool(true, lanes);
+        if (gt) return make_bool(false, lanes);
+    }
+    if (no_overflow_int(t) && t.is_scalar()) {
+        // Canonical form: move every term to the side where its coefficient
+        // is positive, the constant to the right: x + 3 < y + 5 -> x < y + 2.
+        LinearForm d(t), lhs(t), rhs(t);
+        d.add(a, 1);
+        d.add(b, -1);
+        for (const auto &term : d.terms) {
+            if (term.coeff > 0) lhs.add_term(term.e, term.coeff);
+            else rhs.add_term(term.e, -term.coeff);
+        }
+        // Nothing symbolic on the left: keep the constant there (3 < x
+        // rather than 0 < x + -3).
+        if (lhs.terms.empty()) lhs.add_const(d.constant);
+        else rhs.add_const(-d.constant);
+        Expr l = rebuild(lhs), r = rebuild(rhs);
+        return make(l, r);
+    }
+    return make(a, b);
+}
+
+Expr Simplify::rewrite_eq(const Expr &a, const Expr &b, bool eq) {
+    Type t = a.type();
+    int lanes = t.lanes;
+    auto make = [&](const Expr &x, const Expr &y) -> Expr {
+        return check_facts(eq ? EQ::make(x, y) : NE::make(x, y));
+    };
+    {
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) {
+            Expr s = rewrite_eq(ba->value, bb->value, eq);
+            return is_const(s) ? make_bool(is_const_one(s), lanes) : Broadcast::make(s, lanes);
+        }
+    }
+    if (t.is_float()) {
+        const double *fa = as_const_float(a), *fb = as_const_float(b);
+        if (fa && fb) return make_bool(eq ? *fa == *fb : *fa != *fb, lanes);
+        return make(a, b);
+    }
+    if (t.is_bool()) {
+        if (is_const(a) && is_const(b)) return make_bool((is_const_one(a) == is_const_one(b)) == eq, lanes);
+        if (equal(a, b)) return make_bool(eq, lanes);
+        // b == true -> b; b == false -> !b.
+        if (is_const(b) && b.type() == t) return (is_const_one(b) == eq) ? a : rewrite_not(a);
+        if (is_const(a) && a.type() == t) return (is_const_one(a) == eq) ? b : rewrite_not(b);
+        return make(a, b);
+    }
+    if (!t.is_int_or_uint()) {
+        if (equal(a, b)) return make_bool(eq, lanes);
+        return make(a, b);
+    }
+    int c;
+    if (const_cmp(a, b, &c)) return make_bool((c == 0) == eq, lanes);
+    if (equal(a, b)) return make_bool(eq, lanes);
+    // a == b iff a - b == 0, modulo 2^bits too.
+    Expr d = rewrite_sub(a, b);
+    int64_t dv;
+    if (const_int(d, &dv)) return make_bool((wrap_to_type(dv, t) == 0) == eq, lanes);
+    ExprInfo id = info_of(d);
+    if ((id.min_defined && id.min > 0) || (id.max_defined && id.max < 0)) return make_bool(!eq, lanes);
+    if (id.alignment.modulus > 1 && id.alignment.remainder != 0) return make_bool(!eq, lanes);
+    bool lt, le, gt, ge;
+    compare(a, b, &lt, &le, &gt, &ge);
+    if (lt || gt) return make_bool(!eq, lanes);
+    if (le && ge) return make_bool(eq, lanes);
+    if (t.is_scalar()) {
+        LinearForm df(t), lhs(t), rhs(t);
+        df.add(d, 1);
+        bool any_pos = false;
+        for (const auto &term : df.terms) any_pos |= term.coeff > 0;
+        // Put the positive terms on the left; if there are none, flip the
+        // whole equation so that a variable stays on the left.
+        int64_t sign = any_pos ? 1 : -1;
+        for (const auto &term : df.terms) {
+            int64_t k = df.wrap(term.coeff * sign);
+            if (k > 0) lhs.add_term(term.e, k);
+            else rhs.add_term(term.e, -k);
+        }
+        rhs.add_const(-df.constant * sign);
+        return make(rebuild(lhs), rebuild(rhs));
+    }
+    return make(a, b);
+}
+
+// ---------------------------------------------------------------------------
+// Boolean operators
+
+namespace {
+
+// x < c or x <= c (as x < c + 1), and c < x or c <= x (as c - 1 < x), for
+// combining bounds on the same expression.
+struct Bound {
+    Expr x;
+    int64_t c;
+    bool upper;  // x < c (upper) or c < x (lower)
+};
+
+bool as_bound(const Expr &e, Bound *bnd) {
+    Expr a, b;
+    bool strict;
+    if (const LT *lt = e.as<LT>()) a = lt->a, b = lt->b, strict = true;
+    else if (const LE *le = e.as<LE>()) a = le->a, b = le->b, strict = false;
+    else return false;
+    if (!no_overflow_int(a.type()) || !a.type().is_scalar()) return false;
+    int64_t c;
+    if (const_int(b, &c) && !is_const(a)) {
+        if (!strict && __builtin_add_overflow(c, 1, &c)) return false;
+        *bnd = {a, c, true};
+        return true;
+    }
+    if (const_int(a, &c) && !is_const(b)) {
+        if (!strict && __builtin_sub_overflow(c, 1, &c)) return false;
+        *bnd = {b, c, false};
+        return true;
+    }
+    return false;
+}
+
+Expr from_bound(const Bound &b) {
+    Type t = b.x.type();
+    return b.upper ? LT::make(b.x, make_const(t, b.c)) : LT::make(make_const(t, b.c), b.x);
+}
+
+bool is_negation(const Expr &a, const Expr &b) {
+    if (const Not *n = a.as<Not>()) {
+        if (equal(n->a, b)) return true;
+    }
+    if (const Not *n = b.as<Not>()) {
+        if (equal(n->a, a)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+Expr Simplify::visit(const And *op) {
+    Expr a = mutate(op->a);
+    Expr b;
+    if (a.type().is_scalar() && !is_const(a)) {
+        // b only matters where a holds.
+        std::vector<Undo> undo;
+        learn(a, true, undo);
+        b = mutate(op->b);
+        unlearn(undo);
+    } else {
+        b = mutate(op->b);
+    }
+    return rewrite_and(a, b);
+}
+
+Expr Simplify::visit(const Or *op) {
+    Expr a = mutate(op->a);
+    Expr b;
+    if (a.type().is_scalar() && !is_const(a)) {
+        // b only matters where a fails.
+        std::vector<Undo> undo;
+        learn(a, false, undo);
+        b = mutate(op->b);
+        unlearn(undo);
+    } else {
+        b = mutate(op->b);
+    }
+    return rewrite_or(a, b);
+}
+
+Expr Simplify::visit(const Not *op) { return rewrite_not(mutate(op->a)); }
+
+Expr Simplify::rewrite_and(const Expr &a, const Expr &b) {
+    int lanes = a.type().lanes;
+    if (is_const_one(a)) return b;
+    if (is_const_one(b)) return a;
+    if (is_const_zero(a)) return a;
+    if (is_const_zero(b)) return b;
+    if (equal(a, b)) return a;
+    if (is_negation(a, b)) return make_bool(false, lanes);
+    {
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(rewrite_and(ba->value, bb->value), lanes);
+    }
+    Bound x, y;
+    if (as_bound(a, &x) && as_bound(b, &y) && x.upper == y.upper && equal(x.x, y.x)) {
+        x.c = x.upper ? std::min(x.c, y.c) : std::max(x.c, y.c);
+        return from_bound(x);
+    }
+    // x < c0 && c1 < x with an empty range.
+    if (as_bound(a, &x) && as_bound(b, &y) && x.upper != y.upper && equal(x.x, y.x)) {
+        const Bound &up = x.upper ? x : y, &lo = x.upper ? y : x;
+        if (lo.c + 1 >= up.c) return make_bool(false, lanes);
+    }
+    return check_facts(And::make(a, b));
+}
+
+Expr Simplify::rewrite_or(const Expr &a, const Expr &b) {
+    int lanes = a.type().lanes;
+    if (is_const_zero(a)) return b;
+    if (is_const_zero(b)) return a;
+    if (is_const_one(a)) return a;
+    if (is_const_one(b)) return b;
+    if (equal(a, b)) return a;
+    if (is_negation(a, b)) return make_bool(true, lanes);
+    {
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(rewrite_or(ba->value, bb->value), lanes);
+    }
+    Bound x, y;
+    if (as_bound(a, &x) && as_bound(b, &y) && x.upper == y.upper && equal(x.x, y.x)) {
+        x.c = x.upper ? std::max(x.c, y.c) : std::min(x.c, y.c);
+        return from_bound(x);
+    }
+    // x < c0 || c1 < x covering everything.
+    if (as_bound(a, &x) && as_bound(b, &y) && x.upper != y.upper && equal(x.x, y.x)) {
+        const Bound &up = x.upper ? x : y, &lo = x.upper ? y : x;
+        if (lo.c < up.c) return make_bool(true, lanes);
+    }
+    return check_facts(Or::make(a, b));
+}
+
+Expr Simplify::rewrite_not(const Expr &a) {
+    int lanes = a.type().lanes;
+    if (is_const(a)) return make_bool(!is_const_one(a), lanes);
+    if (const Not *n = a.as<Not>()) return n->a;
+    if (const Broadcast *b = a.as<Broadcast>()) return Broadcast::make(rewrite_not(b->value), lanes);
+    if (const EQ *e = a.as<EQ>()) return rewrite_eq(e->a, e->b, false);
+    if (const NE *e = a.as<NE>()) return rewrite_eq(e->a, e->b, true);
+    // !(a < b) == b <= a holds for integers, not for floats (NaN).
+    if (const LT *l = a.as<LT>()) {
+        if (l->a.type().is_int_or_uint()) return rewrite_lt(l->b, l->a, false);
+    }
+    if (const LE *l = a.as<LE>()) {
+        if (l->a.type().is_int_or_uint()) return rewrite_lt(l->b, l->a, true);
+    }
+    if (const And *x = a.as<And>()) return rewrite_or(rewrite_not(x->a), rewrite_not(x->b));
+    if (const Or *x = a.as<Or>()) return rewrite_and(rewrite_not(x->a), rewrite_not(x->b));
+    return check_facts(Not::make(a));
+}
+
+// ---------------------------------------------------------------------------
+// Select
+
+Expr Simplify::visit(const Select *op) {
+    Expr c = mutate(op->condition);
+    if (is_const_one(c)) return mutate(op->true_value);
+    if (is_const_zero(c)) return mutate(op->false_value);
+    Expr t, f;
+    if (c.type().is_scalar()) {
+        std::vector<Undo> undo;
+        learn(c, true, undo);
+        t = mutate(op->true_value);
+        unlearn(undo);
+        learn(c, false, undo);
+        f = mutate(op->false_value);
+        unlearn(undo);
+    } else {
+        t = mutate(op->true_value);
+        f = mutate(op->false_value);
+    }
+    return rewrite_select(c, t, f);
+}
+
+Expr Simplify::rewrite_select(const Expr &c, const Expr &t, const Expr &f) {
+    if (is_const_one(c)) return t;
+    if (is_const_zero(c)) return f;
+    if (equal(t, f)) return t;
+    if (const Broadcast *b = c.as<Broadcast>()) return rewrite_select(b->value, t, f);
+    if (const Not *n = c.as<Not>()) return rewrite_select(n->a, f, t);
+    Type ty = t.type();
+    if (ty.is_bool() && is_const(t) && is_const(f)) {
+        // select(c, true, false) == c; select(c, false, true) == !c.
+        Expr r = is_const_one(t) ? c : rewrite_not(c);
+        if (r.type().lanes != ty.lanes) r = Broadcast::make(r, ty.lanes);
+        return r;
+    }
+    if (const Select *s = t.as<Select>()) {
+        if (equal(s->condition, c)) return rewrite_select(c, s->true_value, f);
+    }
+    if (const Select *s = f.as<Select>()) {
+        if (equal(s->condition, c)) return rewrite_select(c, t, s->false_value);
+    }
+    const Broadcast *bt = t.as<Broadcast>(), *bf = f.as<Broadcast>();
+    if (bt && bf && c.type().is_scalar()) return Broadcast::make(rewrite_select(c, bt->value, bf->value), bt->lanes);
+    return Select::make(c, t, f);
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,56 @@
+#include "Util.h"
+
+#include <map>
+#include <mutex>
+#include <sstream>
+
+namespace loom {
+namespace internal {
+
+std::string unique_name(const std::string &prefix) {
+    // A counter per prefix keeps generated names short and readable ("v$0",
+    // "v$1", "sum$0") in printed IR. Funcs, Vars and RDoms may be created from
+    // several threads (e.g. parallel tests), hence the lock.
+    static std::mutex lock;
+    static std::map<std::string, int64_t> counters;
+    int64_t n;
+    {
+        std::lock_guard<std::mutex> guard(lock);
+        n = counters[prefix]++;
+    }
+    return prefix + "$" + std::to_string(n);
+}
+
+bool starts_with(const std::string &s, const std::string &prefix) {
+    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string join(const std::vector<std::string> &parts, const std::string &sep) {
+    std::string r;
+    for (size_t i = 0; i < parts.size(); i++) {
+        if (i) r += sep;
+        r += parts[i];
+    }
+    return r;
+}
+
+namespace {
+template <typename T> std::string vec_str(const std::vector<T> &v) {
+    std::ostringstream s;
+    s << "[";
+    for (size_t i = 0; i < v.size(); i++) s << (i ? ", " : "") << v[i];
+    s << "]";
+    return s.str();
+}
+}  // namespace
+
+std::string vector_to_string(const std::vector<int> &v) { return vec_str(v); }
+std::string vector_to_string(const std::vector<int64_t> &v) { return vec_str(v); }
+
+}  // namespace internal
+}  // namespace loom

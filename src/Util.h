@@ -1,0 +1,28 @@
+// Small generic helpers shared across the compiler: unique names and string
+// utilities.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom {
+namespace internal {
+
+/** A name no other call returns: "prefix$N", with a counter per prefix.
+ * Thread-safe. User names never contain '$', so these never collide with
+ * names a user chose. */
+std::string unique_name(const std::string &prefix);
+
+bool starts_with(const std::string &s, const std::string &prefix);
+bool ends_with(const std::string &s, const std::string &suffix);
+
+/** Joins the strings with a separator: join({"a", "b"}, ", ") == "a, b". */
+std::string join(const std::vector<std::string> &parts, const std::string &sep);
+
+/** "[1, 2, 3]", for error messages about shapes and coordinates. */
+std::string vector_to_string(const std::vector<int> &v);
+std::string vector_to_string(const std::vector<int64_t> &v);
+
+}  // namespace internal
+}  // namespace loom

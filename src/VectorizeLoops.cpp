@@ -1,0 +1,597 @@
+// VectorizeLoops: turns each ForType::Vectorized loop into straight-line
+// vector code. This is where the schedule's vectorize() takes effect: the
+// loop variable x becomes Ramp(min, 1, lanes), every expression that depends
+// on x becomes a vector of `lanes` values (the scalar operands it meets are
+// broadcast), and the backend then emits SIMD instructions for the vector
+// types. Lane-dependent ifs (the guarded tails of split loops) become masks
+// on the stores and loads they guard, so a ragged tail still vectorizes.
+// Allocations made inside the loop get one copy per lane. Statements that
+// cannot be widened (an assert whose condition differs by lane, a loop whose
+// bounds differ by lane) are scalarized: one copy per lane.
+#include "VectorizeLoops.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "IRMutator.h"
+#include "IRVisitor.h"
+#include "Simplify.h"
+#include "Substitute.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+// Thrown from inside a statement that cannot be widened; the nearest
+// enclosing statement catches it and scalarizes itself.
+struct NeedsScalarization {};
+
+// Scalar arithmetic that folds the trivial cases, for Ramp bases and strides.
+Expr scalar_add(const Expr &a, const Expr &b) {
+    if (is_const_zero(b)) return a;
+    if (is_const_zero(a)) return b;
+    const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
+    if (ca && cb && a.type().is_int()) return make_const(a.type(), *ca + *cb);
+    return Add::make(a, b);
+}
+Expr scalar_sub(const Expr &a, const Expr &b) {
+    if (is_const_zero(b)) return a;
+    const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
+    if (ca && cb && a.type().is_int()) return make_const(a.type(), *ca - *cb);
+    return Sub::make(a, b);
+}
+Expr scalar_mul(const Expr &a, const Expr &b) {
+    if (is_const_one(b)) return a;
+    if (is_const_one(a)) return b;
+    const int64_t *ca = as_const_int(a), *cb = as_const_int(b);
+    if (ca && cb && a.type().is_int()) return make_const(a.type(), *ca * *cb);
+    return Mul::make(a, b);
+}
+
+// Vector arithmetic that keeps affine index expressions as Ramps, so dense
+// accesses stay recognizably dense: ramp + broadcast is a ramp, and so on.
+// The identities hold in wrapping integer arithmetic too.
+Expr vec_add(const Expr &a, const Expr &b) {
+    const Ramp *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
+    const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+    if (ra && bb) return Ramp::make(scalar_add(ra->base, bb->value), ra->stride, ra->lanes);
+    if (ba && rb) return Ramp::make(scalar_add(ba->value, rb->base), rb->stride, rb->lanes);
+    if (ra && rb) {
+        return Ramp::make(scalar_add(ra->base, rb->base), scalar_add(ra->stride, rb->stride),
+                          ra->lanes);
+    }
+    if (ba && bb) return Broadcast::make(scalar_add(ba->value, bb->value), ba->lanes);
+    return Add::make(a, b);
+}
+Expr vec_sub(const Expr &a, const Expr &b) {
+    const Ramp *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
+    const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+    if (ra && bb) return Ramp::make(scalar_sub(ra->base, bb->value), ra->stride, ra->lanes);
+    if (ba && rb) {
+        return Ramp::make(scalar_sub(ba->value, rb->base),
+                          scalar_sub(make_zero(rb->stride.type()), rb->stride), rb->lanes);
+    }
+    if (ra && rb) {
+        return Ramp::make(scalar_sub(ra->base, rb->base), scalar_sub(ra->stride, rb->stride),
+                          ra->lanes);
+    }
+    if (ba && bb) return Broadcast::make(scalar_sub(ba->value, bb->value), ba->lanes);
+    return Sub::make(a, b);
+}
+Expr vec_mul(const Expr &a, const Expr &b) {
+    const Ramp *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
+    const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+    if (ra && bb && a.type().is_int_or_uint()) {
+        return Ramp::make(scalar_mul(ra->base, bb->value), scalar_mul(ra->stride, bb->value),
+                          ra->lanes);
+    }
+    if (ba && rb && a.type().is_int_or_uint()) {
+        return Ramp::make(scalar_mul(ba->value, rb->base), scalar_mul(ba->value, rb->stride),
+                          rb->lanes);
+    }
+    if (ba && bb) return Broadcast::make(scalar_mul(ba->value, bb->value), ba->lanes);
+    return Mul::make(a, b);
+}
+
+// Whether e calls something with side effects (loads are fine).
+bool has_side_effects(const Expr &e) {
+    struct Check : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (!op->is_pure()) found = true;
+            IRVisitor::visit(op);
+        }
+    } check;
+    e.accept(&check);
+    return check.found;
+}
+
+Expr and_predicates(const Expr &a, const Expr &b) {
+    if (!a.defined() || is_const_one(a)) return b;
+    if (!b.defined() || is_const_one(b)) return a;
+    return And::make(a, b);
+}
+
+// Replaces likely(e) by e: masks need the bare condition.
+class StripLikely : public IRMutator {
+  protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        if (op->is_intrinsic(Call::likely) && op->args.size() == 1) return mutate(op->args[0]);
+        return IRMutator::visit(op);
+    }
+};
+
+// What encloses the statement being vectorized, inside the vectorized loop:
+// lets, lane-dependent conditions (now masks) and per-lane allocations.
+struct ContextEntry {
+    enum Kind { Let, Condition, Allocation } kind;
+    std::string name;        // Let, Allocation
+    Expr value;              // Let: the original scalar value; Condition: the original condition
+    bool is_vector = false;  // Let: whether the value became a vector
+    Expr mask;               // Condition: the widened condition
+    Expr replacement;        // Let: what uses of a ramp-valued let become
+};
+
+class VectorSubs : public IRMutator {
+  public:
+    VectorSubs(const std::string &var, const Expr &min, int lanes)
+        : var(var), min(min), lanes(lanes) {
+        ramp = Ramp::make(min, make_one(min.type()), lanes);
+    }
+
+    using IRMutator::mutate;
+    Stmt mutate(const Stmt &s) override {
+        size_t depth = context.size();
+        try {
+            return IRMutator::mutate(s);
+        } catch (const NeedsScalarization &) {
+            context.resize(depth);
+            return scalarize(s);
+        }
+    }
+
+  private:
+    std::string var;
+    Expr min, ramp;
+    int lanes;
+    std::vector<ContextEntry> context;
+
+    Expr widen(const Expr &e, int l) const {
+        if (e.type().lanes == l) return e;
+        if (e.type().is_scalar()) return Broadcast::make(e, l);
+        user_error << "Cannot vectorize the loop over " << var << ": it contains vectors of "
+                   << e.type().lanes << " lanes (is it nested inside another vectorized loop?). "
+                   << "Vectorize only one loop of a loop nest.";
+        return Expr();
+    }
+    Expr widen(const Expr &e) const { return widen(e, lanes); }
+
+    // The lanes of the widest operand, which every operand is widened to.
+    static int max_lanes(std::initializer_list<Expr> es) {
+        int l = 1;
+        for (const Expr &e : es) {
+            if (e.defined() && e.type().lanes > l) l = e.type().lanes;
+        }
+        return l;
+    }
+
+    const ContextEntry *find_let(const std::string &name) const {
+        for (auto it = context.rbegin(); it != context.rend(); ++it) {
+            if (it->kind == ContextEntry::Let && it->name == name) return &*it;
+        }
+        return nullptr;
+    }
+    bool is_widened_allocation(const std::string &name) const {
+        for (auto it = context.rbegin(); it != context.rend(); ++it) {
+            if (it->kind == ContextEntry::Allocation && it->name == name) return true;
+        }
+        return false;
+    }
+    // The conjunction of the lane masks in effect, or undefined if none.
+    Expr current_mask() const {
+        Expr m;
+        for (const ContextEntry &c : context) {
+            if (c.kind == ContextEntry::Condition) m = and_predicates(m, c.mask);
+        }
+        return m;
+    }
+
+    // Each lane owns a copy of a per-lane allocation: element i of lane l is
+    // at i * lanes + l.
+    Expr widened_index(const Expr &index) const {
+        Expr L = make_const(index.type().element_of(), lanes);
+        if (index.type().is_scalar()) {
+            return Ramp::make(scalar_mul(index, L), make_one(index.type()), lanes);
+        }
+        Expr lane_ids = Ramp::make(make_zero(L.type()), make_one(L.type()), lanes);
+        return vec_add(vec_mul(index, Broadcast::make(L, lanes)), lane_ids);
+    }
+
+    Expr lane_value(int i) const {
+        if (const int64_t *c = as_const_int(min)) return make_const(min.type(), *c + i);
+        return scalar_add(min, make_const(min.type(), i));
+    }
+
+    // Whether e (following the lets of the loop body) loads from `buffer`.
+    bool reads_buffer(const Expr &e, const std::string &buffer) const {
+        struct Finder : IRVisitor {
+            const VectorSubs *self;
+            const std::string &buffer;
+            int depth = 0;
+            bool found = false;
+            Finder(const VectorSubs *s, const std::string &b) : self(s), buffer(b) {}
+            using IRVisitor::visit;
+            void visit(const Load *op) override {
+                if (op->name == buffer) found = true;
+                IRVisitor::visit(op);
+            }
+            void visit(const Variable *op) override {
+                const ContextEntry *let = self->find_let(op->name);
+                if (let && depth < 64) {
+                    depth++;
+                    let->value.accept(this);
+                    depth--;
+                }
+            }
+        } finder(this, buffer);
+        e.accept(&finder);
+        return finder.found;
+    }
+
+    // One scalar copy of s per lane, inside the lets and conditions of the
+    // vectorized body rebuilt for that lane.
+    Stmt scalarize(const Stmt &s) const {
+        std::vector<std::string> allocations;
+        for (const ContextEntry &c : context) {
+            if (c.kind == ContextEntry::Allocation) allocations.push_back(c.name);
+        }
+        std::vector<Stmt> copies;
+        for (int i = 0; i < lanes; i++) {
+            Expr x = lane_value(i);
+            LaneAccess access(allocations, lanes, i);
+            Stmt body = access.mutate(substitute(var, x, s));
+            for (auto it = context.rbegin(); it != context.rend(); ++it) {
+                if (it->kind == ContextEntry::Let && it->is_vector) {
+                    body =
+                        LetStmt::make(it->name, access.mutate(substitute(var, x, it->value)), body);
+                } else if (it->kind == ContextEntry::Condition) {
+                    body = IfThenElse::make(access.mutate(substitute(var, x, it->value)), body);
+                }
+            }
+            copies.push_back(body);
+        }
+        return Block::make(copies);
+    }
+
+    // Rewrites accesses to per-lane allocations in a scalar copy for one lane.
+    class LaneAccess : public IRMutator {
+      public:
+        LaneAccess(const std::vector<std::string> &names, int lanes, int lane)
+            : names(names), lanes(lanes), lane(lane) {}
+        using IRMutator::mutate;
+
+      protected:
+        using IRMutator::visit;
+        const std::vector<std::string> &names;
+        int lanes, lane;
+        bool owned(const std::string &n) const {
+            for (const std::string &m : names) {
+                if (m == n) return true;
+            }
+            return false;
+        }
+        Expr index_for(const Expr &index) const {
+            Type t = index.type();
+            return scalar_add(scalar_mul(index, make_const(t, lanes)), make_const(t, lane));
+        }
+        Expr visit(const Load *op) override {
+            Expr e = IRMutator::visit(op);
+            if (!owned(op->name)) return e;
+            const Load *l = e.as<Load>();
+            return Load::make(l->type, l->name, index_for(l->index), l->predicate, l->param);
+        }
+        Stmt visit(const Store *op) override {
+            Stmt s = IRMutator::visit(op);
+            if (!owned(op->name)) return s;
+            const Store *st = s.as<Store>();
+            return Store::make(st->name, st->value, index_for(st->index), st->predicate, st->param);
+        }
+    };
+
+  protected:
+    using IRMutator::visit;
+
+    Expr visit(const Variable *op) override {
+        if (op->name == var) return ramp;
+        const ContextEntry *let = find_let(op->name);
+        if (let && let->replacement.defined() && op->type.is_scalar()) return let->replacement;
+        if (let && let->is_vector && op->type.is_scalar()) {
+            return Variable::make(op->type.with_lanes(lanes), op->name, op->param, op->rdom);
+        }
+        return op;
+    }
+
+    Expr visit(const Cast *op) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return op;
+        return Cast::make(op->type.with_lanes(v.type().lanes), v);
+    }
+    Expr visit(const Reinterpret *op) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return op;
+        if (op->type.lanes == op->value.type().lanes) {
+            return Reinterpret::make(op->type.with_lanes(v.type().lanes), v);
+        }
+        return Reinterpret::make(op->type, widen(v, op->value.type().lanes));
+    }
+
+    template <typename T> Expr visit_binary(const T *op) {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.same_as(op->a) && b.same_as(op->b)) return op;
+        int l = max_lanes({a, b});
+        return T::make(widen(a, l), widen(b, l));
+    }
+    Expr visit(const Add *op) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.same_as(op->a) && b.same_as(op->b)) return op;
+        int l = max_lanes({a, b});
+        return l > 1 ? vec_add(widen(a, l), widen(b, l)) : Add::make(a, b);
+    }
+    Expr visit(const Sub *op) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.same_as(op->a) && b.same_as(op->b)) return op;
+        int l = max_lanes({a, b});
+        return l > 1 ? vec_sub(widen(a, l), widen(b, l)) : Sub::make(a, b);
+    }
+    Expr visit(const Mul *op) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.same_as(op->a) && b.same_as(op->b)) return op;
+        int l = max_lanes({a, b});
+        return l > 1 ? vec_mul(widen(a, l), widen(b, l)) : Mul::make(a, b);
+    }
+    Expr visit(const Div *op) override { return visit_binary(op); }
+    Expr visit(const Mod *op) override { return visit_binary(op); }
+    Expr visit(const Min *op) override { return visit_binary(op); }
+    Expr visit(const Max *op) override { return visit_binary(op); }
+    Expr visit(const EQ *op) override { return visit_binary(op); }
+    Expr visit(const NE *op) override { return visit_binary(op); }
+    Expr visit(const LT *op) override { return visit_binary(op); }
+    Expr visit(const LE *op) override { return visit_binary(op); }
+    Expr visit(const GT *op) override { return visit_binary(op); }
+    Expr visit(const GE *op) override { return visit_binary(op); }
+    Expr visit(const And *op) override { return visit_binary(op); }
+    Expr visit(const Or *op) override { return visit_binary(op); }
+
+    Expr visit(const Select *op) override {
+        Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
+        if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
+            return op;
+        }
+        int l = max_lanes({c, t, f});
+        // A scalar condition may select between vectors as it is.
+        if (c.type().is_vector()) c = widen(c, l);
+        return Select::make(c, widen(t, l), widen(f, l));
+    }
+
+    Expr visit(const Load *op) override {
+        Expr index = mutate(op->index), pred = mutate(op->predicate);
+        Expr mask = current_mask();
+        bool per_lane = is_widened_allocation(op->name);
+        if (per_lane) index = widened_index(index);
+        int l = max_lanes({index, pred, mask});
+        if (l == 1) {
+            if (index.same_as(op->index) && pred.same_as(op->predicate)) return op;
+            return Load::make(op->type, op->name, index, pred, op->param);
+        }
+        // A load under a lane-dependent condition reads only the lanes for
+        // which the condition holds.
+        pred = and_predicates(widen(pred, l), mask);
+        return Load::make(op->type.with_lanes(l), op->name, widen(index, l), pred, op->param);
+    }
+
+    Expr visit(const Ramp *op) override {
+        Expr b = mutate(op->base), s = mutate(op->stride);
+        if (b.same_as(op->base) && s.same_as(op->stride)) return op;
+        widen(b, 1);  // a ramp of vectors is a nested vectorization: refused
+        widen(s, 1);
+        return Ramp::make(b, s, op->lanes);
+    }
+    Expr visit(const Broadcast *op) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return op;
+        widen(v, 1);
+        return Broadcast::make(v, op->lanes);
+    }
+
+    // A let whose value became a ramp binds the ramp's base instead, under the
+    // same name, and its uses become ramps again: an index computed through
+    // the let (let x = ramp(b, 1, 8) in out[x * s + c]) then folds to a ramp
+    // that the backend recognizes as a dense or strided access.
+    template <typename LetT, typename Body> Body visit_let(const LetT *op, const Body &body) {
+        Expr v = mutate(op->value);
+        ContextEntry entry{ContextEntry::Let,    op->name, op->value,
+                           v.type().is_vector(), Expr(),   Expr()};
+        Expr bound = v;
+        if (const Ramp *r = v.as<Ramp>(); r && !expr_uses_var(r->stride, op->name)) {
+            bound = r->base;
+            entry.replacement =
+                Ramp::make(Variable::make(r->base.type(), op->name), r->stride, r->lanes);
+        }
+        context.push_back(entry);
+        Body b = mutate(body);
+        context.pop_back();
+        if (v.same_as(op->value) && b.same_as(body)) return op;
+        return LetT::make(op->name, bound, b);
+    }
+    Expr visit(const Let *op) override { return visit_let(op, op->body); }
+
+    Expr visit(const Call *op) override {
+        internal_assert(op->call_type != Call::Image && op->call_type != Call::Func)
+            << "vectorize_loops runs after storage flattening, but found a call to " << op->name;
+        bool changed = false;
+        std::vector<Expr> args = mutate_exprs(op->args, &changed);
+        if (!changed) return op;
+        int l = 1;
+        for (const Expr &a : args) l = std::max<int>(l, a.type().lanes);
+        if (l == 1) {
+            return Call::make(op->type, op->name, args, op->call_type, op->func, op->value_index,
+                              op->param, op->buffer);
+        }
+        // A call with side effects must happen once per lane.
+        if (!op->is_pure()) throw NeedsScalarization();
+        for (Expr &a : args) {
+            if (!a.type().is_handle()) a = widen(a, l);
+        }
+        return Call::make(op->type.with_lanes(l), op->name, args, op->call_type, op->func,
+                          op->value_index, op->param, op->buffer);
+    }
+
+    Stmt visit(const LetStmt *op) override { return visit_let(op, op->body); }
+
+    Stmt visit(const AssertStmt *op) override {
+        Expr c = mutate(op->condition), m = mutate(op->message);
+        if (c.type().is_vector() || m.type().is_vector()) throw NeedsScalarization();
+        if (c.same_as(op->condition) && m.same_as(op->message)) return op;
+        return AssertStmt::make(c, m);
+    }
+
+    Stmt visit(const Evaluate *op) override {
+        // A side effect must happen once per lane, not once for all lanes.
+        if (has_side_effects(op->value)) throw NeedsScalarization();
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return op;
+        return Evaluate::make(v);
+    }
+
+    Stmt visit(const Store *op) override {
+        Expr value = mutate(op->value), index = mutate(op->index), pred = mutate(op->predicate);
+        Expr mask = current_mask();
+        if (is_widened_allocation(op->name)) {
+            index = widened_index(index);
+        } else if (index.type().is_scalar()) {
+            // Every lane writes the same element.
+            user_assert(!reads_buffer(op->value, op->name))
+                << "Cannot vectorize the loop over " << var << ": it carries a dependence through "
+                << op->name << " (every iteration "
+                << "reads and writes the same element of " << op->name
+                << "). Vectorize a loop over a pure dimension instead, or make the reduction "
+                << "parallel first (e.g. with split_k).";
+            user_assert(value.type().is_scalar())
+                << "Cannot vectorize the loop over " << var << ": it carries a dependence through "
+                << op->name << " (every iteration writes a different value to the same element of "
+                << op->name << ", so only the last one counts). Vectorize a loop whose "
+                << "iterations write different elements.";
+            if (pred.type().is_vector() || mask.defined()) throw NeedsScalarization();
+            if (value.same_as(op->value) && index.same_as(op->index) &&
+                pred.same_as(op->predicate)) {
+                return op;
+            }
+            return Store::make(op->name, value, index, pred, op->param);
+        }
+        pred = and_predicates(widen(pred), mask);
+        return Store::make(op->name, widen(value), widen(index), pred, op->param);
+    }
+
+    Stmt visit(const IfThenElse *op) override {
+        Expr c = mutate(op->condition);
+        if (c.type().is_scalar()) {
+            Stmt t = mutate(op->then_case), e = mutate(op->else_case);
+            if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) {
+                return op;
+            }
+            return IfThenElse::make(c, t, e);
+        }
+        // The condition differs between lanes: run both branches, with the
+        // stores and loads of each masked by its condition.
+        Expr mask = StripLikely().mutate(widen(c));
+        Expr cond = StripLikely().mutate(op->condition);
+        context.push_back({ContextEntry::Condition, "", cond, false, mask, Expr()});
+        Stmt t = mutate(op->then_case);
+        context.pop_back();
+        Stmt e;
+        if (op->else_case.defined()) {
+            context.push_back(
+                {ContextEntry::Condition, "", Not::make(cond), false, Not::make(mask), Expr()});
+            e = mutate(op->else_case);
+            context.pop_back();
+        }
+        return Block::make(t, e);
+    }
+
+    Stmt visit(const For *op) override {
+        user_assert(op->for_type != ForType::Vectorized)
+            << "Cannot vectorize the loop over " << op->name << ": it is inside the "
+            << "vectorized loop over " << var << ". Vectorize only one loop of a loop nest.";
+        Expr mn = mutate(op->min), ext = mutate(op->extent);
+        // A loop whose bounds differ by lane runs once per lane.
+        if (mn.type().is_vector() || ext.type().is_vector()) throw NeedsScalarization();
+        Stmt body = mutate(op->body);
+        if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return op;
+        return For::make(op->name, mn, ext, op->for_type, body);
+    }
+
+    Stmt visit(const Allocate *op) override {
+        bool changed = false;
+        std::vector<Expr> extents = mutate_exprs(op->extents, &changed);
+        Expr cond = mutate(op->condition);
+        for (const Expr &e : extents) {
+            if (e.type().is_vector()) throw NeedsScalarization();
+        }
+        if (cond.type().is_vector()) throw NeedsScalarization();
+        context.push_back({ContextEntry::Allocation, op->name, Expr(), false, Expr(), Expr()});
+        Stmt body = mutate(op->body);
+        context.pop_back();
+        extents.push_back(make_const(Int(32), lanes));
+        return Allocate::make(op->name, op->type, op->memory_type, extents, cond, body);
+    }
+
+    Stmt visit(const Provide *op) override {
+        internal_error << "vectorize_loops runs after storage flattening, but found a "
+                       << "Provide to " << op->name;
+        return Stmt();
+    }
+    Stmt visit(const Realize *op) override {
+        internal_error << "vectorize_loops runs after storage flattening, but found a "
+                       << "Realize of " << op->name;
+        return Stmt();
+    }
+};
+
+class VectorizeLoops : public IRMutator {
+  public:
+    // The target does not change what is legal; the lane count is the loop's
+    // extent, chosen by the schedule.
+    explicit VectorizeLoops(const Target &) {}
+
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const For *op) override {
+        if (op->for_type != ForType::Vectorized) return IRMutator::visit(op);
+        Expr extent = op->extent;
+        if (!as_const_int(extent)) extent = simplify(extent);
+        const int64_t *n = as_const_int(extent);
+        user_assert(n) << "The vectorized loop over " << op->name
+                       << " needs a constant extent, but its extent is not a constant. Split "
+                       << "it by a constant factor and vectorize the inner loop instead.";
+        if (*n <= 0) return Evaluate::make(make_zero(Int(32)));
+        if (*n == 1) return mutate(substitute(op->name, op->min, op->body));
+        user_assert(*n <= 1024) << "The vectorized loop over " << op->name << " has " << *n
+                                << " iterations; vectorize by at most 1024 lanes (split it "
+                                << "by a smaller factor first).";
+        VectorSubs subs(op->name, op->min, static_cast<int>(*n));
+        return subs.mutate(op->body);
+    }
+};
+
+}  // namespace
+
+Stmt vectorize_loops(const Stmt &s, const Target &t) { return VectorizeLoops(t).mutate(s); }
+
+}  // namespace internal
+}  // namespace loom

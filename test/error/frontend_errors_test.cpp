@@ -1,0 +1,222 @@
+// Front-end mistakes: each raises a CompileError (or, for buffers and bound
+// values, a RuntimeError) whose message names the culprit.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::random_buffer;
+using loom_test::throws_with;
+
+TEST(FrontendErrors, PureDefinitionArgsMustBeDistinctVars) {
+    Var x("x"), y("y");
+    Func f("f"), g("g"), h("h");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x, x) = 0; }, {"Func f", "Var x", "twice"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x + 1) = 0; }, {"Func g", "not a Var"}));
+    RDom r(0, 3, "r");
+    EXPECT_TRUE(throws_with<CompileError>([&] { h(r) = 0; }, {"Func h", "RVar r"}));
+    Param<int> p("p");
+    Func k("k");
+    EXPECT_TRUE(throws_with<CompileError>([&] { k(p) = 0; }, {"Func k", "p"}));
+}
+
+TEST(FrontendErrors, UndefinedVarInPureDefinition) {
+    Var x("x"), y("y");
+    Func f("f");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = x + y; }, {"Var y", "Func f"}));
+}
+
+TEST(FrontendErrors, RVarInPureDefinition) {
+    Var x("x");
+    RDom r(0, 3, "r");
+    Func f("f");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = x + r; }, {"Func f", "RVar r"}));
+}
+
+TEST(FrontendErrors, PureDefinitionTwice) {
+    Var x("x");
+    Func f("f");
+    f(x) = x;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = x + 1; }, {"Func f is already defined"}));
+    // Reading f itself makes it an update, which is fine.
+    EXPECT_NO_THROW(f(x) = f(x) + 1);
+}
+
+TEST(FrontendErrors, UpdateUsesPureVarInWrongPosition) {
+    Var x("x"), y("y");
+    Func f("f");
+    f(x, y) = x + y;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(y, x) = f(y, x) + 1; }, {"Func f", "Var y"}));
+    Func g("g");
+    g(x, y) = 0;
+    // y appears in the value but not as itself on the left.
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x, 0) = g(x, 0) + y; }, {"Func g", "Var y"}));
+    Var z("z");
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x, 1) = z; }, {"Func g", "Var z"}));
+}
+
+TEST(FrontendErrors, SelfCallWithDifferentPureVar) {
+    Var x("x");
+    Func f("f");
+    f(x) = x;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = f(x + 1); }, {"Func f", "Var x"}));
+}
+
+TEST(FrontendErrors, RVarsFromTwoRDoms) {
+    Var x("x");
+    RDom r(0, 3, "r"), s(0, 4, "s");
+    Func f("f");
+    f(x) = 0;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(r) = f(r) + s; }, {"Func f", "r", "s"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)sum(r + s, "mysum"); }, {"mysum", "r", "s"}));
+}
+
+TEST(FrontendErrors, UpdateTypeMismatch) {
+    Var x("x");
+    RDom r(0, 3, "r");
+    Func f("f");
+    f(x) = 0.0f;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(r) = cast<int>(r); },
+                                          {"type mismatch in update of f", "int32", "float32"}));
+    Func g("g");
+    g(x) = cast<uint8_t>(x);
+    // A literal that does not fit is refused too.
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(r) = 300; }, {"type mismatch in update of g"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(r) = 0.5f; }, {"type mismatch in update of g"}));
+}
+
+TEST(FrontendErrors, TupleSizeMismatch) {
+    Var x("x");
+    RDom r(0, 3, "r");
+    Func f("f");
+    f(x) = Tuple(x, x);
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(r) = Tuple(r, r, r); }, {"Func f", "2", "3"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(r) = r; }, {"Func f"}));
+    Func g("g");
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x) = f(x) + 1; }, {"Func f", "Tuple"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)f(x)[2]; }, {"Func f", "2"}));
+}
+
+TEST(FrontendErrors, WrongNumberOfArguments) {
+    Var x("x"), y("y");
+    Func f("f"), g("g");
+    f(x, y) = x + y;
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x) = f(x); }, {"Func f", "2", "1"}));
+    RDom r(0, 3, "r");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(r) = 1; }, {"Func f", "2"}));
+    BufferParam in(Float(32), 2, "in");
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)in(x); }, {"in", "2", "1"}));
+}
+
+TEST(FrontendErrors, FloatCoordinates) {
+    Var x("x");
+    Func f("f"), g("g");
+    f(x) = x;
+    BufferParam in(Float(32), 1, "in");
+    EXPECT_TRUE(throws_with<CompileError>([&] { g(x) = f(cast<float>(x)); }, {"Func f", "float32"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)in(cast<float>(x) * 0.5f); }, {"in", "float32"}));
+}
+
+TEST(FrontendErrors, UseBeforeDefinition) {
+    Var x("x");
+    Func f("f"), g("g");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = g(x) + 1; },
+                                          {"Func g is used before it is defined"}));
+    // A pure definition cannot refer to itself either.
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = f(x - 1); },
+                                          {"Func f is used before it is defined"}));
+}
+
+TEST(FrontendErrors, InlineReductionWithoutRVar) {
+    Var x("x");
+    Func f("f");
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = sum(x * 2, "total"); }, {"total", "RVar"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)argmax(x, "best"); }, {"best", "RVar"}));
+}
+
+TEST(FrontendErrors, RDomBounds) {
+    EXPECT_TRUE(throws_with<CompileError>([&] { RDom r(0.5f, 3, "r"); }, {"RDom r", "float32"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { RDom r(0, 2.0, "q"); }, {"RDom q", "float64"}));
+    RDom r({{0, 3}, {0, 3}}, "r2");
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)r[2]; }, {"RDom r2", "2"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { Expr e = r; }, {"RDom r2", "dimensions"}));
+}
+
+TEST(FrontendErrors, RDomBoundsDependOnPureVar) {
+    Var x("x");
+    RDom r(0, x, "r");
+    Func f("f");
+    f(x) = 0;
+    EXPECT_TRUE(throws_with<CompileError>([&] { f(x) = f(x) + r; }, {"RDom r", "x"}));
+}
+
+TEST(FrontendErrors, WhereAfterUse) {
+    Var x("x");
+    RDom r(0, 10, "r");
+    Func f("f");
+    f(x) = 0;
+    f(r) = f(r) + 1;
+    EXPECT_TRUE(throws_with<CompileError>([&] { r.where(r > 2); }, {"RDom r", "where()"}));
+    RDom s(0, 10, "s");
+    EXPECT_TRUE(throws_with<CompileError>([&] { s.where(s + 1); }, {"RDom s", "bool"}));
+}
+
+TEST(FrontendErrors, BufferParamMistakes) {
+    EXPECT_TRUE(throws_with<CompileError>([&] { BufferParam b(Float(32), -1, "neg"); }, {"neg"}));
+    BufferParam in(Float(32), 2, "in");
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)in.dim(2); }, {"in", "dim(2)"}));
+    Buffer<int> wrong_type({3, 3});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { in.set(wrong_type); }, {"in", "int32", "float32"}));
+    Buffer<float> wrong_dims({3});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { in.set(wrong_dims); }, {"in", "dimensions"}));
+}
+
+TEST(FrontendErrors, BufferMistakes) {
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<float> b({-1, 3}, "negbuf"); },
+                                          {"negbuf", "negative"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<uint8_t> b({65536, 65536}, "huge"); },
+                                          {"huge", "32-bit"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { RawBuffer::wrap(Float(32), nullptr, {1 << 20, 1 << 12}, {1 << 12, 1}, "wide"); },
+        {"wide", "32-bit"}));
+    Buffer<float> b({4, 5}, "b");
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.cropped(1, 3, 4); }, {"Buffer b", "cropped"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.transposed({0, 0}); }, {"Buffer b", "permutation"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { b.set_min({1}); }, {"Buffer b"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.extent(2); }, {"Buffer b"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<int> w(b); }, {"int32", "float32"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)Buffer<int>::wrap(nullptr, {2}, {1, 1}, "ws"); },
+                                          {"ws", "strides"}));
+}
+
+TEST(FrontendErrors, InterpreterOutOfBoundsRead) {
+    BufferParam in(Float(32), 2, "in");
+    in.set(random_buffer<float>({4, 6}));
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x + 1);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret(f, {4, 6}); },
+                                          {"Buffer in", "(0, 6)", "6", "dimension 1", "[0, 5]"}));
+}
+
+TEST(FrontendErrors, InterpreterUnboundInputs) {
+    BufferParam in(Float(32), 1, "unbound_in");
+    Param<float> scale("unbound_scale");
+    Var x("x");
+    Func f("f"), g("g");
+    f(x) = in(x);
+    g(x) = cast<float>(x) * scale;
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret(f, {4}); }, {"unbound_in"}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret(g, {4}); }, {"unbound_scale"}));
+}
+
+TEST(FrontendErrors, InterpreterArgumentMistakes) {
+    Var x("x");
+    Func f("f"), u("u");
+    f(x) = x;
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret(f, {4, 4}); }, {"Func f", "dimensions"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { interpret(u, {4}); }, {"Func u", "not defined"}));
+    Buffer<float> wrong({4});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret_into({f}, {wrong}); },
+                                          {"Func f", "float32", "int32"}));
+}

@@ -1,0 +1,166 @@
+#include <gtest/gtest.h>
+
+#include "Bounds.h"
+#include "IREquality.h"
+#include "IRPrinter.h"
+#include "Simplify.h"
+#include "loom/IROperator.h"
+
+using namespace loom;
+using namespace loom::internal;
+
+namespace {
+
+Expr var(const char *n, Type t = Int(32)) { return Variable::make(t, n); }
+
+std::string str(const Interval &i) {
+    std::string s = "[";
+    s += i.min.defined() ? to_string(i.min) : "-inf";
+    s += ", ";
+    s += i.max.defined() ? to_string(i.max) : "+inf";
+    return s + "]";
+}
+
+#define EXPECT_BOUNDS(e, scope, lo, hi)                                                          \
+    do {                                                                                         \
+        Interval i_ = bounds_of_expr_in_scope(e, scope);                                         \
+        Expr lo_ = (lo), hi_ = (hi);                                                             \
+        bool ok_ = (lo_.defined() ? i_.min.defined() && equal(i_.min, lo_) : !i_.min.defined()) && \
+                   (hi_.defined() ? i_.max.defined() && equal(i_.max, hi_) : !i_.max.defined()); \
+        EXPECT_TRUE(ok_) << "bounds of " << (e) << " = " << str(i_);                             \
+    } while (0)
+
+TEST(Bounds, Arithmetic) {
+    Expr x = var("x"), y = var("y"), n = var("n");
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), Expr(10)));
+    s.push("y", Interval(Expr(-5), Expr(5)));
+    EXPECT_BOUNDS(x + y, s, Expr(-5), Expr(15));
+    EXPECT_BOUNDS(x - y, s, Expr(-5), Expr(15));
+    EXPECT_BOUNDS(x * 3, s, Expr(0), Expr(30));
+    EXPECT_BOUNDS(x * -3, s, Expr(-30), Expr(0));
+    EXPECT_BOUNDS(x * y, s, Expr(-50), Expr(50));
+    EXPECT_BOUNDS(x / 3, s, Expr(0), Expr(3));
+    EXPECT_BOUNDS(y / 2, s, Expr(-3), Expr(2));
+    EXPECT_BOUNDS(y / -2, s, Expr(-3), Expr(2));
+    EXPECT_BOUNDS(y % 4, s, Expr(0), Expr(3));
+    EXPECT_BOUNDS(x % 16, s, Expr(0), Expr(10));
+    EXPECT_BOUNDS(y % -4, s, Expr(-3), Expr(0));
+    EXPECT_BOUNDS(min(x, y), s, Expr(-5), Expr(5));
+    EXPECT_BOUNDS(max(x, y), s, Expr(0), Expr(10));
+    EXPECT_BOUNDS(select(x < 3, y, x), s, Expr(-5), Expr(10));
+    EXPECT_BOUNDS(x + n, s, n, n + 10);
+    EXPECT_BOUNDS(Let::make("t", x * 2, var("t") + 1), s, Expr(1), Expr(21));
+    EXPECT_BOUNDS(make_intrinsic(Int(32), Call::likely, {x}), s, Expr(0), Expr(10));
+    EXPECT_BOUNDS(abs(y), s, Expr(0), Expr(5));
+    // Unbounded variables.
+    Expr z = var("z");
+    Scope<Interval> s2;
+    s2.push("z", Interval(Expr(0), Expr()));
+    EXPECT_BOUNDS(z * 2 + 1, s2, Expr(1), Expr());
+    EXPECT_BOUNDS(z % 8, s2, Expr(0), Expr(7));
+    EXPECT_BOUNDS(min(z, 5), s2, Expr(0), Expr(5));
+    EXPECT_BOUNDS(z * y, s2, Expr(), Expr());
+}
+
+TEST(Bounds, Symbolic) {
+    Expr x = var("x"), n = var("n"), m = var("m");
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), n - 1));
+    EXPECT_BOUNDS(x, s, Expr(0), n + (-1));
+    EXPECT_BOUNDS(x * 2 + 1, s, Expr(1), n * 2 + (-1));
+    EXPECT_BOUNDS(n - x, s, Expr(1), n);
+    EXPECT_BOUNDS(min(x, m), s, min(m, 0), min(n + (-1), m));
+}
+
+TEST(Bounds, TypesAndCasts) {
+    Expr x = var("x"), y = var("y");
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), Expr(100)));
+    s.push("y", Interval(Expr(0), Expr(1000)));
+    EXPECT_BOUNDS(Cast::make(UInt(8), x), s, make_const(UInt(8), 0), make_const(UInt(8), 100));
+    // Not provably in range: the type's full range.
+    EXPECT_BOUNDS(Cast::make(UInt(8), y), s, make_const(UInt(8), 0), make_const(UInt(8), 255));
+    EXPECT_BOUNDS(Cast::make(Int(8), y), s, make_const(Int(8), -128), make_const(Int(8), 127));
+    EXPECT_BOUNDS(Cast::make(Int(64), x), s, make_const(Int(64), 0), make_const(Int(64), 100));
+    Expr ld = Load::make(UInt(8), "buf", x, Expr());
+    EXPECT_BOUNDS(ld, s, make_const(UInt(8), 0), make_const(UInt(8), 255));
+    EXPECT_BOUNDS(Cast::make(Int(32), ld) * 2, s, Expr(0), Expr(510));
+    Expr f = Call::make(Float(32), "f", {x}, Call::Func);
+    EXPECT_BOUNDS(f, s, Expr(), Expr());
+    Expr b = Call::make(Bool(), "g", {x}, Call::Func);
+    EXPECT_BOUNDS(b, s, const_false(), const_true());
+    // uint8 arithmetic wraps: x + 200 for x in [0, 100] can overflow.
+    Expr u = var("u", UInt(8));
+    Scope<Interval> su;
+    su.push("u", Interval(make_const(UInt(8), 0), make_const(UInt(8), 100)));
+    EXPECT_BOUNDS(u + make_const(UInt(8), 200), su, make_const(UInt(8), 0), make_const(UInt(8), 255));
+    EXPECT_BOUNDS(u + make_const(UInt(8), 100), su, make_const(UInt(8), 100), make_const(UInt(8), 200));
+}
+
+TEST(Bounds, Vectors) {
+    Expr x = var("x");
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), Expr(10)));
+    EXPECT_BOUNDS(Ramp::make(x * 4, 1, 4), s, Expr(0), Expr(43));
+    EXPECT_BOUNDS(Ramp::make(x, -2, 4), s, Expr(-6), Expr(10));
+    EXPECT_BOUNDS(Broadcast::make(x + 1, 8), s, Expr(1), Expr(11));
+}
+
+TEST(Bounds, BoxesRequired) {
+    Expr x = var("f.s0.x"), y = var("f.s0.y"), n = var("n");
+    Expr call_g = Call::make(Float(32), "g", {x + 1, y * 2}, Call::Func);
+    Expr call_in = Call::make(Float(32), "input", {x - 1}, Call::Image);
+    Stmt body = Provide::make("f", {call_g + call_in}, {x, y});
+    Stmt loops = For::make("f.s0.y", 0, 4, ForType::Serial,
+                           For::make("f.s0.x", 2, n, ForType::Serial, body));
+    auto req = boxes_required(loops);
+    ASSERT_EQ(req.count("g"), 1u);
+    ASSERT_EQ(req.count("input"), 1u);
+    EXPECT_EQ(req.count("f"), 0u);
+    const Box &g = req["g"];
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_TRUE(equal(g[0].min, Expr(3))) << g[0].min;
+    EXPECT_TRUE(equal(g[0].max, n + 2)) << g[0].max;
+    EXPECT_TRUE(equal(g[1].min, Expr(0)));
+    EXPECT_TRUE(equal(g[1].max, Expr(6)));
+    EXPECT_TRUE(equal(req["input"][0].min, Expr(1)));
+    auto prov = boxes_provided(loops);
+    ASSERT_EQ(prov.count("f"), 1u);
+    EXPECT_TRUE(equal(prov["f"][0].min, Expr(2)));
+    EXPECT_TRUE(equal(prov["f"][0].max, n + 1)) << prov["f"][0].max;
+    auto all = boxes_touched(loops);
+    EXPECT_EQ(all.size(), 3u);
+
+    // Two reads of the same Func merge into their union.
+    Expr two = Call::make(Float(32), "g", {x}, Call::Func) + Call::make(Float(32), "g", {x + 10}, Call::Func);
+    Scope<Interval> s;
+    s.push("f.s0.x", Interval(Expr(0), Expr(5)));
+    auto r2 = boxes_required(two, s);
+    EXPECT_TRUE(equal(r2["g"][0].min, Expr(0)));
+    EXPECT_TRUE(equal(r2["g"][0].max, Expr(15)));
+
+    // Lets and if conditions narrow.
+    Stmt guarded = For::make("f.s0.x", 0, 100, ForType::Serial,
+                             IfThenElse::make(x < 10, LetStmt::make("t", x * 2,
+                                           Evaluate::make(Call::make(Float(32), "h", {var("t")}, Call::Func)))));
+    auto r3 = boxes_required(guarded);
+    EXPECT_TRUE(equal(r3["h"][0].min, Expr(0)));
+    EXPECT_TRUE(equal(r3["h"][0].max, Expr(18))) << r3["h"][0].max;
+}
+
+TEST(Bounds, BoxUnion) {
+    Box a(1), b(1);
+    a[0] = Interval(Expr(0), Expr(4));
+    b[0] = Interval(Expr(2), Expr(9));
+    Box u = box_union(a, b);
+    EXPECT_TRUE(equal(u[0].min, Expr(0)));
+    EXPECT_TRUE(equal(u[0].max, Expr(9)));
+    Box c(1);
+    c[0] = Interval(Expr(-3), Expr());
+    Box v = box_union(a, c);
+    EXPECT_TRUE(equal(v[0].min, Expr(-3)));
+    EXPECT_FALSE(v[0].max.defined());
+}
+
+}  // namespace

@@ -1,0 +1,179 @@
+// Tests of partition_loops: guarded loops split into a clean steady state and
+// guarded prologue/epilogue, checked for structure and, through a small
+// loop-IR interpreter, for computing what the original loop computes.
+#include <gtest/gtest.h>
+
+#include "IRPrinter.h"
+#include "PartitionLoops.h"
+#include "VectorizeLoops.h"
+#include "loom/IROperator.h"
+#include "loop_ir_eval.h"
+
+using namespace loom;
+using namespace loom::internal;
+using loom_test::any_node;
+using loom_test::collect_nodes;
+using loom_test::LoopIREval;
+
+namespace {
+
+// likely(e), built directly.
+Expr likely_(const Expr &e) { return Call::make(e.type(), Call::likely, {e}, Call::PureIntrinsic); }
+
+Expr var(const std::string &n) { return Variable::make(Int(32), n); }
+Stmt store(const std::string &buf, Expr value, Expr idx) {
+    return Store::make(buf, std::move(value), std::move(idx), Expr());
+}
+Expr load(const std::string &buf, Expr idx) { return Load::make(Int(32), buf, idx, Expr()); }
+
+bool has_likely_(const Stmt &s) {
+    struct V : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->is_intrinsic(Call::likely)) found = true;
+            IRVisitor::visit(op);
+        }
+    } v;
+    s.accept(&v);
+    return v.found;
+}
+
+// The loops over `name`, in program order.
+std::vector<const For *> loops_named(const Stmt &s, const std::string &name) {
+    std::vector<const For *> out;
+    for (const For *f : collect_nodes<For>(s)) {
+        if (f->name == name) out.push_back(f);
+    }
+    return out;
+}
+
+void expect_same(const Stmt &a, const Stmt &b, std::map<std::string, std::vector<double>> bufs,
+                 std::map<std::string, int64_t> scalars) {
+    LoopIREval ea, eb;
+    ea.buffers = eb.buffers = bufs;
+    for (const auto &kv : scalars) {
+        ea.set_var(kv.first, kv.second);
+        eb.set_var(kv.first, kv.second);
+    }
+    ea.run(a);
+    ASSERT_NO_THROW(eb.run(b)) << b;
+    for (const auto &kv : bufs) EXPECT_EQ(ea.buffers[kv.first], eb.buffers[kv.first]) << b;
+}
+
+// for xo in [0, (n + 7) / 8): for xi in [0, 8) (of type t):
+//   if (likely_(xo * 8 + xi < n)) out[xo * 8 + xi] = in[xo * 8 + xi] * 2
+Stmt split_tail(ForType inner_type) {
+    Expr xo = var("xo"), xi = var("xi"), n = var("n");
+    Expr idx = xo * 8 + xi;
+    Stmt guarded = IfThenElse::make(likely_(idx < n), store("out", load("in", idx) * 2, idx));
+    return For::make("xo", 0, (n + 7) / 8, ForType::Serial,
+                     For::make("xi", 0, 8, inner_type, guarded));
+}
+
+TEST(PartitionLoops, SplitTailGetsSteadyStateAndEpilogue) {
+    Stmt s = split_tail(ForType::Serial);
+    Stmt p = partition_loops(s);
+    auto outer = loops_named(p, "xo");
+    ASSERT_EQ(outer.size(), 2u) << p;  // steady state, epilogue
+    EXPECT_FALSE(any_node(outer[0]->body, [](const Stmt &n) { return n.as<IfThenElse>(); }))
+        << "the steady state has no guard:\n"
+        << p;
+    EXPECT_FALSE(has_likely_(outer[0]->body));
+    EXPECT_TRUE(any_node(outer[1]->body, [](const Stmt &n) { return n.as<IfThenElse>(); }))
+        << "the epilogue keeps its guard:\n"
+        << p;
+    // The interpreter checks bounds: a steady state that ran too far would
+    // read or write past the end of the buffers.
+    for (int n : {0, 1, 7, 8, 9, 16, 23}) {
+        expect_same(s, p, {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}},
+                    {{"n", n}});
+    }
+}
+
+TEST(PartitionLoops, ThenVectorizeGivesCleanSteadyState) {
+    Stmt s = split_tail(ForType::Vectorized);
+    Stmt v = vectorize_loops(partition_loops(s), Target("host"));
+    auto stores = collect_nodes<Store>(v);
+    ASSERT_EQ(stores.size(), 2u) << v;
+    EXPECT_TRUE(is_const_one(stores[0]->predicate)) << "steady state: an unmasked store\n" << v;
+    EXPECT_FALSE(is_const(stores[1]->predicate)) << "epilogue: a masked store\n" << v;
+    for (int n : {0, 3, 8, 21}) {
+        expect_same(s, v, {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}},
+                    {{"n", n}});
+    }
+}
+
+TEST(PartitionLoops, LowerBoundGivesPrologue) {
+    // for x in [0, 20): out[x] = select(likely_(x >= m), in[x], -1)
+    Expr x = var("x"), m = var("m");
+    Stmt s = For::make("x", 0, 20, ForType::Serial,
+                       store("out", select(likely_(x >= m), load("in", x), -1), x));
+    Stmt p = partition_loops(s);
+    auto loops = loops_named(p, "x");
+    ASSERT_EQ(loops.size(), 2u) << p;  // prologue, steady state
+    EXPECT_FALSE(any_node(loops[1]->body, [](const Stmt &n) {
+        const Store *st = n.as<Store>();
+        return st && st->value.as<Select>();
+    })) << p;
+    for (int mv : {-5, 0, 3, 19, 20, 30}) {
+        expect_same(s, p, {{"in", std::vector<double>(20, 4)}, {"out", std::vector<double>(20, 0)}},
+                    {{"m", mv}});
+    }
+}
+
+TEST(PartitionLoops, BothBoundsAndLets) {
+    // for x in [lo, lo + 30): let i = x - 2 in
+    //   if (likely_(i >= 0 && i < n)) out[i] = x
+    Expr x = var("x"), i = var("i"), n = var("n"), lo = var("lo");
+    Stmt body =
+        LetStmt::make("i", x - 2, IfThenElse::make(likely_(i >= 0 && i < n), store("out", x, i)));
+    Stmt s = For::make("x", lo, 30, ForType::Parallel, body);
+    Stmt p = partition_loops(s);
+    auto loops = loops_named(p, "x");
+    ASSERT_EQ(loops.size(), 3u) << p;
+    for (const For *f : loops) EXPECT_EQ(f->for_type, ForType::Parallel);
+    EXPECT_FALSE(any_node(loops[1]->body, [](const Stmt &st) { return st.as<IfThenElse>(); })) << p;
+    for (int lov : {-10, 0, 5}) {
+        for (int nv : {0, 4, 12, 40}) {
+            expect_same(s, p, {{"out", std::vector<double>(nv, 0)}}, {{"n", nv}, {"lo", lov}});
+        }
+    }
+}
+
+TEST(PartitionLoops, ConjunctOfAnotherLoopIsKept) {
+    // for y: for x: if (likely_(x < w && y < h)) out[y * 8 + x] = 1
+    // Partitioning x solves x < w; y < h stays (as likely) for the y loop.
+    Expr x = var("x"), y = var("y"), w = var("w"), h = var("h");
+    Stmt inner = For::make("x", 0, 8, ForType::Serial,
+                           IfThenElse::make(likely_(x < w && y < h), store("out", 1, y * 8 + x)));
+    Stmt s = For::make("y", 0, 8, ForType::Serial, inner);
+    Stmt p = partition_loops(s);
+    EXPECT_GE(loops_named(p, "x").size(), 2u) << p;
+    EXPECT_GE(loops_named(p, "y").size(), 2u) << p;
+    for (int wv : {0, 3, 8}) {
+        for (int hv : {0, 5, 9}) {
+            expect_same(s, p, {{"out", std::vector<double>(64, 0)}}, {{"w", wv}, {"h", hv}});
+        }
+    }
+}
+
+TEST(PartitionLoops, UnsolvableConditionLeavesLoopAlone) {
+    Expr x = var("x"), n = var("n");
+    Stmt s = For::make("x", 0, 10, ForType::Serial,
+                       IfThenElse::make(likely_(x * x < n), store("out", x, x)));
+    EXPECT_TRUE(partition_loops(s).same_as(s));
+    Stmt no_likely =
+        For::make("x", 0, 10, ForType::Serial, IfThenElse::make(x < n, store("out", x, x)));
+    EXPECT_TRUE(partition_loops(no_likely).same_as(no_likely));
+}
+
+TEST(PartitionLoops, ConditionOnLoadedValueIsNotHoisted) {
+    // likely_(x < lim[0]) where the loop itself writes lim: not solvable.
+    Expr x = var("x");
+    Stmt s = For::make("x", 0, 10, ForType::Serial,
+                       IfThenElse::make(likely_(x < load("lim", 0)), store("lim", x, 0)));
+    EXPECT_TRUE(partition_loops(s).same_as(s));
+}
+
+}  // namespace

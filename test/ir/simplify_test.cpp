@@ -1,0 +1,561 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "IREquality.h"
+#include "IRMutator.h"
+#include "IRPrinter.h"
+#include "Simplify.h"
+#include "Substitute.h"
+#include "loom/IROperator.h"
+
+using namespace loom;
+using namespace loom::internal;
+
+namespace {
+
+Expr var(const char *n, Type t = Int(32)) { return Variable::make(t, n); }
+
+// Builds likely(e) directly (older internal::likely() read e.type() after
+// moving e).
+Expr make_likely(const Expr &e) { return make_intrinsic(e.type(), Call::likely, {e}); }
+
+#define EXPECT_SIMPLIFY(in, expected)                                                         \
+    do {                                                                                      \
+        Expr s_ = simplify(in);                                                               \
+        Expr e_ = (expected);                                                                 \
+        EXPECT_TRUE(equal(s_, e_)) << "simplify(" << (in) << ")\n  got      " << s_           \
+                                   << "\n  expected " << e_;                                  \
+    } while (0)
+
+// ---------------------------------------------------------------------------
+// A tiny evaluator of integer expressions, lane by lane, with the IR's
+// semantics: floor division, division by zero gives zero, wrapping to the type.
+
+using Lanes = std::vector<int64_t>;
+
+int64_t wrap(int64_t v, Type t) {
+    if (t.is_bool()) return v & 1;
+    if (t.bits >= 64) return v;
+    int shift = 64 - t.bits;
+    if (t.is_uint()) return static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t(1) << t.bits) - 1));
+    return static_cast<int64_t>(static_cast<uint64_t>(v) << shift) >> shift;
+}
+
+struct Eval {
+    std::map<std::string, int64_t> env;
+    std::map<std::string, Lanes> lets;
+
+    Lanes splat(int64_t v, int lanes) { return Lanes(lanes, v); }
+
+    Lanes eval(const Expr &e) {
+        Type t = e.type();
+        int n = t.lanes;
+        if (const IntImm *i = e.as<IntImm>()) return splat(i->value, 1);
+        if (const UIntImm *u = e.as<UIntImm>()) return splat(static_cast<int64_t>(u->value), 1);
+        if (const Variable *v = e.as<Variable>()) {
+            auto lt = lets.find(v->name);
+            if (lt != lets.end()) return lt->second;
+            auto it = env.find(v->name);
+            EXPECT_TRUE(it != env.end()) << "unbound " << v->name;
+            return splat(wrap(it->second, t), 1);
+        }
+        if (const Broadcast *b = e.as<Broadcast>()) return splat(eval(b->value)[0], n);
+        if (const Ramp *r = e.as<Ramp>()) {
+            int64_t b = eval(r->base)[0], s = eval(r->stride)[0];
+            Lanes out(n);
+            for (int i = 0; i < n; i++) out[i] = wrap(b + s * i, t);
+            return out;
+        }
+        if (const Cast *c = e.as<Cast>()) {
+            Lanes v = eval(c->value);
+            for (auto &x : v) x = t.is_bool() ? (x != 0) : wrap(x, t);
+            return v;
+        }
+        if (const Let *l = e.as<Let>()) {
+            Lanes v = eval(l->value);
+            auto saved = lets;
+            lets[l->name] = v;
+            Lanes r = eval(l->body);
+            lets = saved;
+            return r;
+        }
+        if (const Select *s = e.as<Select>()) {
+            Lanes c = eval(s->condition), a = eval(s->true_value), b = eval(s->false_value);
+            Lanes out(n);
+            for (int i = 0; i < n; i++) out[i] = c[c.size() == 1 ? 0 : i] ? a[i] : b[i];
+            return out;
+        }
+        if (const Not *no = e.as<Not>()) {
+            Lanes a = eval(no->a);
+            for (auto &x : a) x = !x;
+            return a;
+        }
+        if (const Call *c = e.as<Call>()) {
+            if (c->is_intrinsic(Call::likely)) return eval(c->args[0]);
+            ADD_FAILURE() << "cannot evaluate " << e;
+            return splat(0, n);
+        }
+        Expr ea, eb;
+        char op = 0;
+#define BIN(T, ch)                \
+    if (const T *x = e.as<T>()) { \
+        ea = x->a;                \
+        eb = x->b;                \
+        op = ch;                  \
+    }
+        BIN(Add, '+') BIN(Sub, '-') BIN(Mul, '*') BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm')
+        BIN(Max, 'M') BIN(EQ, '=') BIN(NE, '!') BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>')
+        BIN(GE, 'g') BIN(And, '&') BIN(Or, '|')
+#undef BIN
+        if (!op) {
+            ADD_FAILURE() << "cannot evaluate " << e;
+            return splat(0, n);
+        }
+        Lanes a = eval(ea), b = eval(eb);
+        Type ot = ea.type();
+        bool u = ot.is_uint();
+        Lanes out(n);
+        for (int i = 0; i < n; i++) {
+            int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+            uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+            int64_t r = 0;
+            switch (op) {
+            case '+': r = x + y; break;
+            case '-': r = x - y; break;
+            case '*': r = x * y; break;
+            case '/': r = u ? (uy ? static_cast<int64_t>(ux / uy) : 0) : div_imp(x, y); break;
+            case '%': r = u ? (uy ? static_cast<int64_t>(ux % uy) : 0) : mod_imp(x, y); break;
+            case 'm': r = u ? static_cast<int64_t>(std::min(ux, uy)) : std::min(x, y); break;
+            case 'M': r = u ? static_cast<int64_t>(std::max(ux, uy)) : std::max(x, y); break;
+            case '=': r = x == y; break;
+            case '!': r = x != y; break;
+            case '<': r = u ? ux < uy : x < y; break;
+            case 'l': r = u ? ux <= uy : x <= y; break;
+            case '>': r = u ? ux > uy : x > y; break;
+            case 'g': r = u ? ux >= uy : x >= y; break;
+            case '&': r = x && y; break;
+            case '|': r = x || y; break;
+            }
+            out[i] = wrap(r, t);
+        }
+        return out;
+    }
+};
+
+// Random integer expressions over x, y, z of type t.
+struct Gen {
+    std::mt19937 rng;
+    Type t;
+    explicit Gen(uint32_t seed, Type ty) : rng(seed), t(ty) {}
+
+    int rnd(int n) { return static_cast<int>(rng() % n); }
+
+    Expr leaf() {
+        switch (rnd(4)) {
+        case 0: return Variable::make(t, "x");
+        case 1: return Variable::make(t, "y");
+        case 2: return Variable::make(t, "z");
+        default: return make_const(t, t.is_uint() ? rnd(12) : rnd(21) - 10);
+        }
+    }
+
+    // Mostly positive constant divisors, sometimes negative or zero.
+    Expr divisor() {
+        int r = rnd(10);
+        if (r < 7 || t.is_uint()) return make_const(t, rnd(9) + 1);
+        if (r < 9) return make_const(t, -(rnd(8) + 1));
+        return make_zero(t);
+    }
+
+    Expr cond(int depth) {
+        Expr a = expr(depth - 1), b = expr(depth - 1);
+        switch (rnd(8)) {
+        case 0: return a < b;
+        case 1: return a <= b;
+        case 2: return a == b;
+        case 3: return a != b;
+        case 4: return a > b;
+        case 5: return (a < b) && (expr(depth - 1) < b);
+        case 6: return (a < b) || (a == expr(depth - 1));
+        default: return !(a >= b);
+        }
+    }
+
+    Expr expr(int depth) {
+        if (depth <= 0) return leaf();
+        Expr a = expr(depth - 1), b = expr(depth - 1);
+        switch (rnd(12)) {
+        case 0:
+        case 1: return Add::make(a, b);
+        case 2: return Sub::make(a, b);
+        case 3: return Mul::make(a, rnd(2) ? b : make_const(t, rnd(7) - 3));
+        case 4: return Div::make(a, rnd(3) ? divisor() : b);
+        case 5: return Mod::make(a, rnd(3) ? divisor() : b);
+        case 6: return Min::make(a, b);
+        case 7: return Max::make(a, b);
+        case 8: return Select::make(cond(depth - 1), a, b);
+        case 9: return Let::make("w", a, Add::make(Variable::make(t, "w"), Mul::make(Variable::make(t, "w"), b)));
+        default: return leaf();
+        }
+    }
+};
+
+void check_random(Type t, uint32_t seed, int count, int depth) {
+    Gen g(seed, t);
+    Eval ev;
+    for (int i = 0; i < count; i++) {
+        Expr e = g.expr(depth);
+        Expr s = simplify(e);
+        for (int trial = 0; trial < 8; trial++) {
+            int range = t.is_uint() ? 16 : 21;
+            int off = t.is_uint() ? 0 : 10;
+            ev.env = {{"x", g.rnd(range) - off}, {"y", g.rnd(range) - off}, {"z", g.rnd(range) - off}};
+            Lanes a = ev.eval(e), b = ev.eval(s);
+            ASSERT_EQ(a, b) << "expr " << e << "\nsimplified " << s << "\nat x=" << ev.env["x"]
+                            << " y=" << ev.env["y"] << " z=" << ev.env["z"];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(Simplify, ConstantFolding) {
+    EXPECT_SIMPLIFY(Expr(3) + 4, Expr(7));
+    EXPECT_SIMPLIFY(Expr(-7) / 2, Expr(-4));
+    EXPECT_SIMPLIFY(Expr(-7) % 2, Expr(1));
+    EXPECT_SIMPLIFY(Expr(7) % -2, Expr(-1));
+    EXPECT_SIMPLIFY(Expr(7) / 0, Expr(0));
+    EXPECT_SIMPLIFY(Expr(7) % 0, Expr(0));
+    EXPECT_SIMPLIFY(make_const(UInt(8), 250) + make_const(UInt(8), 10), make_const(UInt(8), 4));
+    EXPECT_SIMPLIFY(make_const(Int(8), 127) + make_const(Int(8), 1), make_const(Int(8), -128));
+    EXPECT_SIMPLIFY(make_const(UInt(32), 7) / make_const(UInt(32), 2), make_const(UInt(32), 3));
+    EXPECT_SIMPLIFY(Expr(1.5f) * 2.0f, Expr(3.0f));
+    EXPECT_SIMPLIFY(min(Expr(3), 5), Expr(3));
+    EXPECT_SIMPLIFY(max(Expr(3), 5), Expr(5));
+    EXPECT_SIMPLIFY(Expr(3) < 5, const_true());
+    EXPECT_SIMPLIFY(Expr(3) == 5, const_false());
+    EXPECT_SIMPLIFY(make_const(UInt(32), 1) < make_const(UInt(32), uint64_t(0xffffffffu)), const_true());
+    EXPECT_SIMPLIFY(Cast::make(Int(8), Expr(300)), make_const(Int(8), 44));
+    EXPECT_SIMPLIFY(Cast::make(UInt(8), Expr(-1)), make_const(UInt(8), 255));
+    EXPECT_SIMPLIFY(Cast::make(Int(32), Expr(2.7f)), Expr(2));
+    EXPECT_SIMPLIFY(Cast::make(Int(32), Expr(-2.7f)), Expr(-2));
+    EXPECT_SIMPLIFY(Cast::make(Float(32), Expr(3)), Expr(3.0f));
+    EXPECT_SIMPLIFY(Cast::make(Float(16), Expr(0.1)), make_const(Float(16), 0.1));
+    EXPECT_SIMPLIFY(Expr(3) & Expr(6), Expr(2));
+    EXPECT_SIMPLIFY(Expr(-8) >> Expr(1), Expr(-4));
+    EXPECT_SIMPLIFY(abs(Expr(-4)), Expr(4));
+}
+
+TEST(Simplify, CanonicalSums) {
+    Expr x = var("x"), y = var("y"), z = var("z");
+    EXPECT_SIMPLIFY(3 + x, x + 3);
+    EXPECT_SIMPLIFY(x - 3, x + (-3));
+    EXPECT_SIMPLIFY(x * 4 + x * 2, x * 6);
+    EXPECT_SIMPLIFY((x + 3) - x, Expr(3));
+    EXPECT_SIMPLIFY((x + y) - (x + z), y - z);
+    EXPECT_SIMPLIFY(x + (y + z), (x + y) + z);
+    EXPECT_SIMPLIFY((x + 3) * 2, x * 2 + 6);
+    EXPECT_SIMPLIFY(x * 1, x);
+    EXPECT_SIMPLIFY(x * 0, Expr(0));
+    EXPECT_SIMPLIFY(x + 0, x);
+    EXPECT_SIMPLIFY(x - x, Expr(0));
+    EXPECT_SIMPLIFY((x + y) - (y + x), Expr(0));
+    EXPECT_SIMPLIFY(3 - x, 3 - x);
+    EXPECT_SIMPLIFY((x * 2) * 3, x * 6);
+    EXPECT_SIMPLIFY((x / 4) * 4 + x % 4, x);
+    EXPECT_SIMPLIFY(x - (x / 4) * 4, x % 4);
+    Expr u = var("u", UInt(8));
+    EXPECT_SIMPLIFY(u + make_const(UInt(8), 3) - u, make_const(UInt(8), 3));
+}
+
+TEST(Simplify, FloatsAreNotReassociated) {
+    Expr f = var("f", Float(32)), g = var("g", Float(32));
+    EXPECT_SIMPLIFY(f * 1.0f, f);
+    EXPECT_SIMPLIFY(f + 0.0f, f + 0.0f);      // not exact for -0.0
+    EXPECT_SIMPLIFY(f * 0.0f, f * 0.0f);      // not exact for inf/nan
+    EXPECT_SIMPLIFY((f + g) - g, (f + g) - g);
+    EXPECT_SIMPLIFY(2.0f + f, f + 2.0f);
+    EXPECT_SIMPLIFY(f - 0.0f, f);
+}
+
+TEST(Simplify, DivMod) {
+    Expr x = var("x"), y = var("y");
+    EXPECT_SIMPLIFY((x * 8 + 3) / 8, x);
+    EXPECT_SIMPLIFY((x * 8 + y) / 8, x + y / 8);
+    EXPECT_SIMPLIFY((x * 8 + y) % 8, y % 8);
+    EXPECT_SIMPLIFY((x * 8 + 3) % 8, Expr(3));
+    EXPECT_SIMPLIFY((x + 9) / 4, (x + 1) / 4 + 2);
+    EXPECT_SIMPLIFY((x / 2) / 3, x / 6);
+    EXPECT_SIMPLIFY((x % 8) % 4, x % 4);
+    EXPECT_SIMPLIFY(x / 1, x);
+    EXPECT_SIMPLIFY(x % 1, Expr(0));
+    EXPECT_SIMPLIFY(x / 0, Expr(0));
+    EXPECT_SIMPLIFY((x * 4) % 2, Expr(0));
+    // Floor semantics: (x*8 - 1)/8 == x - 1, not x.
+    EXPECT_SIMPLIFY((x * 8 - 1) / 8, x + (-1));
+    EXPECT_SIMPLIFY((x * 8 - 1) % 8, Expr(7));
+    // Bounds make the division constant.
+    Scope<Interval> s;
+    s.push("y", Interval(Expr(0), Expr(7)));
+    EXPECT_TRUE(equal(simplify(y / 8, true, s), Expr(0)));
+    EXPECT_TRUE(equal(simplify(y % 8, true, s), y));
+    EXPECT_TRUE(equal(simplify((x * 8 + y) / 8, true, s), x));
+    // Alignment facts.
+    Scope<ModulusRemainder> align;
+    align.push("x", ModulusRemainder(8, 3));
+    EXPECT_TRUE(equal(simplify(x % 4, true, Scope<Interval>(), align), Expr(3)));
+}
+
+TEST(Simplify, MinMax) {
+    Expr x = var("x"), y = var("y");
+    EXPECT_SIMPLIFY(min(x, x + 3), x);
+    EXPECT_SIMPLIFY(max(x, x + 3), x + 3);
+    EXPECT_SIMPLIFY(min(x, x), x);
+    EXPECT_SIMPLIFY(min(min(x, 4), 3), min(x, 3));
+    EXPECT_SIMPLIFY(max(max(x, 4), 3), max(x, 4));
+    EXPECT_SIMPLIFY(min(x + 5, y + 5), min(x, y) + 5);
+    EXPECT_SIMPLIFY(min(3, x), min(x, 3));
+    EXPECT_SIMPLIFY(min(x, max(x, y)), x);
+    EXPECT_SIMPLIFY(max(x, min(x, y)), x);
+    EXPECT_SIMPLIFY(min(x, min(x, y)), min(x, y));
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), Expr(10)));
+    EXPECT_TRUE(equal(simplify(max(x, -1), true, s), x));
+    EXPECT_TRUE(equal(simplify(min(x, 10), true, s), x));
+    EXPECT_TRUE(equal(simplify(min(x, 20) + max(x, 11), true, s), Expr(11) + x) ||
+                equal(simplify(min(x, 20) + max(x, 11), true, s), x + 11));
+    // Symbolic bounds.
+    Scope<Interval> s2;
+    Expr n = var("n");
+    s2.push("x", Interval(Expr(0), n - 1));
+    EXPECT_TRUE(equal(simplify(min(x, n), true, s2), x));
+    EXPECT_TRUE(equal(simplify(max(x + 1, n), true, s2), n));
+}
+
+TEST(Simplify, Comparisons) {
+    Expr x = var("x"), y = var("y"), n = var("n");
+    EXPECT_SIMPLIFY(x + 3 < x + 5, const_true());
+    EXPECT_SIMPLIFY(x < x, const_false());
+    EXPECT_SIMPLIFY(x <= x, const_true());
+    EXPECT_SIMPLIFY(x * 2 == x * 2 + 1, const_false());
+    EXPECT_SIMPLIFY(x + 1 == x + 1, const_true());
+    EXPECT_SIMPLIFY(x + 3 < y + 5, x < y + 2);
+    EXPECT_SIMPLIFY(x > y, y < x);
+    EXPECT_SIMPLIFY(!(x < y), y <= x);
+    EXPECT_SIMPLIFY(!(x == y), x != y);
+    EXPECT_SIMPLIFY(x < 5 && x < 3, x < 3);
+    EXPECT_SIMPLIFY(x < 5 || x < 3, x < 5);
+    EXPECT_SIMPLIFY(x < 3 && 5 < x, const_false());
+    EXPECT_SIMPLIFY(x < 3 && x < y, x < 3 && x < y);
+    Scope<Interval> s;
+    s.push("i", Interval(Expr(0), n - 1));
+    Expr i = var("i");
+    EXPECT_TRUE(can_prove(i < n, s));
+    EXPECT_TRUE(can_prove(i >= 0, s));
+    EXPECT_TRUE(can_prove(i + 1 <= n, s));
+    EXPECT_FALSE(can_prove(i + 1 < n, s));
+    EXPECT_FALSE(can_prove(i < n - 1, s));
+    EXPECT_TRUE(equal(simplify(i >= n, true, s), const_false()));
+    EXPECT_FALSE(can_prove(x < y));
+    EXPECT_TRUE(can_prove(x * 2 != 1));
+    // unsigned compare is not reasoned about with overflow-free algebra
+    Expr u = var("u", UInt(32));
+    EXPECT_FALSE(can_prove(u < u + make_const(UInt(32), 1)));
+    EXPECT_TRUE(can_prove(u >= make_const(UInt(32), 0)));
+    Expr b = var("b", UInt(8));
+    EXPECT_TRUE(can_prove(Cast::make(Int(32), b) < 256));
+}
+
+TEST(Simplify, Select) {
+    Expr x = var("x"), y = var("y"), c = var("c", Bool());
+    EXPECT_SIMPLIFY(select(c, x, x), x);
+    EXPECT_SIMPLIFY(select(const_true(), x, y), x);
+    EXPECT_SIMPLIFY(select(x < x + 1, x, y), x);
+    EXPECT_SIMPLIFY(select(c, const_true(), const_false()), c);
+    EXPECT_SIMPLIFY(select(c, const_false(), const_true()), !c);
+    EXPECT_SIMPLIFY(select(!c, x, y), select(c, y, x));
+    EXPECT_SIMPLIFY(select(c, select(c, x, y), 3), select(c, x, 3));
+    // Inside the true branch, the condition holds.
+    EXPECT_SIMPLIFY(select(x < 3, min(x, 5), 0), select(x < 3, x, 0));
+    EXPECT_SIMPLIFY(select(x < 3, select(x < 3, 1, 2), 0), select(x < 3, 1, 0));
+}
+
+TEST(Simplify, Booleans) {
+    Expr c = var("c", Bool()), d = var("d", Bool());
+    EXPECT_SIMPLIFY(c && const_true(), c);
+    EXPECT_SIMPLIFY(c && const_false(), const_false());
+    EXPECT_SIMPLIFY(c || const_true(), const_true());
+    EXPECT_SIMPLIFY(c && !c, const_false());
+    EXPECT_SIMPLIFY(c || !c, const_true());
+    EXPECT_SIMPLIFY(!!c, c);
+    EXPECT_SIMPLIFY(c && c, c);
+    EXPECT_SIMPLIFY(!(c && d), !c || !d);
+    EXPECT_SIMPLIFY(c && (c || d), c);
+}
+
+TEST(Simplify, Lets) {
+    Expr x = var("x"), y = var("y"), t = var("t");
+    EXPECT_SIMPLIFY(Let::make("t", Expr(3), t + x), x + 3);
+    EXPECT_SIMPLIFY(Let::make("t", y, t + x), y + x);
+    EXPECT_SIMPLIFY(Let::make("t", x * y, x), x);
+    EXPECT_SIMPLIFY(Let::make("t", x * y, t + t), Let::make("t", x * y, t * 2));
+    Expr kept = simplify(Let::make("t", x * y, x), false);
+    EXPECT_TRUE(kept.as<Let>() != nullptr);
+    // Facts about let values are used.
+    EXPECT_SIMPLIFY(Let::make("t", x % 4, t < 4), const_true());
+}
+
+TEST(Simplify, Likely) {
+    Expr x = var("x"), y = var("y");
+    Expr e = simplify(make_likely(x + 0 < y));
+    const Call *c = e.as<Call>();
+    ASSERT_TRUE(c && c->is_intrinsic(Call::likely));
+    EXPECT_TRUE(equal(c->args[0], x < y));
+    EXPECT_SIMPLIFY(make_likely(x < x + 1), const_true());
+}
+
+TEST(Simplify, Vectors) {
+    Expr x = var("x"), y = var("y");
+    Expr r = Ramp::make(x, 1, 4);
+    EXPECT_SIMPLIFY(r + Broadcast::make(y, 4), Ramp::make(x + y, 1, 4));
+    EXPECT_SIMPLIFY(Broadcast::make(x, 4) + Broadcast::make(y, 4), Broadcast::make(x + y, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x, 2, 4) + Ramp::make(y, 3, 4), Ramp::make(x + y, 5, 4));
+    EXPECT_SIMPLIFY(r * Broadcast::make(Expr(3), 4), Ramp::make(x * 3, 3, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x, 0, 4), Broadcast::make(x, 4));
+    EXPECT_SIMPLIFY(r - r, Broadcast::make(Expr(0), 4));
+    EXPECT_SIMPLIFY(r < Broadcast::make(x + 4, 4), const_true(4));
+    EXPECT_SIMPLIFY(r < Broadcast::make(x + 2, 4), r < Broadcast::make(x + 2, 4));
+    EXPECT_SIMPLIFY(min(r, Broadcast::make(x + 3, 4)), r);
+    EXPECT_SIMPLIFY(Ramp::make(x * 8, 2, 4) / Broadcast::make(Expr(2), 4), Ramp::make(x * 4, 1, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x * 8, 1, 4) / Broadcast::make(Expr(8), 4), Broadcast::make(x, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x * 8, 1, 4) % Broadcast::make(Expr(8), 4), Ramp::make(Expr(0), 1, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x, 4, 4) % Broadcast::make(Expr(4), 4), Broadcast::make(x % 4, 4));
+    EXPECT_SIMPLIFY(select(Broadcast::make(const_true(), 4), r, Broadcast::make(y, 4)), r);
+    EXPECT_SIMPLIFY(Cast::make(Int(64, 4), r), Ramp::make(Cast::make(Int(64), x), make_const(Int(64), 1), 4));
+}
+
+TEST(Simplify, Stmts) {
+    Expr x = var("x"), n = var("n");
+    Stmt store = Store::make("buf", x, x, Expr());
+    // Empty and single-iteration loops.
+    EXPECT_TRUE(is_const(simplify(For::make("x", 0, 0, ForType::Serial, store)).as<Evaluate>()->value));
+    Stmt one = simplify(For::make("x", 5, 1, ForType::Serial, store));
+    EXPECT_TRUE(equal(one, Store::make("buf", Expr(5), Expr(5), Expr()))) << one;
+    // Loop bounds are facts inside the loop.
+    Stmt guarded = For::make("x", 0, n, ForType::Serial,
+                             IfThenElse::make(x < n, store, Store::make("buf", Expr(0), x, Expr())));
+    Stmt s = simplify(guarded);
+    EXPECT_TRUE(equal(s, For::make("x", 0, n, ForType::Serial, store))) << s;
+    // If conditions are facts inside their branches.
+    Stmt nested = IfThenElse::make(x < 10, IfThenElse::make(x < 20, store));
+    EXPECT_TRUE(equal(simplify(nested), IfThenElse::make(x < 10, store)));
+    Stmt else_fact = IfThenElse::make(x < 10, store, IfThenElse::make(x >= 10, Evaluate::make(x + Expr(0) == x)));
+    Stmt es = simplify(else_fact);
+    EXPECT_TRUE(equal(es, IfThenElse::make(x < 10, store))) << es;
+    // Constant conditions, empty blocks.
+    EXPECT_TRUE(equal(simplify(IfThenElse::make(Expr(1) < 2, store, Evaluate::make(0))), store));
+    EXPECT_TRUE(equal(simplify(Block::make(Evaluate::make(0), store)), store));
+    // Lets of constants are substituted.
+    Stmt let = LetStmt::make("t", Expr(4), Store::make("buf", var("t") + 1, x, Expr()));
+    EXPECT_TRUE(equal(simplify(let), Store::make("buf", Expr(5), x, Expr())));
+    // An intrinsic call with side effects survives.
+    Stmt err = Evaluate::make(error_message({StringImm::make("bad")}));
+    EXPECT_TRUE(equal(simplify(err), err));
+    // Conditions on the loop variable use the symbolic loop range.
+    Stmt tail = For::make("x", 0, n - 4, ForType::Serial,
+                          IfThenElse::make(make_likely(x + 4 <= n), store, Store::make("buf", Expr(1), x, Expr())));
+    Stmt ts = simplify(tail);
+    EXPECT_TRUE(equal(ts, For::make("x", 0, n + (-4), ForType::Serial, store))) << ts;
+}
+
+TEST(Simplify, RandomInt32) { check_random(Int(32), 1, 3000, 4); }
+
+// With known ranges: x in [-3, 6] (constant), y in [0, z] (symbolic, z >= 0).
+// Simplifying under those facts must agree with evaluation at values that
+// satisfy them.
+void check_random_with_bounds(uint32_t seed, int count) {
+    Gen g(seed, Int(32));
+    Eval ev;
+    Scope<Interval> scope;
+    scope.push("x", Interval(Expr(-3), Expr(6)));
+    scope.push("y", Interval(Expr(0), var("z")));
+    scope.push("z", Interval(Expr(0), Expr()));
+    for (int i = 0; i < count; i++) {
+        Expr e = g.expr(4);
+        Expr s = simplify(e, true, scope);
+        for (int trial = 0; trial < 8; trial++) {
+            int64_t z = g.rnd(12);
+            ev.env = {{"x", g.rnd(10) - 3}, {"y", g.rnd(static_cast<int>(z) + 1)}, {"z", z}};
+            ASSERT_EQ(ev.eval(e), ev.eval(s)) << "expr " << e << "\nsimplified " << s << "\nat x=" << ev.env["x"]
+                                              << " y=" << ev.env["y"] << " z=" << ev.env["z"];
+        }
+    }
+}
+
+TEST(Simplify, RandomWithBounds) { check_random_with_bounds(5, 1500); }
+
+// LOOM_FUZZ_SEEDS=n runs n more seeds of each type (for local stress runs).
+TEST(Simplify, RandomMoreSeeds) {
+    const char *env = getenv("LOOM_FUZZ_SEEDS");
+    int n = env ? atoi(env) : 0;
+    for (int s = 0; s < n; s++) {
+        check_random(Int(32), 1000 + s, 1000, 5);
+        check_random(UInt(8), 2000 + s, 500, 4);
+        check_random(Int(8), 3000 + s, 500, 4);
+        check_random(UInt(32), 4000 + s, 500, 4);
+        check_random_with_bounds(5000 + s, 500);
+        if (HasFatalFailure()) return;
+    }
+}
+TEST(Simplify, RandomInt32Deep) { check_random(Int(32), 7, 500, 6); }
+TEST(Simplify, RandomUInt8) { check_random(UInt(8), 2, 2000, 4); }
+TEST(Simplify, RandomInt16) { check_random(Int(16), 3, 2000, 4); }
+
+TEST(Simplify, RandomVectors) {
+    // Scalar expressions lifted to vectors: x becomes ramp(x, s, 4), y a
+    // broadcast; the simplified vector expression must agree lane by lane.
+    Gen g(11, Int(32));
+    Eval ev;
+    for (int i = 0; i < 1500; i++) {
+        Expr e = g.expr(3);
+        int s = g.rnd(5) - 2;
+        Expr vx = Ramp::make(var("x"), Expr(s == 0 ? 1 : s), 4), vy = Broadcast::make(var("y"), 4);
+        // Rebuild e with vector leaves; constants and z become broadcasts.
+        struct Lift : IRMutator {
+            Expr vx, vy;
+            Expr visit(const Variable *op) override {
+                if (op->name == "x") return vx;
+                if (op->name == "y") return vy;
+                if (op->name == "w") return Variable::make(Int(32, 4), "w");
+                return Broadcast::make(op, 4);
+            }
+            Expr visit(const IntImm *op) override { return Broadcast::make(op, 4); }
+            Expr visit(const Let *op) override {
+                return Let::make(op->name, mutate(op->value), mutate(op->body));
+            }
+        } l;
+        l.vx = vx;
+        l.vy = vy;
+        Expr ve = l.mutate(e);
+        Expr sv = simplify(ve);
+        for (int trial = 0; trial < 4; trial++) {
+            ev.env = {{"x", g.rnd(21) - 10}, {"y", g.rnd(21) - 10}, {"z", g.rnd(21) - 10}};
+            ASSERT_EQ(ev.eval(ve), ev.eval(sv)) << ve << "\n-> " << sv;
+        }
+    }
+}
+
+TEST(Simplify, Terminates) {
+    // A long chain of nested mins and sums must not blow up.
+    Expr x = var("x"), e = x;
+    for (int i = 0; i < 40; i++) e = min(e + 1, var("y") + i) - 1;
+    Expr s = simplify(e);
+    EXPECT_TRUE(s.defined());
+    Expr sum = x;
+    for (int i = 0; i < 500; i++) sum = sum + (i % 2 ? x : var("y"));
+    EXPECT_SIMPLIFY(sum, x * 251 + var("y") * 250);
+}
+
+}  // namespace
