@@ -17,6 +17,7 @@
 #include "ScheduleFunctions.h"
 #include "Simplify.h"
 #include "StorageFlattening.h"
+#include "Substitute.h"
 #include "UnrollLoops.h"
 #include "VectorizeLoops.h"
 #include "loom/IROperator.h"
@@ -141,6 +142,37 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
     return Block::make(checks);
 }
 
+/** A buffer argument whose innermost dimension is assumed contiguous. */
+struct DenseBuffer {
+    std::string name;
+    int dimensions;
+    bool is_input;
+};
+
+/** Substitutes stride 1 for the innermost stride of every buffer argument
+ * assumed contiguous (so vector accesses are dense), and checks the
+ * assumption at run time. */
+Stmt assume_dense_innermost(const Stmt &s, const std::vector<DenseBuffer> &buffers) {
+    Stmt body = s;
+    std::vector<Stmt> checks;
+    for (const DenseBuffer &b : buffers) {
+        if (b.dimensions == 0) continue;
+        std::string k = std::to_string(b.dimensions - 1);
+        std::string stride = b.name + ".stride." + k;
+        body = substitute(stride, make_one(Int(32)), body);
+        std::string advice = b.is_input ? "Pass a dense buffer, or call allow_strided_innermost() on "
+                                          "the BufferParam."
+                                        : "Pass a dense output buffer.";
+        checks.push_back(AssertStmt::make(
+            int_var(stride) == 1,
+            error_message({StringImm::make("Buffer " + b.name + " has stride "), int_var(stride),
+                           StringImm::make(" in its innermost dimension " + k +
+                                           "; Loom expects it to be contiguous (stride 1). " + advice)})));
+    }
+    checks.push_back(body);
+    return Block::make(checks);
+}
+
 }  // namespace
 
 LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleContents &schedule,
@@ -170,6 +202,18 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = strip_promises(s);
     s = storage_flattening(s, env);
     debug_print("storage_flattening", s);
+
+    std::vector<DenseBuffer> dense;
+    for (const ParameterPtr &p : result.params) {
+        if (p->is_buffer && p->innermost_stride_one) dense.push_back({p->name, p->dimensions, true});
+    }
+    for (const FunctionPtr &out : outputs) {
+        for (size_t i = 0; i < out->output_types.size(); i++) {
+            dense.push_back({output_buffer_name(out, static_cast<int>(i)),
+                             static_cast<int>(out->args.size()), false});
+        }
+    }
+    s = assume_dense_innermost(s, dense);
 
     s = simplify(s);
     debug_print("simplify", s);

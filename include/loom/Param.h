@@ -28,6 +28,9 @@ struct ParameterContents {
     Type type;
     bool is_buffer = false;
     int dimensions = 0;
+    // Buffers: whether the innermost dimension is assumed contiguous. The
+    // compiled code checks it and relies on it for dense vector accesses.
+    bool innermost_stride_one = true;
     // A scalar's current value (for JIT calls that do not pass it explicitly).
     uint64_t scalar_bits = 0;
     bool scalar_set = false;
@@ -85,6 +88,13 @@ class BufferParam {
     Type type() const { return param->type; }
     int dimensions() const { return param->dimensions; }
     Dimension dim(int d) const;
+    /** By default Loom assumes (and checks at run time) that the innermost
+     * dimension is contiguous, so vector loads are dense. Call this to accept
+     * any stride there, e.g. transposed views, at some cost in speed. */
+    BufferParam &allow_strided_innermost() {
+        param->innermost_stride_one = false;
+        return *this;
+    }
     /** Binds a buffer for JIT calls that do not pass one explicitly. */
     void set(const RawBuffer &b);
     const RawBuffer &get() const { return param->buffer; }

@@ -201,3 +201,20 @@ TEST(RuntimeErrors, AllocationSizeOverflow) {
     EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(g).realize({300}, s); },
                                           {"Func f", "needs storage of", "elements"}));
 }
+
+TEST(RuntimeErrors, StridedInnermostNeedsOptIn) {
+    BufferParam in(Float(32), 2, "grid");
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x) + 1.0f;
+    Buffer<float> data({5, 7});
+    RawBuffer transposed = data.transposed({1, 0});
+    CompiledPipeline c = Pipeline(f).compile();
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(transposed, RawBuffer(Float(32), {7, 5})); },
+                                          {"Buffer grid", "innermost dimension 1", "allow_strided_innermost"}));
+    // With the opt-in, the same view works.
+    in.allow_strided_innermost();
+    RawBuffer out(Float(32), {7, 5});
+    Pipeline(f).compile()(transposed, out);
+    EXPECT_EQ(Buffer<float>(out)(3, 2), data(2, 3) + 1.0f);
+}
