@@ -126,14 +126,17 @@ class BoundsOf : public IRVisitor {
             if (from.is_uint() || from.min_int() >= to.min_int()) lo_ok = true;
             else lo_ok = a.min.defined() && can_prove(a.min >= make_const(from, to.min_int()));
             uint64_t to_max = to.is_uint() ? to.max_uint() : static_cast<uint64_t>(to.max_int());
-            uint64_t from_max = from.is_uint() ? from.max_uint() : static_cast<uint64_t>(from.max_int());
+            uint64_t from_max =
+                from.is_uint() ? from.max_uint() : static_cast<uint64_t>(from.max_int());
             if (from_max <= to_max) hi_ok = true;
             else hi_ok = a.max.defined() && can_prove(a.max <= make_const(from, to_max));
             safe = lo_ok && hi_ok;
         }
         if (safe) {
-            result.min = a.min.defined() ? Cast::make(to.with_lanes(a.min.type().lanes), a.min) : tb.min;
-            result.max = a.max.defined() ? Cast::make(to.with_lanes(a.max.type().lanes), a.max) : tb.max;
+            result.min =
+                a.min.defined() ? Cast::make(to.with_lanes(a.min.type().lanes), a.min) : tb.min;
+            result.max =
+                a.max.defined() ? Cast::make(to.with_lanes(a.max.type().lanes), a.max) : tb.max;
             if (!result.min.defined() && to.is_uint()) result.min = make_zero(to);
         } else {
             result = tb;
@@ -216,7 +219,8 @@ class BoundsOf : public IRVisitor {
                     result = Interval(bmin(p, q), bmax(p, q));
                 }
             } else if (a.is_bounded() && b.is_bounded() &&
-                       ((is_const(a.min) && is_const(a.max)) || (is_const(b.min) && is_const(b.max)))) {
+                       ((is_const(a.min) && is_const(a.max)) ||
+                        (is_const(b.min) && is_const(b.max)))) {
                 // Corners; kept to a constant range on one side, as symbolic
                 // corners on both sides grow exponentially with nesting.
                 Expr p0 = a.min * b.min, p1 = a.min * b.max, p2 = a.max * b.min, p3 = a.max * b.max;
@@ -276,7 +280,8 @@ class BoundsOf : public IRVisitor {
             return;
         }
         if (t.is_float()) {
-            if (b.is_single_point() && is_positive_const(b.min)) result = Interval(make_zero(t), b.min);
+            if (b.is_single_point() && is_positive_const(b.min))
+                result = Interval(make_zero(t), b.min);
             return;
         }
         if (b.is_single_point() && is_const(b.min)) {
@@ -288,7 +293,8 @@ class BoundsOf : public IRVisitor {
                     result = a;
                 } else {
                     result = Interval(make_zero(t), b.min - make_one(t));
-                    if (a.max.defined() && nonneg(a.min) && is_const(a.max)) result.max = bmin(result.max, a.max);
+                    if (a.max.defined() && nonneg(a.min) && is_const(a.max))
+                        result.max = bmin(result.max, a.max);
                 }
             } else {
                 result = Interval(b.min + make_one(t), make_zero(t));
@@ -333,12 +339,15 @@ class BoundsOf : public IRVisitor {
         int lanes = op->type.lanes;
         Expr f = const_false(lanes), t = const_true(lanes);
         if (a.is_single_point() && b.is_single_point()) {
-            result = Interval::single_point(strict ? LT::make(a.min, b.min) : LE::make(a.min, b.min));
+            result =
+                Interval::single_point(strict ? LT::make(a.min, b.min) : LE::make(a.min, b.min));
             return;
         }
         result = Interval(f, t);
-        if (a.max.defined() && b.min.defined()) result.min = strict ? LT::make(a.max, b.min) : LE::make(a.max, b.min);
-        if (a.min.defined() && b.max.defined()) result.max = strict ? LT::make(a.min, b.max) : LE::make(a.min, b.max);
+        if (a.max.defined() && b.min.defined())
+            result.min = strict ? LT::make(a.max, b.min) : LE::make(a.max, b.min);
+        if (a.min.defined() && b.max.defined())
+            result.max = strict ? LT::make(a.min, b.max) : LE::make(a.min, b.max);
     }
     void visit(const LT *op) override { visit_cmp(op, true, false); }
     void visit(const LE *op) override { visit_cmp(op, false, false); }
@@ -447,14 +456,17 @@ class BoundsOf : public IRVisitor {
         }
         if (op->call_type == Call::PureIntrinsic && op->args.size() == 1 && t.is_float()) {
             // Monotone increasing math functions map ends to ends.
-            static const char *monotone[] = {"exp", "log", "sqrt", "floor", "ceil", "round", "tanh", "erf"};
+            static const char *monotone[] = {"exp",  "log",   "sqrt", "floor",
+                                             "ceil", "round", "tanh", "erf"};
             std::string base = op->name.substr(0, op->name.find('_'));
             for (const char *m : monotone) {
                 if (base == m) {
                     Interval a = bounds(op->args[0]);
                     result = Interval();
-                    if (a.min.defined()) result.min = Call::make(t, op->name, {a.min}, op->call_type);
-                    if (a.max.defined()) result.max = Call::make(t, op->name, {a.max}, op->call_type);
+                    if (a.min.defined())
+                        result.min = Call::make(t, op->name, {a.min}, op->call_type);
+                    if (a.max.defined())
+                        result.max = Call::make(t, op->name, {a.max}, op->call_type);
                     if (base == "exp" && !result.min.defined()) result.min = make_zero(t);
                     if (base == "tanh" || base == "erf") {
                         if (!result.min.defined()) result.min = make_const(t, -1.0);
@@ -507,8 +519,10 @@ class BoundsOf : public IRVisitor {
         if (result.min.defined()) result.min = as_scalar(result.min);
         if (result.max.defined()) result.max = as_scalar(result.max);
         if (t.is_vector()) {
-            if (result.min.defined() && result.min.type().is_scalar()) result.min = Broadcast::make(result.min, t.lanes);
-            if (result.max.defined() && result.max.type().is_scalar()) result.max = Broadcast::make(result.max, t.lanes);
+            if (result.min.defined() && result.min.type().is_scalar())
+                result.min = Broadcast::make(result.min, t.lanes);
+            if (result.max.defined() && result.max.type().is_scalar())
+                result.max = Broadcast::make(result.max, t.lanes);
         }
     }
 };
@@ -702,7 +716,8 @@ class BoxesTouched : public IRVisitor {
     }
 };
 
-std::map<std::string, Box> boxes_of(const Stmt &s, const Scope<Interval> &scope, bool reads, bool writes) {
+std::map<std::string, Box> boxes_of(const Stmt &s, const Scope<Interval> &scope, bool reads,
+                                    bool writes) {
     BoxesTouched b(scope, reads, writes);
     if (s.defined()) s.accept(&b);
     return b.boxes;

@@ -38,11 +38,15 @@ Box box_union(const Box &a, const Box &b);
 /** Regions read by Calls (Func and Image calls, by name) within s or e, and
  * regions written by Provides, with loop variables of enclosed For loops and
  * variables in `scope` ranging over their intervals. */
-std::map<std::string, Box> boxes_required(const Expr &e, const Scope<Interval> &scope = Scope<Interval>());
-std::map<std::string, Box> boxes_required(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
-std::map<std::string, Box> boxes_provided(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_required(const Expr &e,
+                                          const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_required(const Stmt &s,
+                                          const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_provided(const Stmt &s,
+                                          const Scope<Interval> &scope = Scope<Interval>());
 /** Both reads and writes. */
-std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &scope = Scope<Interval>());
+std::map<std::string, Box> boxes_touched(const Stmt &s,
+                                         const Scope<Interval> &scope = Scope<Interval>());
 
 }  // namespace internal
 }  // namespace loom

@@ -32,7 +32,8 @@ class TightenGuards : public IRMutator {
         if (const IfThenElse *guard = body.as<IfThenElse>()) {
             if (!guard->else_case.defined()) {
                 Expr c = guard->condition;
-                if (const Call *l = c.as<Call>(); l && l->is_intrinsic(Call::likely)) c = l->args[0];
+                if (const Call *l = c.as<Call>(); l && l->is_intrinsic(Call::likely))
+                    c = l->args[0];
                 if (const LE *le = c.as<LE>()) {
                     const Variable *v = le->a.as<Variable>();
                     if (v && v->name == op->name) {
@@ -68,8 +69,8 @@ void check_bounded(const Box &b, const std::string &func, const char *what) {
             << "Cannot infer the region of " << func << " that the pipeline " << what
             << ": dimension " << d << " is read at an index that has no "
             << (b[d].has_lower_bound() ? "upper" : "lower")
-            << " bound (for example an index loaded from a buffer). Clamp the index, e.g. "
-            << func << "(clamp(i, 0, n - 1)).";
+            << " bound (for example an index loaded from a buffer). Clamp the index, e.g. " << func
+            << "(clamp(i, 0, n - 1)).";
     }
 }
 
@@ -130,7 +131,8 @@ class ComputeSiteBounds : public IRMutator {
                 if (!touched.empty()) {
                     check_bounded(touched, f->name, "updates");
                     init_region = box_union(required, touched);
-                    for (auto &i : init_region.bounds) i = Interval(simplify(i.min), simplify(i.max));
+                    for (auto &i : init_region.bounds)
+                        i = Interval(simplify(i.min), simplify(i.max));
                 }
             }
         }
@@ -166,7 +168,9 @@ class RealizeBounds : public IRMutator {
 
 }  // namespace
 
-Stmt bounds_analysis_view(const Stmt &s) { return ClampPromises().mutate(TightenGuards().mutate(s)); }
+Stmt bounds_analysis_view(const Stmt &s) {
+    return ClampPromises().mutate(TightenGuards().mutate(s));
+}
 
 Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
     Stmt s = input;

@@ -59,8 +59,8 @@ std::vector<int64_t> dense_strides(const std::string &name, const std::vector<in
         s *= std::max(shape[d], 1);
         if (s > kMaxIndex) {
             runtime_error_report << buffer_label(name) << ": shape " << vector_to_string(shape)
-                                 << " has more elements than 32-bit indexing allows ("
-                                 << kMaxIndex << "). Split it into smaller buffers.";
+                                 << " has more elements than 32-bit indexing allows (" << kMaxIndex
+                                 << "). Split it into smaller buffers.";
         }
     }
     return strides;
@@ -202,9 +202,7 @@ int64_t RawBuffer::number_of_elements() const {
     return n;
 }
 
-const std::string &RawBuffer::name() const {
-    return contents ? contents->name : empty_string();
-}
+const std::string &RawBuffer::name() const { return contents ? contents->name : empty_string(); }
 
 uint8_t *RawBuffer::host() const {
     LOOM_CHECK_DEFINED("host");
@@ -228,8 +226,8 @@ RawBuffer RawBuffer::cropped(int d, int min, int extent) const {
     }
     RawBuffer r;
     r.contents = copy_contents(*contents);
-    r.contents->raw.host += (static_cast<int64_t>(min) - dim.min) * dim.stride *
-                            element_bytes(type());
+    r.contents->raw.host +=
+        (static_cast<int64_t>(min) - dim.min) * dim.stride * element_bytes(type());
     r.contents->dims[d].min = min;
     r.contents->dims[d].extent = extent;
     return r;
@@ -249,8 +247,8 @@ RawBuffer RawBuffer::transposed(const std::vector<int> &order) const {
     }
     if (!ok) {
         runtime_error_report << buffer_label(contents->name) << ": transposed("
-                             << vector_to_string(order) << ") is not a permutation of its "
-                             << n << " dimensions.";
+                             << vector_to_string(order) << ") is not a permutation of its " << n
+                             << " dimensions.";
     }
     RawBuffer r;
     r.contents = copy_contents(*contents);
@@ -267,8 +265,8 @@ void RawBuffer::set_min(const std::vector<int> &mins) {
     }
     for (size_t d = 0; d < mins.size(); d++) {
         if (static_cast<int64_t>(mins[d]) + contents->dims[d].extent > kMaxIndex + int64_t(1)) {
-            runtime_error_report << buffer_label(contents->name) << ": set_min puts dimension "
-                                 << d << " beyond the 32-bit coordinate range.";
+            runtime_error_report << buffer_label(contents->name) << ": set_min puts dimension " << d
+                                 << " beyond the 32-bit coordinate range.";
         }
         contents->dims[d].min = mins[d];
     }
@@ -277,9 +275,9 @@ void RawBuffer::set_min(const std::vector<int> &mins) {
 uint8_t *RawBuffer::address_of(const std::vector<int> &coords) const {
     LOOM_CHECK_DEFINED("address_of");
     if (coords.size() != contents->dims.size()) {
-        runtime_error_report << buffer_label(contents->name) << " has "
-                             << contents->dims.size() << " dimensions but is indexed with "
-                             << coords.size() << " coordinates.";
+        runtime_error_report << buffer_label(contents->name) << " has " << contents->dims.size()
+                             << " dimensions but is indexed with " << coords.size()
+                             << " coordinates.";
     }
     int64_t off = 0;
     for (size_t d = 0; d < coords.size(); d++) {

@@ -22,11 +22,12 @@ std::vector<Expr> children(const Expr &e) {
     case IRNodeType::Reinterpret: return {e.as<Reinterpret>()->value};
 #define LOOM_BIN(T) \
     case IRNodeType::T: return {e.as<T>()->a, e.as<T>()->b};
-        LOOM_BIN(Add) LOOM_BIN(Sub) LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min)
-        LOOM_BIN(Max) LOOM_BIN(EQ) LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT)
-        LOOM_BIN(GE) LOOM_BIN(And) LOOM_BIN(Or)
+        LOOM_BIN(Add)
+        LOOM_BIN(Sub) LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min) LOOM_BIN(Max)
+            LOOM_BIN(EQ) LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT) LOOM_BIN(GE)
+                LOOM_BIN(And) LOOM_BIN(Or)
 #undef LOOM_BIN
-    case IRNodeType::Not: return {e.as<Not>()->a};
+                    case IRNodeType::Not : return {e.as<Not>()->a};
     case IRNodeType::Select: {
         const Select *s = e.as<Select>();
         return {s->condition, s->true_value, s->false_value};
@@ -131,7 +132,8 @@ class Replace : public IRMutator {
         if (!lift[n] && done[n].defined()) return done[n];
         Expr r;
         if (const Let *l = e.as<Let>()) {
-            r = Let::make(l->name, cse(l->value, used_names, counter), cse(l->body, used_names, counter));
+            r = Let::make(l->name, cse(l->value, used_names, counter),
+                          cse(l->body, used_names, counter));
         } else {
             r = IRMutator::mutate(e);
         }
@@ -169,7 +171,8 @@ Expr cse(const Expr &e, std::set<std::string> &used_names, int &counter) {
     }
     Replace rep(gvn, lift, used_names, counter);
     Expr body = rep.mutate(canon);
-    for (auto it = rep.lets.rbegin(); it != rep.lets.rend(); ++it) body = Let::make(it->first, it->second, body);
+    for (auto it = rep.lets.rbegin(); it != rep.lets.rend(); ++it)
+        body = Let::make(it->first, it->second, body);
     return body;
 }
 

@@ -117,9 +117,8 @@ class CodeGen_LLVM : public IRVisitor {
         // Matches loom_buffer_t in loom_runtime.h field by field.
         buffer_t = llvm::StructType::create(
             ctx,
-            {i64_t, i8ptr_t, i8ptr_t, i64_t,
-             llvm::StructType::get(ctx, {i8_t, i8_t, i16_t}), i32_t, dim_t->getPointerTo(),
-             i8ptr_t},
+            {i64_t, i8ptr_t, i8ptr_t, i64_t, llvm::StructType::get(ctx, {i8_t, i8_t, i16_t}), i32_t,
+             dim_t->getPointerTo(), i8ptr_t},
             "loom_buffer_t");
     }
 
@@ -132,7 +131,8 @@ class CodeGen_LLVM : public IRVisitor {
         setup_alias_scopes(f.body);
 
         llvm::FunctionType *ft = llvm::FunctionType::get(i32_t, {i8ptr_t->getPointerTo()}, false);
-        function = llvm::Function::Create(ft, llvm::Function::ExternalLinkage, f.name, module.get());
+        function =
+            llvm::Function::Create(ft, llvm::Function::ExternalLinkage, f.name, module.get());
         set_function_attributes(function);
         function->addParamAttr(0, llvm::Attribute::NoAlias);
         function->addParamAttr(0, llvm::Attribute::NoCapture);
@@ -150,9 +150,9 @@ class CodeGen_LLVM : public IRVisitor {
                 Value *b = builder->CreateBitCast(p, buffer_t->getPointerTo());
                 Value *host = builder->CreateAlignedLoad(
                     i8ptr_t, builder->CreateStructGEP(buffer_t, b, 2), llvm::Align(8), a.name);
-                Value *dims = builder->CreateAlignedLoad(
-                    dim_t->getPointerTo(), builder->CreateStructGEP(buffer_t, b, 6),
-                    llvm::Align(8), a.name + ".dim");
+                Value *dims = builder->CreateAlignedLoad(dim_t->getPointerTo(),
+                                                         builder->CreateStructGEP(buffer_t, b, 6),
+                                                         llvm::Align(8), a.name + ".dim");
                 symbols.push(a.name, host);
                 symbols.push(a.name + ".buffer", p);
                 static const char *fields[] = {"min", "extent", "stride"};
@@ -167,9 +167,9 @@ class CodeGen_LLVM : public IRVisitor {
                 }
             } else {
                 llvm::Type *st = storage_type(a.type);
-                Value *v = builder->CreateAlignedLoad(
-                    st, builder->CreateBitCast(p, st->getPointerTo()),
-                    llvm::Align(std::max(1, a.type.bytes())), a.name);
+                Value *v =
+                    builder->CreateAlignedLoad(st, builder->CreateBitCast(p, st->getPointerTo()),
+                                               llvm::Align(std::max(1, a.type.bytes())), a.name);
                 if (a.type.is_bool()) v = builder->CreateICmpNE(v, llvm::ConstantInt::get(st, 0));
                 symbols.push(a.name, v);
             }
@@ -306,30 +306,36 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     int lanes_of(Value *v) {
-        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) return vt->getNumElements();
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType()))
+            return vt->getNumElements();
         return 1;
     }
 
     // bfloat16 (as i16) <-> float32.
     Value *bf16_to_f32(Value *v) {
         int lanes = lanes_of(v);
-        llvm::Type *i32v = lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i32_t, lanes) : i32_t;
-        llvm::Type *f32v = lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(f32_t, lanes) : f32_t;
+        llvm::Type *i32v =
+            lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i32_t, lanes) : i32_t;
+        llvm::Type *f32v =
+            lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(f32_t, lanes) : f32_t;
         Value *w = builder->CreateZExt(v, i32v);
         w = builder->CreateShl(w, splat_int(i32v, 16));
         return builder->CreateBitCast(w, f32v);
     }
     Value *f32_to_bf16(Value *v) {
         int lanes = lanes_of(v);
-        llvm::Type *i32v = lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i32_t, lanes) : i32_t;
-        llvm::Type *i16v = lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i16_t, lanes) : i16_t;
+        llvm::Type *i32v =
+            lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i32_t, lanes) : i32_t;
+        llvm::Type *i16v =
+            lanes > 1 ? (llvm::Type *)llvm::FixedVectorType::get(i16_t, lanes) : i16_t;
         Value *bits = builder->CreateBitCast(v, i32v);
         Value *is_nan = builder->CreateFCmpUNO(v, v);
         Value *hi = builder->CreateLShr(bits, splat_int(i32v, 16));
         // Round to nearest even: add 0x7fff plus the lowest kept bit.
-        Value *rounding = builder->CreateAdd(splat_int(i32v, 0x7fff),
-                                             builder->CreateAnd(hi, splat_int(i32v, 1)));
-        Value *rounded = builder->CreateLShr(builder->CreateAdd(bits, rounding), splat_int(i32v, 16));
+        Value *rounding =
+            builder->CreateAdd(splat_int(i32v, 0x7fff), builder->CreateAnd(hi, splat_int(i32v, 1)));
+        Value *rounded =
+            builder->CreateLShr(builder->CreateAdd(bits, rounding), splat_int(i32v, 16));
         Value *quiet_nan = builder->CreateOr(hi, splat_int(i32v, 0x40));
         Value *r = builder->CreateSelect(is_nan, quiet_nan, rounded);
         return builder->CreateTrunc(r, i16v);
@@ -361,11 +367,13 @@ class CodeGen_LLVM : public IRVisitor {
         }
         llvm::Type *dst = llvm_type(to);
         if (to.is_bool()) {
-            if (from.is_float()) return builder->CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+            if (from.is_float())
+                return builder->CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
             return builder->CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
         }
         if (from.is_float() && to.is_float()) {
-            return to.bits > from.bits ? builder->CreateFPExt(v, dst) : builder->CreateFPTrunc(v, dst);
+            return to.bits > from.bits ? builder->CreateFPExt(v, dst)
+                                       : builder->CreateFPTrunc(v, dst);
         }
         if (from.is_float()) {
             // C semantics: truncate toward zero. Out-of-range values are
@@ -394,7 +402,8 @@ class CodeGen_LLVM : public IRVisitor {
             // a - b * floor(a / b), each step rounded to t (as the interpreter does).
             Value *q = binop(BinOp::Div, t, a, b);
             if (t.is_bfloat()) {
-                q = f32_to_bf16(builder->CreateUnaryIntrinsic(llvm::Intrinsic::floor, bf16_to_f32(q)));
+                q = f32_to_bf16(
+                    builder->CreateUnaryIntrinsic(llvm::Intrinsic::floor, bf16_to_f32(q)));
             } else {
                 q = builder->CreateUnaryIntrinsic(llvm::Intrinsic::floor, q);
             }
@@ -428,13 +437,21 @@ class CodeGen_LLVM : public IRVisitor {
         case BinOp::EQ: return fl ? builder->CreateFCmpOEQ(a, b) : builder->CreateICmpEQ(a, b);
         case BinOp::NE: return fl ? builder->CreateFCmpUNE(a, b) : builder->CreateICmpNE(a, b);
         case BinOp::LT:
-            return fl ? builder->CreateFCmpOLT(a, b) : sg ? builder->CreateICmpSLT(a, b) : builder->CreateICmpULT(a, b);
+            return fl   ? builder->CreateFCmpOLT(a, b)
+                   : sg ? builder->CreateICmpSLT(a, b)
+                        : builder->CreateICmpULT(a, b);
         case BinOp::LE:
-            return fl ? builder->CreateFCmpOLE(a, b) : sg ? builder->CreateICmpSLE(a, b) : builder->CreateICmpULE(a, b);
+            return fl   ? builder->CreateFCmpOLE(a, b)
+                   : sg ? builder->CreateICmpSLE(a, b)
+                        : builder->CreateICmpULE(a, b);
         case BinOp::GT:
-            return fl ? builder->CreateFCmpOGT(a, b) : sg ? builder->CreateICmpSGT(a, b) : builder->CreateICmpUGT(a, b);
+            return fl   ? builder->CreateFCmpOGT(a, b)
+                   : sg ? builder->CreateICmpSGT(a, b)
+                        : builder->CreateICmpUGT(a, b);
         case BinOp::GE:
-            return fl ? builder->CreateFCmpOGE(a, b) : sg ? builder->CreateICmpSGE(a, b) : builder->CreateICmpUGE(a, b);
+            return fl   ? builder->CreateFCmpOGE(a, b)
+                   : sg ? builder->CreateICmpSGE(a, b)
+                        : builder->CreateICmpUGE(a, b);
         case BinOp::And: return builder->CreateAnd(a, b);
         case BinOp::Or: return builder->CreateOr(a, b);
         }
@@ -604,7 +621,9 @@ class CodeGen_LLVM : public IRVisitor {
     // The typed pointer to element 0 of buffer or allocation `name`.
     Value *buffer_pointer(const std::string &name, Type elem) {
         const Value *const *p = symbols.find(name);
-        if (!p) internal_error << "Codegen: buffer or allocation \"" << name << "\" is not defined here";
+        if (!p)
+            internal_error << "Codegen: buffer or allocation \"" << name
+                           << "\" is not defined here";
         return builder->CreateBitCast(const_cast<Value *>(*p), storage_type(elem)->getPointerTo());
     }
 
@@ -653,12 +672,14 @@ class CodeGen_LLVM : public IRVisitor {
             }
         } else {
             llvm::Type *vt = storage_type(t);
-            if (is_const_stride(op->index, &stride, &base) && (stride == 1 || (stride == -1 && all_true))) {
+            if (is_const_stride(op->index, &stride, &base) &&
+                (stride == 1 || (stride == -1 && all_true))) {
                 Value *b = codegen(base);
                 if (stride == -1) {
                     b = builder->CreateSub(b, llvm::ConstantInt::get(b->getType(), t.lanes - 1));
                 }
-                Value *addr = builder->CreateBitCast(builder->CreateGEP(st, ptr, b), vt->getPointerTo());
+                Value *addr =
+                    builder->CreateBitCast(builder->CreateGEP(st, ptr, b), vt->getPointerTo());
                 if (all_true) {
                     result = builder->CreateAlignedLoad(vt, addr, llvm::Align(align));
                 } else {
@@ -674,7 +695,8 @@ class CodeGen_LLVM : public IRVisitor {
                 }
             } else if (const Broadcast *bc = op->index.as<Broadcast>(); bc && all_true) {
                 Value *idx = codegen(bc->value);
-                Value *l = builder->CreateAlignedLoad(st, builder->CreateGEP(st, ptr, idx), llvm::Align(align));
+                Value *l = builder->CreateAlignedLoad(st, builder->CreateGEP(st, ptr, idx),
+                                                      llvm::Align(align));
                 add_alias_info(l, op->name);
                 result = splat(l, t.lanes);
             } else {
@@ -686,7 +708,8 @@ class CodeGen_LLVM : public IRVisitor {
                 add_alias_info(result, op->name);
             }
         }
-        if (t.is_bool()) result = builder->CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
+        if (t.is_bool())
+            result = builder->CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
         value = result;
     }
 
@@ -743,7 +766,8 @@ class CodeGen_LLVM : public IRVisitor {
             if (lanes > 1) {
                 Value *acc = builder->CreateExtractElement(v, uint64_t(0));
                 for (int i = 1; i < lanes; i++) {
-                    acc = binop(bop, in.element_of(), acc, builder->CreateExtractElement(v, uint64_t(i)));
+                    acc = binop(bop, in.element_of(), acc,
+                                builder->CreateExtractElement(v, uint64_t(i)));
                 }
                 v = acc;
             }
@@ -827,7 +851,8 @@ class CodeGen_LLVM : public IRVisitor {
         Value *n1 = builder->CreateAShr(ni, splat_int(it, 1));
         Value *n2 = builder->CreateSub(ni, n1);
         auto pow2 = [&](Value *k) {
-            Value *bits = builder->CreateShl(builder->CreateAdd(k, splat_int(it, 127)), splat_int(it, 23));
+            Value *bits =
+                builder->CreateShl(builder->CreateAdd(k, splat_int(it, 127)), splat_int(it, 23));
             return builder->CreateBitCast(bits, ft);
         };
         Value *res = builder->CreateFMul(builder->CreateFMul(p, pow2(n1)), pow2(n2));
@@ -849,7 +874,8 @@ class CodeGen_LLVM : public IRVisitor {
         p = fma(p, z, C(-3.33332819422e-1));
         Value *small = fma(builder->CreateFMul(p, z), x, x);
         Value *e = fast_exp_f32(builder->CreateFAdd(ax, ax));
-        Value *big = builder->CreateFSub(C(1.0), builder->CreateFDiv(C(2.0), builder->CreateFAdd(e, C(1.0))));
+        Value *big = builder->CreateFSub(
+            C(1.0), builder->CreateFDiv(C(2.0), builder->CreateFAdd(e, C(1.0))));
         Value *r = builder->CreateSelect(builder->CreateFCmpOLT(ax, C(0.625)), small, big);
         // tanh is odd; this also keeps the sign of -0 (which the polynomial loses).
         return builder->CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
@@ -868,14 +894,17 @@ class CodeGen_LLVM : public IRVisitor {
         Value *sub = builder->CreateFCmpOLT(x, C(1.17549435e-38));
         Value *xs = builder->CreateSelect(sub, builder->CreateFMul(x, C(8388608.0)), x);
         Value *b = builder->CreateBitCast(xs, it);
-        Value *e = builder->CreateSub(builder->CreateAnd(builder->CreateLShr(b, I(23)), I(0xff)), I(126));
+        Value *e =
+            builder->CreateSub(builder->CreateAnd(builder->CreateLShr(b, I(23)), I(0xff)), I(126));
         e = builder->CreateSelect(sub, builder->CreateSub(e, I(23)), e);
         Value *m = builder->CreateBitCast(
             builder->CreateOr(builder->CreateAnd(b, I(0x807fffff)), I(0x3f000000)), ft);
         Value *lo = builder->CreateFCmpOLT(m, C(0.707106781186547524));
-        Value *fe = builder->CreateSIToFP(builder->CreateSelect(lo, builder->CreateSub(e, I(1)), e), ft);
-        Value *xr = builder->CreateSelect(lo, builder->CreateFSub(builder->CreateFAdd(m, m), C(1.0)),
-                                          builder->CreateFSub(m, C(1.0)));
+        Value *fe =
+            builder->CreateSIToFP(builder->CreateSelect(lo, builder->CreateSub(e, I(1)), e), ft);
+        Value *xr =
+            builder->CreateSelect(lo, builder->CreateFSub(builder->CreateFAdd(m, m), C(1.0)),
+                                  builder->CreateFSub(m, C(1.0)));
         Value *z = builder->CreateFMul(xr, xr);
         Value *y = C(7.0376836292e-2);
         for (double c : {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
@@ -895,7 +924,8 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     // Calls scalar libm function `name` on each lane.
-    Value *call_per_lane(const std::string &name, llvm::Type *scalar, const std::vector<Value *> &args) {
+    Value *call_per_lane(const std::string &name, llvm::Type *scalar,
+                         const std::vector<Value *> &args) {
         std::vector<llvm::Type *> arg_types(args.size(), scalar);
         llvm::FunctionCallee fn = runtime_fn(name.c_str(), scalar, arg_types);
         if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
@@ -933,7 +963,8 @@ class CodeGen_LLVM : public IRVisitor {
         }
         if (fn == "sqrt") return unary(llvm::Intrinsic::sqrt);
         if (fn == "rsqrt") {
-            return builder->CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), unary(llvm::Intrinsic::sqrt));
+            return builder->CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0),
+                                       unary(llvm::Intrinsic::sqrt));
         }
         if (fn == "sin") return unary(llvm::Intrinsic::sin);
         if (fn == "cos") return unary(llvm::Intrinsic::cos);
@@ -1004,7 +1035,9 @@ class CodeGen_LLVM : public IRVisitor {
             Type at = op->args[0].type();
             if (at.is_bfloat()) value = builder->CreateAnd(x, splat_int(x->getType(), 0x7fff));
             else if (at.is_float()) value = builder->CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-            else if (at.is_int()) value = builder->CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, builder->getFalse());
+            else if (at.is_int())
+                value =
+                    builder->CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, builder->getFalse());
             else value = x;
             value = cast_value(value, at, t);
         } else if (op->is_intrinsic(Call::bitwise_and)) {
@@ -1029,7 +1062,8 @@ class CodeGen_LLVM : public IRVisitor {
             std::vector<Value *> args;
             std::vector<llvm::Type *> types;
             for (const Expr &a : op->args) {
-                internal_assert(a.type().is_scalar()) << "extern call " << op->name << " with a vector argument";
+                internal_assert(a.type().is_scalar())
+                    << "extern call " << op->name << " with a vector argument";
                 args.push_back(codegen(a));
                 types.push_back(args.back()->getType());
             }
@@ -1115,7 +1149,8 @@ class CodeGen_LLVM : public IRVisitor {
         BasicBlock *pre = builder->GetInsertBlock();
         BasicBlock *loop = BasicBlock::Create(ctx, op->name + ".loop", function);
         BasicBlock *after = BasicBlock::Create(ctx, op->name + ".after", function);
-        builder->CreateCondBr(builder->CreateICmpSGT(ext, llvm::ConstantInt::get(lt, 0)), loop, after);
+        builder->CreateCondBr(builder->CreateICmpSGT(ext, llvm::ConstantInt::get(lt, 0)), loop,
+                              after);
         builder->SetInsertPoint(loop);
         llvm::PHINode *phi = builder->CreatePHI(lt, 2, op->name);
         phi->addIncoming(mn, pre);
@@ -1155,8 +1190,10 @@ class CodeGen_LLVM : public IRVisitor {
         }
 
         llvm::FunctionType *task_t = llvm::FunctionType::get(i32_t, {i32_t, i8ptr_t}, false);
-        std::string task_name = func_name + ".par_for." + op->name + "." + std::to_string(closure_count++);
-        llvm::Function *task = llvm::Function::Create(task_t, llvm::Function::InternalLinkage, task_name, module.get());
+        std::string task_name =
+            func_name + ".par_for." + op->name + "." + std::to_string(closure_count++);
+        llvm::Function *task = llvm::Function::Create(task_t, llvm::Function::InternalLinkage,
+                                                      task_name, module.get());
         set_function_attributes(task);
         task->addParamAttr(1, llvm::Attribute::NoAlias);
         task->addParamAttr(1, llvm::Attribute::NoCapture);
@@ -1177,7 +1214,8 @@ class CodeGen_LLVM : public IRVisitor {
         arg_i->setName(op->name);
         Value *cl = builder->CreateBitCast(task->getArg(1), closure_t->getPointerTo());
         for (size_t i = 0; i < names.size(); i++) {
-            Value *v = builder->CreateLoad(types[i], builder->CreateStructGEP(closure_t, cl, i), names[i]);
+            Value *v =
+                builder->CreateLoad(types[i], builder->CreateStructGEP(closure_t, cl, i), names[i]);
             symbols.push(names[i], v);
         }
         Value *loop_var = cast_value(arg_i, Int(32), op->min.type());
@@ -1190,9 +1228,10 @@ class CodeGen_LLVM : public IRVisitor {
         heap_allocations = std::move(saved_heap);
         builder->SetInsertPoint(saved_block);
 
-        llvm::FunctionCallee par_for = runtime_fn(
-            "loom_do_par_for", i32_t, {task_t->getPointerTo(), i32_t, i32_t, i8ptr_t});
-        Value *r = builder->CreateCall(par_for, {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)});
+        llvm::FunctionCallee par_for =
+            runtime_fn("loom_do_par_for", i32_t, {task_t->getPointerTo(), i32_t, i32_t, i8ptr_t});
+        Value *r =
+            builder->CreateCall(par_for, {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)});
         BasicBlock *ok = BasicBlock::Create(ctx, "par_for_ok", function);
         BasicBlock *fail = BasicBlock::Create(ctx, "par_for_failed", function);
         llvm::MDBuilder mdb(ctx);
@@ -1235,7 +1274,8 @@ class CodeGen_LLVM : public IRVisitor {
             return;
         }
         llvm::Type *vt = storage_type(t);
-        if (is_const_stride(op->index, &stride, &base) && (stride == 1 || (stride == -1 && all_true))) {
+        if (is_const_stride(op->index, &stride, &base) &&
+            (stride == 1 || (stride == -1 && all_true))) {
             Value *b = codegen(base);
             if (stride == -1) {
                 b = builder->CreateSub(b, llvm::ConstantInt::get(b->getType(), t.lanes - 1));
@@ -1243,11 +1283,13 @@ class CodeGen_LLVM : public IRVisitor {
                 for (int i = t.lanes - 1; i >= 0; i--) rev.push_back(i);
                 v = builder->CreateShuffleVector(v, v, rev);
             }
-            Value *addr = builder->CreateBitCast(builder->CreateGEP(st, ptr, b), vt->getPointerTo());
+            Value *addr =
+                builder->CreateBitCast(builder->CreateGEP(st, ptr, b), vt->getPointerTo());
             if (all_true) {
                 inst = builder->CreateAlignedStore(v, addr, llvm::Align(align));
             } else {
-                inst = builder->CreateMaskedStore(v, addr, llvm::Align(align), codegen(op->predicate));
+                inst =
+                    builder->CreateMaskedStore(v, addr, llvm::Align(align), codegen(op->predicate));
             }
         } else {
             Value *idx = codegen(op->index);
@@ -1279,8 +1321,9 @@ class CodeGen_LLVM : public IRVisitor {
             }
             total *= *c;
         }
-        bool on_stack = op->memory_type == MemoryType::Stack ||
-                        (op->memory_type != MemoryType::Heap && const_size && total <= kMaxStackAllocation);
+        bool on_stack =
+            op->memory_type == MemoryType::Stack ||
+            (op->memory_type != MemoryType::Heap && const_size && total <= kMaxStackAllocation);
         if (on_stack && const_size) {
             llvm::Type *at = llvm::ArrayType::get(i8_t, std::max<int64_t>(total, 1));
             Value *p = builder->CreateBitCast(entry_alloca(at, op->name, 64), i8ptr_t);
@@ -1302,7 +1345,8 @@ class CodeGen_LLVM : public IRVisitor {
             size = builder->CreateSelect(codegen(op->condition), size, builder->getInt64(0));
         }
         llvm::MDBuilder mdb(ctx);
-        if (!llvm::isa<llvm::Constant>(overflow) || !llvm::cast<llvm::Constant>(overflow)->isZeroValue()) {
+        if (!llvm::isa<llvm::Constant>(overflow) ||
+            !llvm::cast<llvm::Constant>(overflow)->isZeroValue()) {
             BasicBlock *ok = BasicBlock::Create(ctx, op->name + ".size_ok", function);
             BasicBlock *fail = BasicBlock::Create(ctx, op->name + ".size_overflow", function);
             builder->CreateCondBr(overflow, fail, ok, mdb.createBranchWeights(1, 1 << 20));
@@ -1325,10 +1369,12 @@ class CodeGen_LLVM : public IRVisitor {
             builder->CreateIntrinsic(llvm::Intrinsic::stackrestore, {}, {saved});
             return;
         }
-        Value *p = builder->CreateCall(runtime_fn("loom_malloc", i8ptr_t, {i64_t}), {size}, op->name);
+        Value *p =
+            builder->CreateCall(runtime_fn("loom_malloc", i8ptr_t, {i64_t}), {size}, op->name);
         BasicBlock *ok = BasicBlock::Create(ctx, op->name + ".alloc_ok", function);
         BasicBlock *fail = BasicBlock::Create(ctx, op->name + ".alloc_failed", function);
-        builder->CreateCondBr(builder->CreateIsNull(p), fail, ok, mdb.createBranchWeights(1, 1 << 20));
+        builder->CreateCondBr(builder->CreateIsNull(p), fail, ok,
+                              mdb.createBranchWeights(1, 1 << 20));
         builder->SetInsertPoint(fail);
         builder->CreateCall(runtime_fn("loom_error_begin", void_t, {}));
         append_error_piece(StringImm::make("Out of memory allocating " + op->name + " ("));
@@ -1361,7 +1407,8 @@ class CodeGen_LLVM : public IRVisitor {
         Value *c = codegen(op->condition);
         BasicBlock *then_bb = BasicBlock::Create(ctx, "then", function);
         BasicBlock *after = BasicBlock::Create(ctx, "after_if", function);
-        BasicBlock *else_bb = op->else_case.defined() ? BasicBlock::Create(ctx, "else", function) : after;
+        BasicBlock *else_bb =
+            op->else_case.defined() ? BasicBlock::Create(ctx, "else", function) : after;
         builder->CreateCondBr(c, then_bb, else_bb);
         builder->SetInsertPoint(then_bb);
         codegen(op->then_case);
@@ -1399,8 +1446,8 @@ namespace {
 
 bool is_host_isa(const Target &t) {
     Target h = Target::host();
-    for (Target::Feature f : {Target::SSE41, Target::AVX, Target::AVX2, Target::FMA,
-                              Target::F16C, Target::AVX512}) {
+    for (Target::Feature f :
+         {Target::SSE41, Target::AVX, Target::AVX2, Target::FMA, Target::F16C, Target::AVX512}) {
         if (h.has_feature(f) != t.has_feature(f)) return false;
     }
     return true;
@@ -1457,7 +1504,8 @@ bool host_supports_target(const Target &t, std::string *why) {
         {Target::FMA, "fma"},     {Target::F16C, "f16c"}, {Target::AVX512, "avx512"}};
     std::string missing;
     for (const auto &f : isa) {
-        if (t.has_feature(f.first) && !h.has_feature(f.first)) missing += std::string(" ") + f.second;
+        if (t.has_feature(f.first) && !h.has_feature(f.first))
+            missing += std::string(" ") + f.second;
     }
     if (missing.empty()) return true;
     if (why) *why = "this machine lacks the target feature(s)" + missing;
@@ -1479,7 +1527,8 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t) {
     return tm;
 }
 
-std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t, llvm::LLVMContext &ctx) {
+std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t,
+                                           llvm::LLVMContext &ctx) {
     initialize_llvm();
     CodeGen_LLVM cg(t, ctx);
     return cg.compile(f);

@@ -23,7 +23,8 @@
 //  - exp, log and tanh of float32 are inline polynomials that vectorize
 //    (relative error <= 1.5e-7 for normal results); sin, cos, pow, erf and
 //    every float64 function call libm per lane; sqrt, floor, ceil, round
-//    (ties to even) use LLVM intrinsics. rsqrt is 1 / sqrt(x), exactly rounded twice, not an estimate.
+//    (ties to even) use LLVM intrinsics. rsqrt is 1 / sqrt(x), exactly rounded twice, not an
+//    estimate.
 //  - Loads and stores of different buffer or allocation names are assumed not
 //    to alias (scoped noalias metadata, like C's restrict): a pipeline must
 //    not be called with one buffer as both an input and an output.

@@ -109,8 +109,7 @@ class WeakenSelfCalls : public IRMutator {
     Expr visit(const Call *op) override {
         Expr e = IRMutator::visit(op);
         const Call *c = e.as<Call>();
-        if (c && c->call_type == Call::Func && c->func.get() == self &&
-            c->func.use_count() != 0) {
+        if (c && c->call_type == Call::Func && c->func.get() == self && c->func.use_count() != 0) {
             FunctionPtr weak(FunctionPtr(), self);
             return Call::make(c->type, c->name, c->args, c->call_type, weak, c->value_index,
                               c->param, c->buffer);
@@ -140,8 +139,8 @@ std::vector<Expr> int32_args(const std::string &func, const std::vector<Expr> &a
 
 Expr make_func_call(const FunctionPtr &f, const std::vector<Expr> &args, int index) {
     user_assert(f->init.defined())
-        << "Func " << f->name << " is used before it is defined. Define " << f->name
-        << " (e.g. " << f->name << "(x) = ...) before any definition that calls it.";
+        << "Func " << f->name << " is used before it is defined. Define " << f->name << " (e.g. "
+        << f->name << "(x) = ...) before any definition that calls it.";
     user_assert(args.size() == f->args.size())
         << "Func " << f->name << " has " << f->args.size() << " dimensions but is called with "
         << args.size() << " arguments.";
@@ -155,9 +154,8 @@ Expr make_func_call(const FunctionPtr &f, const std::vector<Expr> &args, int ind
 void check_values(const std::string &func, const std::vector<Expr> &values) {
     user_assert(!values.empty()) << "Definition of Func " << func << " has no values.";
     for (size_t i = 0; i < values.size(); i++) {
-        user_assert(values[i].defined())
-            << "Definition of Func " << func << ": value " << i
-            << " is undefined (an Expr that was never assigned).";
+        user_assert(values[i].defined()) << "Definition of Func " << func << ": value " << i
+                                         << " is undefined (an Expr that was never assigned).";
         user_assert(values[i].type().is_scalar() && !values[i].type().is_handle())
             << "Definition of Func " << func << ": value " << i << " has type "
             << type_to_string(values[i].type()) << "; Funcs hold scalar numbers.";
@@ -177,8 +175,8 @@ void define_pure(FunctionContents &f, const std::vector<Expr> &args,
             << (v ? " = RVar " + v->name : std::string(" that is not a Var"))
             << ". The first definition of a Func must use distinct pure Vars (e.g. f(x, y) = "
                "...); use an update definition for RVars or expressions.";
-        user_assert(!v->param) << "The pure definition of Func " << f.name << " has argument "
-                               << i << " = parameter " << v->name
+        user_assert(!v->param) << "The pure definition of Func " << f.name << " has argument " << i
+                               << " = parameter " << v->name
                                << ". The first definition must use distinct pure Vars.";
         for (const std::string &n : names) {
             user_assert(n != v->name)
@@ -219,9 +217,8 @@ Expr convert_update_value(const FunctionContents &f, size_t i, const Expr &v) {
         }
     }
     user_error << "type mismatch in update of " << f.name << ": value"
-               << (f.output_types.size() > 1 ? " " + std::to_string(i) : std::string())
-               << " " << v << " has type " << type_to_string(v.type()) << " but " << f.name
-               << " has type "
+               << (f.output_types.size() > 1 ? " " + std::to_string(i) : std::string()) << " " << v
+               << " has type " << type_to_string(v.type()) << " but " << f.name << " has type "
                << type_to_string(t) << ". Cast the value (e.g. cast<" << type_to_string(t)
                << ">(...)).";
 }
@@ -250,8 +247,8 @@ void define_update(const FunctionPtr &fp, const std::vector<Expr> &raw_args,
     for (size_t i = 0; i < args.size(); i++) {
         if (const std::string *n = as_pure_var(args[i])) {
             user_assert(*n == f.args[i])
-                << "In an update definition of Func " << f.name << ", Var " << *n
-                << " is argument " << i << ", but the pure definition has " << f.args[i]
+                << "In an update definition of Func " << f.name << ", Var " << *n << " is argument "
+                << i << ", but the pure definition has " << f.args[i]
                 << " there. A pure Var may only be used in its own position; use an RVar or "
                    "an expression elsewhere.";
             pure_at[i] = true;
@@ -268,8 +265,8 @@ void define_update(const FunctionPtr &fp, const std::vector<Expr> &raw_args,
     if (rdom) {
         scan.scan(rdom->predicate);
         user_assert(scan.rdoms.size() == 1)
-            << "The where() condition of RDom " << rdom->name << " uses RVar "
-            << scan.rvar_names[1] << " of another RDom (in the update of Func " << f.name << ").";
+            << "The where() condition of RDom " << rdom->name << " uses RVar " << scan.rvar_names[1]
+            << " of another RDom (in the update of Func " << f.name << ").";
         DefinitionScanner bounds;
         for (const ReductionVariable &rv : rdom->domain) {
             bounds.scan(rv.min);
@@ -476,9 +473,8 @@ InlineReduction analyze_inline(const Expr &e, const std::string &name) {
         << "Inline reduction " << name << "() has no RVar to reduce over. Use an RDom in its "
         << "argument, e.g. " << name << "(f(x, r)) with RDom r.";
     user_assert(scan.rdoms.size() == 1)
-        << "Inline reduction " << name << "() uses RVars of several RDoms ("
-        << scan.rvar_names[0] << " and " << scan.rvar_names[1]
-        << "); one inline reduction reduces over one RDom.";
+        << "Inline reduction " << name << "() uses RVars of several RDoms (" << scan.rvar_names[0]
+        << " and " << scan.rvar_names[1] << "); one inline reduction reduces over one RDom.";
     InlineReduction r;
     r.rdom = scan.rdoms[0];
     // Pure Vars in the where() condition (e.g. a causal mask r <= i) are free

@@ -91,8 +91,7 @@ Expr Reinterpret::make(Type t, Expr value) {
     return n;
 }
 
-Expr Variable::make(Type t, const std::string &name, ParameterPtr param,
-                    ReductionDomainPtr rdom) {
+Expr Variable::make(Type t, const std::string &name, ParameterPtr param, ReductionDomainPtr rdom) {
     auto *n = new Variable;
     n->type = t;
     n->name = name;
@@ -183,8 +182,7 @@ Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
     return n;
 }
 
-Expr Load::make(Type t, const std::string &name, Expr index, Expr predicate,
-                ParameterPtr param) {
+Expr Load::make(Type t, const std::string &name, Expr index, Expr predicate, ParameterPtr param) {
     internal_assert(index.defined() && index.type().is_int()) << "Load index must be an int";
     internal_assert(t.lanes == index.type().lanes) << "Load lanes mismatch";
     if (!predicate.defined()) predicate = UIntImm::make(Bool(), 1);
@@ -233,10 +231,10 @@ Expr Let::make(const std::string &name, Expr value, Expr body) {
     return n;
 }
 
-Expr Call::make(Type t, const std::string &name, const std::vector<Expr> &args,
-                CallType call_type, FunctionPtr func, int value_index, ParameterPtr param,
-                BufferPtr buffer) {
-    for (const Expr &a : args) internal_assert(a.defined()) << "Call to " << name << " has an undefined argument";
+Expr Call::make(Type t, const std::string &name, const std::vector<Expr> &args, CallType call_type,
+                FunctionPtr func, int value_index, ParameterPtr param, BufferPtr buffer) {
+    for (const Expr &a : args)
+        internal_assert(a.defined()) << "Call to " << name << " has an undefined argument";
     auto *n = new Call;
     n->type = t;
     n->name = name;
@@ -287,8 +285,8 @@ Stmt ProducerConsumer::make(const std::string &name, bool is_producer, Stmt body
 
 Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body) {
     internal_assert(min.defined() && extent.defined() && body.defined()) << "For " << name;
-    internal_assert(min.type().is_scalar() && extent.type().is_scalar() &&
-                    min.type().is_int() && extent.type() == min.type())
+    internal_assert(min.type().is_scalar() && extent.type().is_scalar() && min.type().is_int() &&
+                    extent.type() == min.type())
         << "For " << name << " has non-int or mismatched bounds";
     auto *n = new For;
     n->name = name;
@@ -320,8 +318,10 @@ Stmt Store::make(const std::string &name, Expr value, Expr index, Expr predicate
 Stmt Provide::make(const std::string &name, const std::vector<Expr> &values,
                    const std::vector<Expr> &args) {
     internal_assert(!values.empty()) << "Provide to " << name << " with no values";
-    for (const Expr &v : values) internal_assert(v.defined()) << "Provide of undefined value to " << name;
-    for (const Expr &a : args) internal_assert(a.defined()) << "Provide with undefined arg to " << name;
+    for (const Expr &v : values)
+        internal_assert(v.defined()) << "Provide of undefined value to " << name;
+    for (const Expr &a : args)
+        internal_assert(a.defined()) << "Provide with undefined arg to " << name;
     auto *n = new Provide;
     n->name = name;
     n->values = values;
@@ -349,8 +349,8 @@ Stmt Free::make(const std::string &name) {
     return n;
 }
 
-Stmt Realize::make(const std::string &name, const std::vector<Type> &types,
-                   const Region &bounds, Expr condition, Stmt body) {
+Stmt Realize::make(const std::string &name, const std::vector<Type> &types, const Region &bounds,
+                   Expr condition, Stmt body) {
     internal_assert(body.defined()) << "Realize " << name;
     if (!condition.defined()) condition = UIntImm::make(Bool(), 1);
     auto *n = new Realize;

@@ -18,7 +18,8 @@ class Comparer {
         if (a.same_as(b)) return 0;
         if (!a.defined()) return -1;
         if (!b.defined()) return 1;
-        if (int c = cmp_int(static_cast<int>(a.node_type()), static_cast<int>(b.node_type()))) return c;
+        if (int c = cmp_int(static_cast<int>(a.node_type()), static_cast<int>(b.node_type())))
+            return c;
         if (int c = cmp_type(a.type(), b.type())) return c;
         switch (a.node_type()) {
         case IRNodeType::IntImm: return cmp_int(a.as<IntImm>()->value, b.as<IntImm>()->value);
@@ -31,17 +32,20 @@ class Comparer {
             std::memcpy(&by, &y, 8);
             return cmp_uint(bx, by);
         }
-        case IRNodeType::StringImm: return cmp_str(a.as<StringImm>()->value, b.as<StringImm>()->value);
+        case IRNodeType::StringImm:
+            return cmp_str(a.as<StringImm>()->value, b.as<StringImm>()->value);
         case IRNodeType::Cast: return cmp(a.as<Cast>()->value, b.as<Cast>()->value);
-        case IRNodeType::Reinterpret: return cmp(a.as<Reinterpret>()->value, b.as<Reinterpret>()->value);
+        case IRNodeType::Reinterpret:
+            return cmp(a.as<Reinterpret>()->value, b.as<Reinterpret>()->value);
         case IRNodeType::Variable: return cmp_str(a.as<Variable>()->name, b.as<Variable>()->name);
 #define LOOM_BIN(T) \
     case IRNodeType::T: return cmp2(a.as<T>()->a, a.as<T>()->b, b.as<T>()->a, b.as<T>()->b);
-            LOOM_BIN(Add) LOOM_BIN(Sub) LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min)
-            LOOM_BIN(Max) LOOM_BIN(EQ) LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT)
-            LOOM_BIN(GE) LOOM_BIN(And) LOOM_BIN(Or)
+            LOOM_BIN(Add)
+            LOOM_BIN(Sub) LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min) LOOM_BIN(Max)
+                LOOM_BIN(EQ) LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT) LOOM_BIN(GE)
+                    LOOM_BIN(And) LOOM_BIN(Or)
 #undef LOOM_BIN
-        case IRNodeType::Not: return cmp(a.as<Not>()->a, b.as<Not>()->a);
+                        case IRNodeType::Not : return cmp(a.as<Not>()->a, b.as<Not>()->a);
         case IRNodeType::Select: {
             const Select *x = a.as<Select>(), *y = b.as<Select>();
             if (int c = cmp(x->condition, y->condition)) return c;
@@ -88,7 +92,8 @@ class Comparer {
         if (a.same_as(b)) return 0;
         if (!a.defined()) return -1;
         if (!b.defined()) return 1;
-        if (int c = cmp_int(static_cast<int>(a.node_type()), static_cast<int>(b.node_type()))) return c;
+        if (int c = cmp_int(static_cast<int>(a.node_type()), static_cast<int>(b.node_type())))
+            return c;
         switch (a.node_type()) {
         case IRNodeType::LetStmt: {
             const LetStmt *x = a.as<LetStmt>(), *y = b.as<LetStmt>();
@@ -109,7 +114,8 @@ class Comparer {
         case IRNodeType::For: {
             const For *x = a.as<For>(), *y = b.as<For>();
             if (int c = cmp_str(x->name, y->name)) return c;
-            if (int c = cmp_int(static_cast<int>(x->for_type), static_cast<int>(y->for_type))) return c;
+            if (int c = cmp_int(static_cast<int>(x->for_type), static_cast<int>(y->for_type)))
+                return c;
             if (int c = cmp2(x->min, x->extent, y->min, y->extent)) return c;
             return cmp(x->body, y->body);
         }
@@ -129,7 +135,8 @@ class Comparer {
             const Allocate *x = a.as<Allocate>(), *y = b.as<Allocate>();
             if (int c = cmp_str(x->name, y->name)) return c;
             if (int c = cmp_type(x->type, y->type)) return c;
-            if (int c = cmp_int(static_cast<int>(x->memory_type), static_cast<int>(y->memory_type))) return c;
+            if (int c = cmp_int(static_cast<int>(x->memory_type), static_cast<int>(y->memory_type)))
+                return c;
             if (int c = cmp_exprs(x->extents, y->extents)) return c;
             if (int c = cmp(x->condition, y->condition)) return c;
             return cmp(x->body, y->body);

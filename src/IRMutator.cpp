@@ -10,15 +10,18 @@ Expr IRMutator::mutate(const Expr &e) {
     switch (e.node_type()) {
 #define LOOM_CASE(T) \
     case IRNodeType::T: return visit(e.as<T>());
-        LOOM_CASE(IntImm) LOOM_CASE(UIntImm) LOOM_CASE(FloatImm) LOOM_CASE(StringImm)
-        LOOM_CASE(Cast) LOOM_CASE(Reinterpret) LOOM_CASE(Variable) LOOM_CASE(Add)
-        LOOM_CASE(Sub) LOOM_CASE(Mul) LOOM_CASE(Div) LOOM_CASE(Mod) LOOM_CASE(Min)
-        LOOM_CASE(Max) LOOM_CASE(EQ) LOOM_CASE(NE) LOOM_CASE(LT) LOOM_CASE(LE) LOOM_CASE(GT)
-        LOOM_CASE(GE) LOOM_CASE(And) LOOM_CASE(Or) LOOM_CASE(Not) LOOM_CASE(Select)
-        LOOM_CASE(Load) LOOM_CASE(Ramp) LOOM_CASE(Broadcast) LOOM_CASE(Let) LOOM_CASE(Call)
-        LOOM_CASE(VectorReduce)
+        LOOM_CASE(IntImm)
+            LOOM_CASE(UIntImm) LOOM_CASE(FloatImm) LOOM_CASE(StringImm) LOOM_CASE(Cast)
+                LOOM_CASE(Reinterpret) LOOM_CASE(Variable) LOOM_CASE(Add) LOOM_CASE(Sub)
+                    LOOM_CASE(Mul) LOOM_CASE(Div) LOOM_CASE(Mod) LOOM_CASE(Min) LOOM_CASE(Max)
+                        LOOM_CASE(EQ) LOOM_CASE(NE) LOOM_CASE(LT) LOOM_CASE(LE) LOOM_CASE(GT)
+                            LOOM_CASE(GE) LOOM_CASE(And) LOOM_CASE(Or) LOOM_CASE(Not)
+                                LOOM_CASE(Select) LOOM_CASE(Load) LOOM_CASE(Ramp)
+                                    LOOM_CASE(Broadcast) LOOM_CASE(Let) LOOM_CASE(Call)
+                                        LOOM_CASE(VectorReduce)
 #undef LOOM_CASE
-    default: internal_error << "mutate(Expr) called on a statement";
+                                            default : internal_error
+                                                      << "mutate(Expr) called on a statement";
     }
 }
 
@@ -27,11 +30,13 @@ Stmt IRMutator::mutate(const Stmt &s) {
     switch (s.node_type()) {
 #define LOOM_CASE(T) \
     case IRNodeType::T: return visit(s.as<T>());
-        LOOM_CASE(LetStmt) LOOM_CASE(AssertStmt) LOOM_CASE(ProducerConsumer) LOOM_CASE(For)
-        LOOM_CASE(Store) LOOM_CASE(Provide) LOOM_CASE(Allocate) LOOM_CASE(Free)
-        LOOM_CASE(Realize) LOOM_CASE(Block) LOOM_CASE(IfThenElse) LOOM_CASE(Evaluate)
+        LOOM_CASE(LetStmt)
+            LOOM_CASE(AssertStmt) LOOM_CASE(ProducerConsumer) LOOM_CASE(For) LOOM_CASE(Store)
+                LOOM_CASE(Provide) LOOM_CASE(Allocate) LOOM_CASE(Free) LOOM_CASE(Realize)
+                    LOOM_CASE(Block) LOOM_CASE(IfThenElse) LOOM_CASE(Evaluate)
 #undef LOOM_CASE
-    default: internal_error << "mutate(Stmt) called on an expression";
+                        default : internal_error
+                                  << "mutate(Stmt) called on an expression";
     }
 }
 
@@ -59,11 +64,11 @@ Expr IRMutator::visit(const Reinterpret *op) {
     return v.same_as(op->value) ? Expr(op) : Reinterpret::make(op->type, v);
 }
 
-#define LOOM_MUTATE_BINARY(T)                                       \
-    Expr IRMutator::visit(const T *op) {                            \
-        Expr a = mutate(op->a), b = mutate(op->b);                  \
-        if (a.same_as(op->a) && b.same_as(op->b)) return op;        \
-        return T::make(std::move(a), std::move(b));                 \
+#define LOOM_MUTATE_BINARY(T)                                \
+    Expr IRMutator::visit(const T *op) {                     \
+        Expr a = mutate(op->a), b = mutate(op->b);           \
+        if (a.same_as(op->a) && b.same_as(op->b)) return op; \
+        return T::make(std::move(a), std::move(b));          \
     }
 LOOM_MUTATE_BINARY(Add)
 LOOM_MUTATE_BINARY(Sub)
@@ -88,7 +93,8 @@ Expr IRMutator::visit(const Not *op) {
 }
 Expr IRMutator::visit(const Select *op) {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
-    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return op;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+        return op;
     return Select::make(c, t, f);
 }
 Expr IRMutator::visit(const Load *op) {
@@ -114,8 +120,8 @@ Expr IRMutator::visit(const Call *op) {
     bool changed = false;
     std::vector<Expr> args = mutate_exprs(op->args, &changed);
     if (!changed) return op;
-    return Call::make(op->type, op->name, args, op->call_type, op->func, op->value_index,
-                      op->param, op->buffer);
+    return Call::make(op->type, op->name, args, op->call_type, op->func, op->value_index, op->param,
+                      op->buffer);
 }
 Expr IRMutator::visit(const VectorReduce *op) {
     Expr v = mutate(op->value);

@@ -131,8 +131,7 @@ Expr convert_literal(const Expr &lit, Type t, const char *op) {
     if (const IntImm *i = lit.as<IntImm>()) {
         user_assert(t.element_of().can_represent(i->value) || t.is_float())
             << "The constant " << i->value << " does not fit in " << type_to_string(t)
-            << ", the type of the other operand of '" << op
-            << "'. Cast one side explicitly.";
+            << ", the type of the other operand of '" << op << "'. Cast one side explicitly.";
         return make_const(t, i->value);
     }
     const FloatImm *f = lit.as<FloatImm>();
@@ -157,8 +156,9 @@ void match_types(Expr &a, Expr &b, const char *op) {
     if (ta.lanes != tb.lanes) {
         if (ta.is_scalar()) a = Broadcast::make(a, tb.lanes);
         else if (tb.is_scalar()) b = Broadcast::make(b, ta.lanes);
-        else user_error << "Operator '" << op << "' between vectors of " << ta.lanes << " and "
-                        << tb.lanes << " lanes.";
+        else
+            user_error << "Operator '" << op << "' between vectors of " << ta.lanes << " and "
+                       << tb.lanes << " lanes.";
         ta = a.type();
         tb = b.type();
     }
@@ -249,8 +249,8 @@ Expr to_bool(Expr e, const char *op) {
 Expr require_int(Expr e, const char *op) {
     user_assert(e.defined()) << "An operand of '" << op << "' is undefined.";
     user_assert(e.type().is_int_or_uint())
-        << "Operator '" << op << "' needs integer operands, but got a "
-        << type_to_string(e.type()) << ".";
+        << "Operator '" << op << "' needs integer operands, but got a " << type_to_string(e.type())
+        << ".";
     return e;
 }
 
@@ -280,12 +280,30 @@ Expr operator-(Expr a) {
     user_assert(a.defined()) << "Negation of an undefined Expr.";
     return Sub::make(make_zero(a.type()), a);
 }
-Expr operator==(Expr a, Expr b) { match_types(a, b, "=="); return EQ::make(a, b); }
-Expr operator!=(Expr a, Expr b) { match_types(a, b, "!="); return NE::make(a, b); }
-Expr operator<(Expr a, Expr b) { match_types(a, b, "<"); return LT::make(a, b); }
-Expr operator<=(Expr a, Expr b) { match_types(a, b, "<="); return LE::make(a, b); }
-Expr operator>(Expr a, Expr b) { match_types(a, b, ">"); return GT::make(a, b); }
-Expr operator>=(Expr a, Expr b) { match_types(a, b, ">="); return GE::make(a, b); }
+Expr operator==(Expr a, Expr b) {
+    match_types(a, b, "==");
+    return EQ::make(a, b);
+}
+Expr operator!=(Expr a, Expr b) {
+    match_types(a, b, "!=");
+    return NE::make(a, b);
+}
+Expr operator<(Expr a, Expr b) {
+    match_types(a, b, "<");
+    return LT::make(a, b);
+}
+Expr operator<=(Expr a, Expr b) {
+    match_types(a, b, "<=");
+    return LE::make(a, b);
+}
+Expr operator>(Expr a, Expr b) {
+    match_types(a, b, ">");
+    return GT::make(a, b);
+}
+Expr operator>=(Expr a, Expr b) {
+    match_types(a, b, ">=");
+    return GE::make(a, b);
+}
 Expr operator&&(Expr a, Expr b) {
     a = to_bool(a, "&&");
     b = to_bool(b, "&&");
@@ -300,12 +318,12 @@ Expr operator||(Expr a, Expr b) {
 }
 Expr operator!(Expr a) { return Not::make(to_bool(a, "!")); }
 
-#define LOOM_BITWISE(OP, NAME)                                            \
-    Expr operator OP(Expr a, Expr b) {                                    \
-        a = require_int(a, #OP);                                          \
-        b = require_int(b, #OP);                                          \
-        match_types(a, b, #OP);                                           \
-        return make_intrinsic(a.type(), Call::NAME, {a, b});              \
+#define LOOM_BITWISE(OP, NAME)                               \
+    Expr operator OP(Expr a, Expr b) {                       \
+        a = require_int(a, #OP);                             \
+        b = require_int(b, #OP);                             \
+        match_types(a, b, #OP);                              \
+        return make_intrinsic(a.type(), Call::NAME, {a, b}); \
     }
 LOOM_BITWISE(&, bitwise_and)
 LOOM_BITWISE(|, bitwise_or)
@@ -323,8 +341,14 @@ Expr &operator-=(Expr &a, Expr b) { return a = a - std::move(b); }
 Expr &operator*=(Expr &a, Expr b) { return a = a * std::move(b); }
 Expr &operator/=(Expr &a, Expr b) { return a = a / std::move(b); }
 
-Expr min(Expr a, Expr b) { match_types(a, b, "min"); return Min::make(a, b); }
-Expr max(Expr a, Expr b) { match_types(a, b, "max"); return Max::make(a, b); }
+Expr min(Expr a, Expr b) {
+    match_types(a, b, "min");
+    return Min::make(a, b);
+}
+Expr max(Expr a, Expr b) {
+    match_types(a, b, "max");
+    return Max::make(a, b);
+}
 Expr clamp(Expr x, Expr lo, Expr hi) {
     user_assert(x.defined() && lo.defined() && hi.defined()) << "clamp() of an undefined Expr.";
     Type t = x.type();

@@ -25,8 +25,9 @@ std::string float_to_string(double v, Type t) {
         o << std::setprecision(prec) << v;
         best = o.str();
         double back = std::stod(best);
-        bool same = t.bits == 32 && !t.is_bfloat() ? static_cast<float>(back) == static_cast<float>(v)
-                                                   : back == v;
+        bool same = t.bits == 32 && !t.is_bfloat()
+                        ? static_cast<float>(back) == static_cast<float>(v)
+                        : back == v;
         if (same) break;
     }
     // Keep a float literal recognizable as one.

@@ -11,7 +11,7 @@ void IRVisitor::visit(const Cast *op) { op->value.accept(this); }
 void IRVisitor::visit(const Reinterpret *op) { op->value.accept(this); }
 void IRVisitor::visit(const Variable *) {}
 
-#define LOOM_VISIT_BINARY(T)            \
+#define LOOM_VISIT_BINARY(T)             \
     void IRVisitor::visit(const T *op) { \
         op->a.accept(this);              \
         op->b.accept(this);              \

@@ -33,8 +33,8 @@
 #include "Scope.h"
 #include "Util.h"
 #include "loom/Error.h"
-#include "loom/Interpreter.h"
 #include "loom/IROperator.h"
+#include "loom/Interpreter.h"
 #include "loom/Param.h"
 
 namespace loom {
@@ -159,8 +159,18 @@ Val load_elem(Type t, const uint8_t *p) {
     uint64_t b = 0;
     switch (t.bytes()) {
     case 1: b = *p; break;
-    case 2: { uint16_t x; std::memcpy(&x, p, 2); b = x; break; }
-    case 4: { uint32_t x; std::memcpy(&x, p, 4); b = x; break; }
+    case 2: {
+        uint16_t x;
+        std::memcpy(&x, p, 2);
+        b = x;
+        break;
+    }
+    case 4: {
+        uint32_t x;
+        std::memcpy(&x, p, 4);
+        b = x;
+        break;
+    }
     case 8: std::memcpy(&b, p, 8); break;
     default: internal_error << "interpreter: element type " << type_to_string(t);
     }
@@ -175,8 +185,16 @@ void store_elem(Type t, uint8_t *p, Val v) {
     uint64_t b = to_bits(t, v);
     switch (t.bytes()) {
     case 1: *p = static_cast<uint8_t>(b); break;
-    case 2: { uint16_t x = static_cast<uint16_t>(b); std::memcpy(p, &x, 2); break; }
-    case 4: { uint32_t x = static_cast<uint32_t>(b); std::memcpy(p, &x, 4); break; }
+    case 2: {
+        uint16_t x = static_cast<uint16_t>(b);
+        std::memcpy(p, &x, 2);
+        break;
+    }
+    case 4: {
+        uint32_t x = static_cast<uint32_t>(b);
+        std::memcpy(p, &x, 4);
+        break;
+    }
     case 8: std::memcpy(p, &b, 8); break;
     default: internal_error << "interpreter: element type " << type_to_string(t);
     }
@@ -200,11 +218,42 @@ Expr val_to_expr(Type t, Val v) {
 // Compiled expressions.
 
 enum class Op : uint8_t {
-    Const, Var, Cast, Reinterpret,
-    Add, Sub, Mul, Div, Mod, Min, Max,
-    EQ, NE, LT, LE, GT, GE, And, Or, Not,
-    Select, Let, Image, FuncCall, SelfCall, Math1, Math2,
-    Abs, BitAnd, BitOr, BitXor, BitNot, Shl, Shr, Identity, DivRoundUp,
+    Const,
+    Var,
+    Cast,
+    Reinterpret,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Min,
+    Max,
+    EQ,
+    NE,
+    LT,
+    LE,
+    GT,
+    GE,
+    And,
+    Or,
+    Not,
+    Select,
+    Let,
+    Image,
+    FuncCall,
+    SelfCall,
+    Math1,
+    Math2,
+    Abs,
+    BitAnd,
+    BitOr,
+    BitXor,
+    BitNot,
+    Shl,
+    Shr,
+    Identity,
+    DivRoundUp,
 };
 
 enum class Math : uint8_t { Exp, Log, Sqrt, Rsqrt, Tanh, Sin, Cos, Floor, Ceil, Round, Erf, Pow };
@@ -224,8 +273,8 @@ struct Code {
     Op op;
     Type type;
     Val imm{};
-    int slot = -1;             // Var, Let
-    Math math = Math::Exp;     // Math1, Math2
+    int slot = -1;          // Var, Let
+    Math math = Math::Exp;  // Math1, Math2
     FuncState *callee = nullptr;
     int value_index = 0;
     const ImageRef *image = nullptr;
@@ -255,12 +304,12 @@ constexpr int kMaxDims = 32;
 
 /** The materialized values of one slice of a Func with updates. */
 struct Slice {
-    std::vector<int> point;           // full coordinates; slice dims hold the key
-    std::vector<int> lo, extent;      // the box, per box dimension
-    std::vector<int64_t> stride;      // cell strides, per box dimension
+    std::vector<int> point;       // full coordinates; slice dims hold the key
+    std::vector<int> lo, extent;  // the box, per box dimension
+    std::vector<int64_t> stride;  // cell strides, per box dimension
     int64_t cells = 0;
-    std::vector<Val> data;            // cell * outputs + value_index
-    std::vector<uint8_t> has;         // whether the cell holds a value yet
+    std::vector<Val> data;     // cell * outputs + value_index
+    std::vector<uint8_t> has;  // whether the cell holds a value yet
     bool busy = false;
 };
 
@@ -269,8 +318,8 @@ struct Update {
     const Code *predicate = nullptr;
     bool predicate_reads_self = false;
     std::vector<const Code *> self_calls;
-    std::vector<bool> pure_at;        // per dimension: the arg is the pure Var
-    std::vector<int> rmin, rextent;   // the RDom, outermost first
+    std::vector<bool> pure_at;       // per dimension: the arg is the pure Var
+    std::vector<int> rmin, rextent;  // the RDom, outermost first
     int frame = 0;
 };
 
@@ -380,9 +429,8 @@ const ImageRef *Interp::image_ref(const Call *op) {
     if (op->param) {
         b = op->param->buffer;
         if (!b.defined()) {
-            runtime_error_report << "BufferParam " << op->name
-                                 << " is not bound to a buffer; call " << op->name
-                                 << ".set(buffer) before interpreting.";
+            runtime_error_report << "BufferParam " << op->name << " is not bound to a buffer; call "
+                                 << op->name << ".set(buffer) before interpreting.";
         }
     } else if (op->buffer) {
         b.contents = op->buffer;
@@ -444,12 +492,13 @@ const Code *Interp::compile(const Expr &e, Scope<int> &slots, int &nslots, FuncS
                             const std::string &context) {
     internal_assert(e.defined()) << "interpreter: undefined Expr in " << context;
     Type t = e.type();
-    user_assert(t.is_scalar())
-        << "The interpreter evaluates scalar definitions only, but " << context
-        << " contains a vector of type " << type_to_string(t) << ".";
+    user_assert(t.is_scalar()) << "The interpreter evaluates scalar definitions only, but "
+                               << context << " contains a vector of type " << type_to_string(t)
+                               << ".";
     auto bin = [&](Op op, const Expr &a, const Expr &b) {
         Code *c = node(op, t);
-        c->kids = {compile(a, slots, nslots, self, context), compile(b, slots, nslots, self, context)};
+        c->kids = {compile(a, slots, nslots, self, context),
+                   compile(b, slots, nslots, self, context)};
         return c;
     };
     switch (e.node_type()) {
@@ -500,21 +549,66 @@ const Code *Interp::compile(const Expr &e, Scope<int> &slots, int &nslots, FuncS
         user_error << "The interpreter found Var " << op->name << " free in " << context
                    << " (it is not an argument of the definition, an RVar or a Param).";
     }
-    case IRNodeType::Add: { auto *op = e.as<Add>(); return bin(Op::Add, op->a, op->b); }
-    case IRNodeType::Sub: { auto *op = e.as<Sub>(); return bin(Op::Sub, op->a, op->b); }
-    case IRNodeType::Mul: { auto *op = e.as<Mul>(); return bin(Op::Mul, op->a, op->b); }
-    case IRNodeType::Div: { auto *op = e.as<Div>(); return bin(Op::Div, op->a, op->b); }
-    case IRNodeType::Mod: { auto *op = e.as<Mod>(); return bin(Op::Mod, op->a, op->b); }
-    case IRNodeType::Min: { auto *op = e.as<Min>(); return bin(Op::Min, op->a, op->b); }
-    case IRNodeType::Max: { auto *op = e.as<Max>(); return bin(Op::Max, op->a, op->b); }
-    case IRNodeType::EQ: { auto *op = e.as<EQ>(); return bin(Op::EQ, op->a, op->b); }
-    case IRNodeType::NE: { auto *op = e.as<NE>(); return bin(Op::NE, op->a, op->b); }
-    case IRNodeType::LT: { auto *op = e.as<LT>(); return bin(Op::LT, op->a, op->b); }
-    case IRNodeType::LE: { auto *op = e.as<LE>(); return bin(Op::LE, op->a, op->b); }
-    case IRNodeType::GT: { auto *op = e.as<GT>(); return bin(Op::GT, op->a, op->b); }
-    case IRNodeType::GE: { auto *op = e.as<GE>(); return bin(Op::GE, op->a, op->b); }
-    case IRNodeType::And: { auto *op = e.as<And>(); return bin(Op::And, op->a, op->b); }
-    case IRNodeType::Or: { auto *op = e.as<Or>(); return bin(Op::Or, op->a, op->b); }
+    case IRNodeType::Add: {
+        auto *op = e.as<Add>();
+        return bin(Op::Add, op->a, op->b);
+    }
+    case IRNodeType::Sub: {
+        auto *op = e.as<Sub>();
+        return bin(Op::Sub, op->a, op->b);
+    }
+    case IRNodeType::Mul: {
+        auto *op = e.as<Mul>();
+        return bin(Op::Mul, op->a, op->b);
+    }
+    case IRNodeType::Div: {
+        auto *op = e.as<Div>();
+        return bin(Op::Div, op->a, op->b);
+    }
+    case IRNodeType::Mod: {
+        auto *op = e.as<Mod>();
+        return bin(Op::Mod, op->a, op->b);
+    }
+    case IRNodeType::Min: {
+        auto *op = e.as<Min>();
+        return bin(Op::Min, op->a, op->b);
+    }
+    case IRNodeType::Max: {
+        auto *op = e.as<Max>();
+        return bin(Op::Max, op->a, op->b);
+    }
+    case IRNodeType::EQ: {
+        auto *op = e.as<EQ>();
+        return bin(Op::EQ, op->a, op->b);
+    }
+    case IRNodeType::NE: {
+        auto *op = e.as<NE>();
+        return bin(Op::NE, op->a, op->b);
+    }
+    case IRNodeType::LT: {
+        auto *op = e.as<LT>();
+        return bin(Op::LT, op->a, op->b);
+    }
+    case IRNodeType::LE: {
+        auto *op = e.as<LE>();
+        return bin(Op::LE, op->a, op->b);
+    }
+    case IRNodeType::GT: {
+        auto *op = e.as<GT>();
+        return bin(Op::GT, op->a, op->b);
+    }
+    case IRNodeType::GE: {
+        auto *op = e.as<GE>();
+        return bin(Op::GE, op->a, op->b);
+    }
+    case IRNodeType::And: {
+        auto *op = e.as<And>();
+        return bin(Op::And, op->a, op->b);
+    }
+    case IRNodeType::Or: {
+        auto *op = e.as<Or>();
+        return bin(Op::Or, op->a, op->b);
+    }
     case IRNodeType::Not: {
         Code *c = node(Op::Not, t);
         c->kids = {compile(e.as<Not>()->a, slots, nslots, self, context)};
@@ -567,7 +661,8 @@ const Code *Interp::compile(const Expr &e, Scope<int> &slots, int &nslots, FuncS
             {"round", Math::Round}, {"erf", Math::Erf},
         };
         std::string base = op->name;
-        if (ends_with(base, "_f32") || ends_with(base, "_f64")) base = base.substr(0, base.size() - 4);
+        if (ends_with(base, "_f32") || ends_with(base, "_f64"))
+            base = base.substr(0, base.size() - 4);
         auto m = math1.find(base);
         if (m != math1.end() && args.size() == 1 && t.is_float()) {
             Code *c = node(Op::Math1, t);
@@ -646,8 +741,10 @@ void Interp::compile_func(FuncState *st) {
             Scope<int> none;
             int m = 0;
             std::vector<Val> frame(1);
-            const Code *lo = compile(rv.min, none, m, nullptr, "the bounds of RDom " + d.rdom->name);
-            const Code *ex = compile(rv.extent, none, m, nullptr, "the bounds of RDom " + d.rdom->name);
+            const Code *lo =
+                compile(rv.min, none, m, nullptr, "the bounds of RDom " + d.rdom->name);
+            const Code *ex =
+                compile(rv.extent, none, m, nullptr, "the bounds of RDom " + d.rdom->name);
             frame.resize(std::max(m, 1));
             u.rmin.push_back(static_cast<int>(eval(lo, frame.data(), nullptr).i));
             u.rextent.push_back(static_cast<int>(eval(ex, frame.data(), nullptr).i));
@@ -846,8 +943,8 @@ Val Interp::eval(const Code *c, Val *frame, Slice *slice) {
         for (int d = 0; d < n; d++) coords[d] = static_cast<int>(eval(c->kids[d], frame, slice).i);
         int64_t off = 0;
         for (int d = 0; d < n; d++) {
-            if (coords[d] < im.min[d] || static_cast<int64_t>(coords[d]) >=
-                                             static_cast<int64_t>(im.min[d]) + im.extent[d]) {
+            if (coords[d] < im.min[d] ||
+                static_cast<int64_t>(coords[d]) >= static_cast<int64_t>(im.min[d]) + im.extent[d]) {
                 runtime_error_report << "Buffer " << im.name << " is read at "
                                      << point_to_string(coords, n) << ", out of bounds: coordinate "
                                      << coords[d] << " of dimension " << d
@@ -1042,9 +1139,8 @@ void Interp::compute_box(FuncState *st, Slice *s) {
     for (int j = static_cast<int>(nb) - 1; j >= 0; j--) {
         int64_t ext = hi[j] < lo[j] ? 0 : hi[j] - lo[j] + 1;
         user_assert(ext < (int64_t(1) << 31))
-            << "Func " << st->fn->name << ": its update definitions touch a range of "
-            << ext << " points in dimension " << st->box_dims[j]
-            << ", too many for the interpreter.";
+            << "Func " << st->fn->name << ": its update definitions touch a range of " << ext
+            << " points in dimension " << st->box_dims[j] << ", too many for the interpreter.";
         s->lo[j] = hi[j] < lo[j] ? 0 : static_cast<int>(lo[j]);
         s->extent[j] = static_cast<int>(ext);
         s->stride[j] = std::max<int64_t>(cells, 1);
@@ -1078,7 +1174,8 @@ std::unique_ptr<Slice> Interp::materialize(FuncState *st, const int *c, const Sl
         }
         if (!st->hint_min.empty() && st->hint_extent[d] > 0) {
             lo = std::min<int64_t>(lo, st->hint_min[d]);
-            hi = std::max<int64_t>(hi, static_cast<int64_t>(st->hint_min[d]) + st->hint_extent[d] - 1);
+            hi = std::max<int64_t>(hi,
+                                   static_cast<int64_t>(st->hint_min[d]) + st->hint_extent[d] - 1);
         }
         s->lo[j] = static_cast<int>(lo);
         s->extent[j] = static_cast<int>(hi - lo + 1);
@@ -1119,9 +1216,9 @@ std::unique_ptr<Slice> Interp::materialize(FuncState *st, const int *c, const Sl
                 coords[d] = static_cast<int>(eval(u.args[d], frame.data(), s.get()).i);
             }
             int64_t cell = cell_index(st, s.get(), coords);
-            internal_assert(cell >= 0) << "interpreter: update of " << st->fn->name
-                                       << " writes " << point_to_string(coords, st->dims)
-                                       << " outside the box it computed";
+            internal_assert(cell >= 0)
+                << "interpreter: update of " << st->fn->name << " writes "
+                << point_to_string(coords, st->dims) << " outside the box it computed";
             for (int o = 0; o < st->outs; o++) s->data[cell * st->outs + o] = values[o];
             s->has[cell] = 1;
         });
@@ -1161,7 +1258,8 @@ Val Interp::get(FuncState *st, const int *c, int vi) {
         for (size_t j = 0; j < st->box_dims.size(); j++) {
             int x = c[st->box_dims[j]];
             if (st->request_driven[j] &&
-                (x < s->lo[j] || static_cast<int64_t>(x) >= static_cast<int64_t>(s->lo[j]) + s->extent[j])) {
+                (x < s->lo[j] ||
+                 static_cast<int64_t>(x) >= static_cast<int64_t>(s->lo[j]) + s->extent[j])) {
                 rebuild = true;
             }
         }
@@ -1212,18 +1310,19 @@ void interpret_functions(const std::vector<FunctionPtr> &outputs,
         for (int o = 0; o < outs; o++) {
             const RawBuffer &b = buffers[bi + o];
             if (!b.defined()) {
-                runtime_error_report << "The output buffer for Func " << f->name << " is undefined.";
+                runtime_error_report << "The output buffer for Func " << f->name
+                                     << " is undefined.";
             }
             if (b.type() != f->output_types[o]) {
                 runtime_error_report << "The output buffer " << b.name() << " for Func " << f->name
-                                     << " holds " << type_to_string(b.type()) << " but "
-                                     << f->name << (outs > 1 ? " output " + std::to_string(o) : "")
-                                     << " is " << type_to_string(f->output_types[o]) << ".";
+                                     << " holds " << type_to_string(b.type()) << " but " << f->name
+                                     << (outs > 1 ? " output " + std::to_string(o) : "") << " is "
+                                     << type_to_string(f->output_types[o]) << ".";
             }
             if (b.dimensions() != dims) {
-                runtime_error_report << "The output buffer " << b.name() << " for Func "
-                                     << f->name << " has " << b.dimensions() << " dimensions but "
-                                     << f->name << " has " << dims << ".";
+                runtime_error_report << "The output buffer " << b.name() << " for Func " << f->name
+                                     << " has " << b.dimensions() << " dimensions but " << f->name
+                                     << " has " << dims << ".";
             }
             for (int d = 0; d < dims; d++) {
                 if (b.dim_min(d) != b0.dim_min(d) || b.extent(d) != b0.extent(d)) {

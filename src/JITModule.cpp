@@ -15,10 +15,10 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <cmath>
 #include <dlfcn.h>
-#include <cstring>
 #include <math.h>
+#include <cmath>
+#include <cstring>
 
 #include "CodeGen_LLVM.h"
 #include "loom/Error.h"
@@ -149,7 +149,8 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Standard;
 
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
-    if (!jit) internal_error << "Could not create the LLVM JIT: " << llvm_error_string(jit.takeError());
+    if (!jit)
+        internal_error << "Could not create the LLVM JIT: " << llvm_error_string(jit.takeError());
     llvm::orc::LLJIT &J = **jit;
 
     llvm::orc::SymbolMap symbols;
@@ -158,12 +159,16 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
             llvm::pointerToJITTargetAddress(s.second),
             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
     }
-    if (llvm::Error e = J.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
-        internal_error << "Could not define the Loom runtime symbols: " << llvm_error_string(std::move(e));
+    if (llvm::Error e =
+            J.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
+        internal_error << "Could not define the Loom runtime symbols: "
+                       << llvm_error_string(std::move(e));
     }
     auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
         J.getDataLayout().getGlobalPrefix());
-    if (!gen) internal_error << "Could not search the process for symbols: " << llvm_error_string(gen.takeError());
+    if (!gen)
+        internal_error << "Could not search the process for symbols: "
+                       << llvm_error_string(gen.takeError());
     J.getMainJITDylib().addGenerator(std::move(*gen));
 
     m->setDataLayout(J.getDataLayout());
@@ -173,7 +178,8 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     }
     auto sym = J.lookup(entry_name);
     if (!sym) {
-        internal_error << "JIT compilation of " << f.name << " failed: " << llvm_error_string(sym.takeError());
+        internal_error << "JIT compilation of " << f.name
+                       << " failed: " << llvm_error_string(sym.takeError());
     }
     result->entry_ = reinterpret_cast<Entry>(static_cast<uintptr_t>(sym->getAddress()));
     result->impl_ = std::make_unique<Impl>();

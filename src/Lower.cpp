@@ -10,8 +10,8 @@
 
 #include "Bounds.h"
 #include "BoundsInference.h"
-#include "IRPrinter.h"
 #include "IRMutator.h"
+#include "IRPrinter.h"
 #include "IRVisitor.h"
 #include "PartitionLoops.h"
 #include "ScheduleFunctions.h"
@@ -61,7 +61,8 @@ void check_placement(const Stmt &s, const LoweringEnv &env) {
             set.erase(op->name);
         }
         void visit(const Call *op) override {
-            if (op->call_type == Call::Func && !env->is_output(op->name) && !producing.count(op->name)) {
+            if (op->call_type == Call::Func && !env->is_output(op->name) &&
+                !producing.count(op->name)) {
                 user_assert(consuming.count(op->name))
                     << "Func " << op->name << " is used outside the loop where it is computed ("
                     << env->schedules.at(op->name).compute_level.to_string()
@@ -104,14 +105,16 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
             Expr ok = mx < mn || (bmin <= mn && mx <= bmin + bext - 1);
             checks.push_back(AssertStmt::make(
                 simplify(ok),
-                error_message({StringImm::make(std::string(role) + " buffer " + buf + " is " +
-                                               verb + " over ["),
-                               mn, StringImm::make(", "), mx,
-                               StringImm::make("] in dimension " + k + ", but it covers only ["),
-                               bmin, StringImm::make(", "), bmin + bext - 1,
-                               StringImm::make("]. Pass a larger buffer" +
-                                               std::string(func.empty() ? "" : " or change the schedule of " + func) +
-                                               ".")})));
+                error_message(
+                    {StringImm::make(std::string(role) + " buffer " + buf + " is " + verb +
+                                     " over ["),
+                     mn, StringImm::make(", "), mx,
+                     StringImm::make("] in dimension " + k + ", but it covers only ["), bmin,
+                     StringImm::make(", "), bmin + bext - 1,
+                     StringImm::make(
+                         "]. Pass a larger buffer" +
+                         std::string(func.empty() ? "" : " or change the schedule of " + func) +
+                         ".")})));
         }
     };
     for (const ParameterPtr &p : inputs) {
@@ -129,12 +132,14 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
         auto it = written.find(f->name);
         if (it == written.end()) continue;
         for (size_t i = 0; i < f->output_types.size(); i++) {
-            check(output_buffer_name(f, static_cast<int>(i)), f->name, it->second, "Output", "written");
+            check(output_buffer_name(f, static_cast<int>(i)), f->name, it->second, "Output",
+                  "written");
         }
         auto r = read.find(f->name);
         if (r != read.end()) {
             for (size_t i = 0; i < f->output_types.size(); i++) {
-                check(output_buffer_name(f, static_cast<int>(i)), f->name, r->second, "Output", "read");
+                check(output_buffer_name(f, static_cast<int>(i)), f->name, r->second, "Output",
+                      "read");
             }
         }
     }
@@ -160,14 +165,16 @@ Stmt assume_dense_innermost(const Stmt &s, const std::vector<DenseBuffer> &buffe
         std::string k = std::to_string(b.dimensions - 1);
         std::string stride = b.name + ".stride." + k;
         body = substitute(stride, make_one(Int(32)), body);
-        std::string advice = b.is_input ? "Pass a dense buffer, or call allow_strided_innermost() on "
-                                          "the BufferParam."
-                                        : "Pass a dense output buffer.";
+        std::string advice = b.is_input
+                                 ? "Pass a dense buffer, or call allow_strided_innermost() on "
+                                   "the BufferParam."
+                                 : "Pass a dense output buffer.";
         checks.push_back(AssertStmt::make(
             int_var(stride) == 1,
-            error_message({StringImm::make("Buffer " + b.name + " has stride "), int_var(stride),
-                           StringImm::make(" in its innermost dimension " + k +
-                                           "; Loom expects it to be contiguous (stride 1). " + advice)})));
+            error_message(
+                {StringImm::make("Buffer " + b.name + " has stride "), int_var(stride),
+                 StringImm::make(" in its innermost dimension " + k +
+                                 "; Loom expects it to be contiguous (stride 1). " + advice)})));
     }
     checks.push_back(body);
     return Block::make(checks);
@@ -194,8 +201,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     LoweringResult result;
     result.params = find_parameters(env.funcs);
-    std::stable_sort(result.params.begin(), result.params.end(),
-                     [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });
+    std::stable_sort(
+        result.params.begin(), result.params.end(),
+        [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });
     s = add_buffer_checks(s, result.params, env);
     debug_print("add_buffer_checks", s);
 
@@ -205,7 +213,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     std::vector<DenseBuffer> dense;
     for (const ParameterPtr &p : result.params) {
-        if (p->is_buffer && p->innermost_stride_one) dense.push_back({p->name, p->dimensions, true});
+        if (p->is_buffer && p->innermost_stride_one)
+            dense.push_back({p->name, p->dimensions, true});
     }
     for (const FunctionPtr &out : outputs) {
         for (size_t i = 0; i < out->output_types.size(); i++) {
@@ -240,7 +249,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         a.type = p->type;
         a.dimensions = p->dimensions;
         f.args.push_back(a);
-        result.arguments.push_back({p->name, p->is_buffer ? Argument::InputBuffer : Argument::InputScalar,
+        result.arguments.push_back({p->name,
+                                    p->is_buffer ? Argument::InputBuffer : Argument::InputScalar,
                                     p->type, p->dimensions});
     }
     for (const FunctionPtr &out : outputs) {

@@ -15,8 +15,8 @@ namespace internal {
 
 struct LoweringResult {
     LoweredFunc func;
-    std::vector<Argument> arguments;  // public view of func.args
-    std::vector<ParameterPtr> params; // inputs, in argument order
+    std::vector<Argument> arguments;   // public view of func.args
+    std::vector<ParameterPtr> params;  // inputs, in argument order
 };
 
 /** Runs every lowering pass in order. With LOOM_DEBUG set in the

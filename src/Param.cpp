@@ -37,8 +37,8 @@ BufferParam::BufferParam(Type t, int dimensions, const std::string &name) {
 
 Dimension BufferParam::dim(int d) const {
     user_assert(d >= 0 && d < param->dimensions)
-        << "BufferParam " << param->name << " has " << param->dimensions
-        << " dimensions, so dim(" << d << ") does not exist.";
+        << "BufferParam " << param->name << " has " << param->dimensions << " dimensions, so dim("
+        << d << ") does not exist.";
     return Dimension(param, d);
 }
 
@@ -67,11 +67,11 @@ Expr BufferParam::operator()(const std::vector<Expr> &args) const {
     std::vector<Expr> int_args;
     for (size_t i = 0; i < args.size(); i++) {
         const Expr &a = args[i];
-        user_assert(a.defined()) << "Argument " << i << " of a call to BufferParam "
-                                 << param->name << " is undefined.";
+        user_assert(a.defined()) << "Argument " << i << " of a call to BufferParam " << param->name
+                                 << " is undefined.";
         user_assert(a.type().is_scalar())
-            << "Argument " << i << " of a call to BufferParam " << param->name
-            << " is a vector (" << type_to_string(a.type()) << "); coordinates are scalars.";
+            << "Argument " << i << " of a call to BufferParam " << param->name << " is a vector ("
+            << type_to_string(a.type()) << "); coordinates are scalars.";
         user_assert(a.type().is_int_or_uint())
             << "Argument " << i << " of a call to BufferParam " << param->name << " has type "
             << type_to_string(a.type())

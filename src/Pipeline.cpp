@@ -136,8 +136,8 @@ void CompiledPipeline::call(const std::vector<ArgValue> &args) const {
     if (args.size() != formal.size()) {
         std::ostringstream names;
         for (const Argument &a : formal) names << (&a == &formal[0] ? "" : ", ") << a.name;
-        runtime_error_report << "The pipeline takes " << formal.size() << " arguments (" << names.str()
-                             << "), but " << args.size() << " were passed.";
+        runtime_error_report << "The pipeline takes " << formal.size() << " arguments ("
+                             << names.str() << "), but " << args.size() << " were passed.";
     }
     std::vector<void *> ptrs(args.size());
     std::vector<uint64_t> scalars(args.size());
@@ -171,8 +171,9 @@ void CompiledPipeline::realize(const std::vector<RawBuffer> &outputs) const {
         const ParameterPtr *p = i < contents->params.size() ? &contents->params[i] : nullptr;
         if (a.kind == Argument::OutputBuffer) {
             if (next_output >= outputs.size()) {
-                runtime_error_report << "Output buffer " << a.name << " was not given: the pipeline has "
-                                     << "more outputs than the " << outputs.size() << " buffers passed.";
+                runtime_error_report
+                    << "Output buffer " << a.name << " was not given: the pipeline has "
+                    << "more outputs than the " << outputs.size() << " buffers passed.";
             }
             args.emplace_back(outputs[next_output++]);
         } else if (a.kind == Argument::InputBuffer) {
@@ -183,8 +184,9 @@ void CompiledPipeline::realize(const std::vector<RawBuffer> &outputs) const {
             args.emplace_back((*p)->buffer);
         } else {
             if (!(*p)->scalar_set) {
-                runtime_error_report << "Param " << a.name
-                                     << " has no value: give it one with set() or pass it to call().";
+                runtime_error_report
+                    << "Param " << a.name
+                    << " has no value: give it one with set() or pass it to call().";
             }
             ArgValue v(0);
             v.scalar.type = a.type;
@@ -193,8 +195,9 @@ void CompiledPipeline::realize(const std::vector<RawBuffer> &outputs) const {
         }
     }
     if (next_output != outputs.size()) {
-        runtime_error_report << outputs.size() << " output buffers were passed, but the pipeline has "
-                             << next_output << " outputs.";
+        runtime_error_report << outputs.size()
+                             << " output buffers were passed, but the pipeline has " << next_output
+                             << " outputs.";
     }
     call(args);
 }
@@ -211,7 +214,8 @@ CompiledPipeline Pipeline::compile(const Schedule &schedule, const Target &targe
     LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target, name);
     std::ostringstream text;
     text << lowered.func.body;
-    std::string key = target.to_string() + "\n" + argument_signature(lowered.arguments) + "\n" + text.str();
+    std::string key =
+        target.to_string() + "\n" + argument_signature(lowered.arguments) + "\n" + text.str();
     {
         std::lock_guard<std::mutex> lock(cache_mutex);
         auto it = cache().find(key);
@@ -246,8 +250,8 @@ RawBuffer Pipeline::realize(const std::vector<int> &sizes, const Schedule &sched
            "buffers to realize() instead.";
     const Func &f = outputs_[0];
     user_assert(static_cast<int>(sizes.size()) == f.dimensions())
-        << "Func " << f.name() << " has " << f.dimensions() << " dimensions, but realize() was given "
-        << sizes.size() << " sizes.";
+        << "Func " << f.name() << " has " << f.dimensions()
+        << " dimensions, but realize() was given " << sizes.size() << " sizes.";
     RawBuffer out(f.type(), sizes, f.name());
     realize(std::vector<RawBuffer>{out}, schedule, target);
     return out;
@@ -258,14 +262,16 @@ void Pipeline::realize(const std::vector<RawBuffer> &outputs, const Schedule &sc
     compile(schedule, target).realize(outputs);
 }
 
-std::string Pipeline::compile_to_lowered_stmt(const Schedule &schedule, const Target &target) const {
+std::string Pipeline::compile_to_lowered_stmt(const Schedule &schedule,
+                                              const Target &target) const {
     LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target,
                                    "loom_" + outputs_.front().name());
     std::ostringstream s;
     s << "// Lowered " << lowered.func.name << "(";
     for (size_t i = 0; i < lowered.func.args.size(); i++) {
         const LoweredArgument &a = lowered.func.args[i];
-        s << (i ? ", " : "") << (a.is_buffer ? "buffer " : "") << type_to_string(a.type) << " " << a.name;
+        s << (i ? ", " : "") << (a.is_buffer ? "buffer " : "") << type_to_string(a.type) << " "
+          << a.name;
         if (a.is_buffer) s << "[" << a.dimensions << "d]";
     }
     s << ") for " << target.to_string() << "\n" << lowered.func.body;

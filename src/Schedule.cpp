@@ -46,7 +46,8 @@ StageSchedule default_stage_schedule(const FunctionPtr &f, int stage) {
             s.dims.push_back({v->name, ForType::Serial, false});
         }
     }
-    for (const ReductionVariable &rv : rvars_of(d)) s.dims.push_back({rv.var, ForType::Serial, true});
+    for (const ReductionVariable &rv : rvars_of(d))
+        s.dims.push_back({rv.var, ForType::Serial, true});
     return s;
 }
 
@@ -186,8 +187,9 @@ int find_dim(const StageState &st, const std::string &name, const char *directiv
         }
     }
     user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": " << directive
-               << " names '" << name << "', which is not a loop of this stage. Its loops are: "
-               << loops_of(*st.ss) << ".";
+               << " names '" << name
+               << "', which is not a loop of this stage. Its loops are: " << loops_of(*st.ss)
+               << ".";
 }
 
 void check_new_name(const StageState &st, const std::string &name, const char *directive) {
@@ -210,8 +212,8 @@ void check_loop_may_be_reordered(const StageState &st, const std::string &loop, 
     if (it != origins.end()) vars = it->second;
     if (!update_is_order_independent(st.f, d, vars)) {
         user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": cannot " << what
-                   << " loop '" << loop
-                   << "': the update carries a dependence along it (it reads " << st.f->name
+                   << " loop '" << loop << "': the update carries a dependence along it (it reads "
+                   << st.f->name
                    << " at points other than the one it writes, or several iterations write the "
                       "same point). Run that loop serially, or schedule another loop.";
     }
@@ -286,8 +288,8 @@ Stage &Stage::fuse(const VarOrRVar &outer, const VarOrRVar &inner, const VarOrRV
                               << inner.name() << "', but the loops are: " << loops_of(*st.ss)
                               << ". Reorder them first.";
     check_new_name(st, fused.name(), "fuse");
-    st.ss->splits.push_back({Split::FuseVars, fused.name(), outer.name(), inner.name(), Expr(),
-                             TailStrategy::Auto});
+    st.ss->splits.push_back(
+        {Split::FuseVars, fused.name(), outer.name(), inner.name(), Expr(), TailStrategy::Auto});
     Dim d = st.ss->dims[io];
     d.var = fused.name();
     d.is_rvar = st.ss->dims[io].is_rvar || st.ss->dims[ii].is_rvar;
@@ -303,8 +305,8 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
     std::set<std::string> seen;
     for (const VarOrRVar &v : order) {
         user_assert(seen.insert(v.name()).second)
-            << "In the schedule of " << stage_name(func_, stage_) << ": reorder names '"
-            << v.name() << "' twice.";
+            << "In the schedule of " << stage_name(func_, stage_) << ": reorder names '" << v.name()
+            << "' twice.";
         slots.push_back(find_dim(st, v.name(), "reorder"));
     }
     std::vector<int> sorted = slots;
@@ -332,12 +334,12 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
                            << ": this reorder changes the order in which the reduction domain "
                               "is visited, which changes what the update computes. RVars must "
                               "keep their relative order (outermost first: "
-                           << [&] {
-                                  std::string s;
-                                  for (auto &b : before) s += (s.empty() ? "" : ", ") + b;
-                                  return s;
-                              }()
-                           << ").";
+                           <<
+                    [&] {
+                        std::string s;
+                        for (auto &b : before) s += (s.empty() ? "" : ", ") + b;
+                        return s;
+                    }() << ").";
             }
         }
     }
@@ -345,9 +347,9 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
     return *this;
 }
 
-Stage &Stage::tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo,
-                   const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty,
-                   const Expr &tx, TailStrategy tail) {
+Stage &Stage::tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo, const VarOrRVar &xo,
+                   const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty, const Expr &tx,
+                   TailStrategy tail) {
     split(y, yo, yi, ty, tail);
     split(x, xo, xi, tx, tail);
     return reorder({yo, xo, yi, xi});
@@ -357,8 +359,8 @@ Stage &Stage::rename(const VarOrRVar &old, const VarOrRVar &new_name) {
     StageState st = state_of(*sched_, func_, stage_);
     int i = find_dim(st, old.name(), "rename");
     check_new_name(st, new_name.name(), "rename");
-    st.ss->splits.push_back({Split::RenameVar, old.name(), new_name.name(), "", Expr(),
-                             TailStrategy::Auto});
+    st.ss->splits.push_back(
+        {Split::RenameVar, old.name(), new_name.name(), "", Expr(), TailStrategy::Auto});
     st.ss->dims[i].var = new_name.name();
     return *this;
 }
@@ -378,10 +380,12 @@ Stage &Stage::unroll(const VarOrRVar &v) {
     return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Unrolled, "unroll");
 }
 Stage &Stage::vectorize(const VarOrRVar &v) {
-    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Vectorized, "vectorize");
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Vectorized,
+                        "vectorize");
 }
 Stage &Stage::parallel(const VarOrRVar &v) {
-    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Parallel, "parallelize");
+    return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Parallel,
+                        "parallelize");
 }
 Stage &Stage::serial(const VarOrRVar &v) {
     return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Serial, "serial");

@@ -146,8 +146,7 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
             case TailStrategy::ShiftInwards:
                 base = min(base, var(s.old_var + ".loop_max") + 1 - s.factor);
                 break;
-            case TailStrategy::RoundUp:
-                break;
+            case TailStrategy::RoundUp: break;
             case TailStrategy::Auto:
             case TailStrategy::GuardWithIf:
                 guard = likely(old <= var(s.old_var + ".loop_max"));
@@ -164,10 +163,12 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
                 return make_intrinsic(Int(32), Call::promise_clamped,
                                       {value, var(v + ".loop_min"), var(v + ".loop_max")});
             };
-            body = LetStmt::make(prefix + s.inner,
-                                 promise(s.inner, fused % inner_extent + var(s.inner + ".loop_min")), body);
-            body = LetStmt::make(prefix + s.outer,
-                                 promise(s.outer, fused / inner_extent + var(s.outer + ".loop_min")), body);
+            body = LetStmt::make(
+                prefix + s.inner,
+                promise(s.inner, fused % inner_extent + var(s.inner + ".loop_min")), body);
+            body = LetStmt::make(
+                prefix + s.outer,
+                promise(s.outer, fused / inner_extent + var(s.outer + ".loop_min")), body);
         } else {
             body = LetStmt::make(prefix + s.old_var, var(s.outer), body);
         }
@@ -183,7 +184,8 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
 
     // Loop bounds of the split products, from those of what they split.
     auto define_bounds = [&](const std::string &v, Expr mn, Expr mx, Stmt s) {
-        s = LetStmt::make(prefix + v + ".loop_extent", var(v + ".loop_max") - var(v + ".loop_min") + 1, s);
+        s = LetStmt::make(prefix + v + ".loop_extent",
+                          var(v + ".loop_max") - var(v + ".loop_min") + 1, s);
         s = LetStmt::make(prefix + v + ".loop_max", mx, s);
         return LetStmt::make(prefix + v + ".loop_min", mn, s);
     };
@@ -195,9 +197,11 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
             body = define_bounds(s.outer, 0, (old_extent + s.factor - 1) / s.factor - 1, body);
         } else if (s.kind == Split::FuseVars) {
             body = define_bounds(s.old_var, 0,
-                                 var(s.outer + ".loop_extent") * var(s.inner + ".loop_extent") - 1, body);
+                                 var(s.outer + ".loop_extent") * var(s.inner + ".loop_extent") - 1,
+                                 body);
         } else {
-            body = define_bounds(s.outer, var(s.old_var + ".loop_min"), var(s.old_var + ".loop_max"), body);
+            body = define_bounds(s.outer, var(s.old_var + ".loop_min"),
+                                 var(s.old_var + ".loop_max"), body);
         }
     }
     // Bounds of the original variables: pure Vars span the region bounds
@@ -327,12 +331,11 @@ std::string resolve_loop_level(const Stmt &s, const LoopLevel &level, const std:
                                const char *what) {
     if (level.is_root()) return "";
     std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func);
-    user_assert(!loops.empty())
-        << "Func " << func << " is " << what << " at " << level.func << "." << level.var
-        << ", but " << level.func << " has no loop '" << level.var
-        << "' (after its splits), or " << level.func
-        << " is inlined or itself computed inside Func " << func
-        << ". Name a loop of a Func that is computed before being used.";
+    user_assert(!loops.empty()) << "Func " << func << " is " << what << " at " << level.func << "."
+                                << level.var << ", but " << level.func << " has no loop '"
+                                << level.var << "' (after its splits), or " << level.func
+                                << " is inlined or itself computed inside Func " << func
+                                << ". Name a loop of a Func that is computed before being used.";
     return loops.front();
 }
 

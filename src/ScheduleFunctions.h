@@ -17,9 +17,9 @@ namespace internal {
 /** The Funcs of a pipeline as lowering sees them: definitions with every
  * inlined Func substituted in, and each Func's resolved schedule. */
 struct LoweringEnv {
-    std::map<std::string, FunctionPtr> funcs;        // inlined Funcs removed
+    std::map<std::string, FunctionPtr> funcs;  // inlined Funcs removed
     std::map<std::string, FuncSchedule> schedules;
-    std::vector<std::string> order;                  // realization order, outputs last
+    std::vector<std::string> order;  // realization order, outputs last
     std::vector<FunctionPtr> outputs;
     bool is_output(const std::string &name) const;
 };

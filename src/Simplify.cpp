@@ -32,7 +32,8 @@ bool const_int(const Expr &e, int64_t *v) {
 int64_t wrap_to_type(int64_t v, Type t) {
     if (t.bits >= 64) return v;
     int shift = 64 - t.bits;
-    if (t.is_uint()) return static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t(1) << t.bits) - 1));
+    if (t.is_uint())
+        return static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t(1) << t.bits) - 1));
     return static_cast<int64_t>(static_cast<uint64_t>(v) << shift) >> shift;
 }
 
@@ -159,9 +160,9 @@ void ExprInfo::intersect(const ExprInfo &o) {
         max_defined = true;
     }
     // Keep the stronger alignment fact when one refines the other.
-    if (alignment.modulus == 1 || (o.alignment.modulus != 1 && o.alignment.modulus != 0 &&
-                                   alignment.modulus != 0 &&
-                                   o.alignment.modulus % alignment.modulus == 0)) {
+    if (alignment.modulus == 1 ||
+        (o.alignment.modulus != 1 && o.alignment.modulus != 0 && alignment.modulus != 0 &&
+         o.alignment.modulus % alignment.modulus == 0)) {
         alignment = o.alignment;
     } else if (o.alignment.modulus == 0) {
         alignment = o.alignment;
@@ -201,7 +202,8 @@ ExprInfo Simplify::info_of(const Expr &e) {
         r.max_defined = b.max_defined && last.max_defined;
         r.max = std::max(b.max, last.max);
         if (s.alignment.modulus == 0) {
-            r.alignment = normalize(gcd64(b.alignment.modulus, s.alignment.remainder), b.alignment.remainder);
+            r.alignment =
+                normalize(gcd64(b.alignment.modulus, s.alignment.remainder), b.alignment.remainder);
         }
         return finish(r, t);
     }
@@ -221,11 +223,15 @@ ExprInfo Simplify::info_of(const Expr &e) {
         Expr eb = sub ? e.as<Sub>()->b : e.as<Add>()->b;
         ExprInfo a = info_of(ea), b = info_of(eb);
         if (sub) {
-            r.min_defined = a.min_defined && b.max_defined && !__builtin_sub_overflow(a.min, b.max, &r.min);
-            r.max_defined = a.max_defined && b.min_defined && !__builtin_sub_overflow(a.max, b.min, &r.max);
+            r.min_defined =
+                a.min_defined && b.max_defined && !__builtin_sub_overflow(a.min, b.max, &r.min);
+            r.max_defined =
+                a.max_defined && b.min_defined && !__builtin_sub_overflow(a.max, b.min, &r.max);
         } else {
-            r.min_defined = a.min_defined && b.min_defined && !__builtin_add_overflow(a.min, b.min, &r.min);
-            r.max_defined = a.max_defined && b.max_defined && !__builtin_add_overflow(a.max, b.max, &r.max);
+            r.min_defined =
+                a.min_defined && b.min_defined && !__builtin_add_overflow(a.min, b.min, &r.min);
+            r.max_defined =
+                a.max_defined && b.max_defined && !__builtin_add_overflow(a.max, b.max, &r.max);
         }
         r.alignment = align_add(a.alignment, b.alignment, sub);
         return finish(r, t);
@@ -282,7 +288,8 @@ ExprInfo Simplify::info_of(const Expr &e) {
             }
             int64_t m = a.alignment.modulus;
             if (m == 0) r.alignment = ModulusRemainder(0, div_imp(a.alignment.remainder, c));
-            else if (c > 0 && m % c == 0) r.alignment = normalize(m / c, div_imp(a.alignment.remainder, c));
+            else if (c > 0 && m % c == 0)
+                r.alignment = normalize(m / c, div_imp(a.alignment.remainder, c));
         } else if (b.min_defined && b.min > 0 && a.bounded()) {
             // A positive divisor: |a / b| <= |a|, same sign as a.
             r.min_defined = r.max_defined = true;
@@ -343,12 +350,14 @@ ExprInfo Simplify::info_of(const Expr &e) {
             r.min_defined = a.min_defined && b.min_defined;
             r.min = std::min(a.min, b.min);
             r.max_defined = a.max_defined || b.max_defined;
-            r.max = a.max_defined && b.max_defined ? std::min(a.max, b.max) : (a.max_defined ? a.max : b.max);
+            r.max = a.max_defined && b.max_defined ? std::min(a.max, b.max)
+                                                   : (a.max_defined ? a.max : b.max);
         } else {
             r.max_defined = a.max_defined && b.max_defined;
             r.max = std::max(a.max, b.max);
             r.min_defined = a.min_defined || b.min_defined;
-            r.min = a.min_defined && b.min_defined ? std::max(a.min, b.min) : (a.min_defined ? a.min : b.min);
+            r.min = a.min_defined && b.min_defined ? std::max(a.min, b.min)
+                                                   : (a.min_defined ? a.min : b.min);
         }
         r.alignment = align_union(a.alignment, b.alignment);
         return finish(r, t);
@@ -412,7 +421,8 @@ ExprInfo Simplify::info_of(const Expr &e) {
 // ---------------------------------------------------------------------------
 // Construction and the expression driver.
 
-Simplify::Simplify(bool rdl, const Scope<Interval> &bounds, const Scope<ModulusRemainder> &alignment)
+Simplify::Simplify(bool rdl, const Scope<Interval> &bounds,
+                   const Scope<ModulusRemainder> &alignment)
     : remove_dead_lets(rdl) {
     bounds.for_each([&](const std::string &name, const Interval &i) {
         VarInfo vi;
@@ -425,7 +435,8 @@ Simplify::Simplify(bool rdl, const Scope<Interval> &bounds, const Scope<ModulusR
             vi.info.max_defined = true;
             vi.info.max = v;
         }
-        if (const ModulusRemainder *mr = alignment.find(name)) vi.info.alignment = normalize(mr->modulus, mr->remainder);
+        if (const ModulusRemainder *mr = alignment.find(name))
+            vi.info.alignment = normalize(mr->modulus, mr->remainder);
         vars.push(name, vi);
         sym_bounds.push(name, i);
         sym_count++;
@@ -507,7 +518,8 @@ Expr Simplify::visit(const VectorReduce *op) {
         case VectorReduce::And:
         case VectorReduce::Or: s = b->value; break;
         case VectorReduce::Add:
-            if (b->value.type().is_int_or_uint()) s = rewrite_mul(b->value, make_const(b->value.type(), factor));
+            if (b->value.type().is_int_or_uint())
+                s = rewrite_mul(b->value, make_const(b->value.type(), factor));
             break;
         default: break;
         }
@@ -542,7 +554,9 @@ Expr Simplify::visit(const Let *op) {
     {
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
         // Shadow any outer symbolic range; a known value is a point range.
-        Interval point = value.type().is_int() && value.type().is_scalar() ? Interval::single_point(value) : Interval();
+        Interval point = value.type().is_int() && value.type().is_scalar()
+                             ? Interval::single_point(value)
+                             : Interval();
         ScopedBinding<Interval> sbind(sym_bounds, op->name, point);
         body = mutate(op->body);
     }
@@ -562,7 +576,8 @@ Expr Simplify::visit(const Call *op) {
         const Expr &a = args[0];
         if (t.is_uint()) return a;
         if (const int64_t *i = as_const_int(a)) {
-            return make_const(t, *i < 0 ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(*i)) : *i);
+            return make_const(t,
+                              *i < 0 ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(*i)) : *i);
         }
         if (const double *f = as_const_float(a)) return make_const(t, std::fabs(*f));
         if (t.is_int()) {
@@ -581,18 +596,22 @@ Expr Simplify::visit(const Call *op) {
             if (op->name == Call::bitwise_or) return make_const(t, static_cast<int64_t>(ua | ub));
             if (op->name == Call::bitwise_xor) return make_const(t, static_cast<int64_t>(ua ^ ub));
             if (b >= 0 && b < t.bits) {
-                if (op->name == Call::shift_left) return make_const(t, static_cast<int64_t>(ua << b));
+                if (op->name == Call::shift_left)
+                    return make_const(t, static_cast<int64_t>(ua << b));
                 // Arithmetic shift for signed types, logical for unsigned.
                 if (t.is_int()) return make_const(t, a >> b);
                 return make_const(t, static_cast<int64_t>(ua >> b));
             }
         }
-    } else if (op->is_intrinsic(Call::bitwise_not) && args.size() == 1 && t.is_int_or_uint() && t.is_scalar()) {
+    } else if (op->is_intrinsic(Call::bitwise_not) && args.size() == 1 && t.is_int_or_uint() &&
+               t.is_scalar()) {
         int64_t a;
-        if (const_int(args[0], &a)) return make_const(t, static_cast<int64_t>(~static_cast<uint64_t>(a)));
+        if (const_int(args[0], &a))
+            return make_const(t, static_cast<int64_t>(~static_cast<uint64_t>(a)));
     }
     if (!changed) return op;
-    return Call::make(t, op->name, args, op->call_type, op->func, op->value_index, op->param, op->buffer);
+    return Call::make(t, op->name, args, op->call_type, op->func, op->value_index, op->param,
+                      op->buffer);
 }
 
 // ---------------------------------------------------------------------------

@@ -173,7 +173,8 @@ Expr Simplify::rebuild_scalar(LinearForm lf) {
             for (size_t i = 0; i < lf.terms.size(); i++) {
                 if (i == j) continue;
                 int64_t k = lf.terms[i].coeff;
-                if (lf.terms[j].coeff != lf.wrap(wmul(-k, c)) || !equal(lf.terms[i].e, d->a)) continue;
+                if (lf.terms[j].coeff != lf.wrap(wmul(-k, c)) || !equal(lf.terms[i].e, d->a))
+                    continue;
                 Expr mod = rewrite_mod(d->a, d->b);
                 size_t hi = std::max(i, j), lo = std::min(i, j);
                 lf.terms.erase(lf.terms.begin() + hi);
@@ -213,7 +214,8 @@ Expr Simplify::rebuild(LinearForm lf) {
     Expr special;
     if (has_ramp) {
         Expr s_stride = rebuild_scalar(stride);
-        special = is_const_zero(s_stride) ? Broadcast::make(s_base, t.lanes) : Ramp::make(s_base, s_stride, t.lanes);
+        special = is_const_zero(s_stride) ? Broadcast::make(s_base, t.lanes)
+                                          : Ramp::make(s_base, s_stride, t.lanes);
     } else {
         if (others.empty() || !is_const(s_base)) special = Broadcast::make(s_base, t.lanes);
     }
@@ -302,8 +304,12 @@ Expr Simplify::rewrite_mul(const Expr &a, const Expr &b) {
         const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
         if (ba && bb) return Broadcast::make(rewrite_mul(ba->value, bb->value), ba->lanes);
         const Ramp *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
-        if (ra && bb) return Ramp::make(rewrite_mul(ra->base, bb->value), rewrite_mul(ra->stride, bb->value), ra->lanes);
-        if (rb && ba) return Ramp::make(rewrite_mul(rb->base, ba->value), rewrite_mul(rb->stride, ba->value), rb->lanes);
+        if (ra && bb)
+            return Ramp::make(rewrite_mul(ra->base, bb->value), rewrite_mul(ra->stride, bb->value),
+                              ra->lanes);
+        if (rb && ba)
+            return Ramp::make(rewrite_mul(rb->base, ba->value), rewrite_mul(rb->stride, ba->value),
+                              rb->lanes);
         // A canonical order for products of two variables, so x*y - y*x cancels.
         const Variable *va = a.as<Variable>(), *vb = b.as<Variable>();
         if (va && vb && vb->name < va->name) return Mul::make(b, a);
@@ -350,7 +356,8 @@ Expr Simplify::rewrite_div(const Expr &a, const Expr &b) {
     if (b_const && const_int(a, &va)) {
         if (c == 0) return make_zero(t);
         if (t.is_uint()) {
-            uint64_t ua = static_cast<uint64_t>(wrap_to_type(va, t)), ub = static_cast<uint64_t>(wrap_to_type(c, t));
+            uint64_t ua = static_cast<uint64_t>(wrap_to_type(va, t)),
+                     ub = static_cast<uint64_t>(wrap_to_type(c, t));
             return make_const(t, ua / ub);
         }
         return make_const(t, div_imp(va, c));
@@ -386,7 +393,9 @@ Expr Simplify::rewrite_div(const Expr &a, const Expr &b) {
         if (const_int(ramp->stride, &s)) {
             Expr cs = make_const(t.element_of(), c);
             // ramp(b, c*k) / c == ramp(b / c, k).
-            if (s % c == 0) return Ramp::make(rewrite_div(ramp->base, cs), make_const(t.element_of(), s / c), ramp->lanes);
+            if (s % c == 0)
+                return Ramp::make(rewrite_div(ramp->base, cs), make_const(t.element_of(), s / c),
+                                  ramp->lanes);
             // All lanes in one multiple of c: a broadcast.
             ExprInfo ib = info_of(ramp->base);
             int64_t m = ib.alignment.modulus;
@@ -433,7 +442,8 @@ Expr Simplify::rewrite_mod(const Expr &a, const Expr &b) {
     if (b_const && const_int(a, &va)) {
         if (c == 0) return make_zero(t);
         if (t.is_uint()) {
-            uint64_t ua = static_cast<uint64_t>(wrap_to_type(va, t)), ub = static_cast<uint64_t>(wrap_to_type(c, t));
+            uint64_t ua = static_cast<uint64_t>(wrap_to_type(va, t)),
+                     ub = static_cast<uint64_t>(wrap_to_type(c, t));
             return make_const(t, ua % ub);
         }
         return make_const(t, mod_imp(va, c));
@@ -538,8 +548,8 @@ Expr Simplify::rewrite_cast(Type t, const Expr &v) {
         // cast(t, cast(m, x)) == cast(t, x) when m holds every value of x
         // (integer types only: float conversions round).
         Type inner = c->value.type();
-        if (inner.is_int_or_uint() && from.is_int_or_uint() && t.is_int_or_uint() && !inner.is_bool() &&
-            !from.is_bool() && from.can_represent(inner)) {
+        if (inner.is_int_or_uint() && from.is_int_or_uint() && t.is_int_or_uint() &&
+            !inner.is_bool() && !from.is_bool() && from.can_represent(inner)) {
             return rewrite_cast(t, c->value);
         }
     }

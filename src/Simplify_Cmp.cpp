@@ -21,7 +21,8 @@ bool const_cmp(const Expr &a, const Expr &b, int *result) {
     int64_t x, y;
     if (!const_int(a, &x) || !const_int(b, &y)) return false;
     if (t.is_uint()) {
-        uint64_t ux = static_cast<uint64_t>(wrap_to_type(x, t)), uy = static_cast<uint64_t>(wrap_to_type(y, t));
+        uint64_t ux = static_cast<uint64_t>(wrap_to_type(x, t)),
+                 uy = static_cast<uint64_t>(wrap_to_type(y, t));
         *result = ux < uy ? -1 : (ux > uy ? 1 : 0);
     } else {
         *result = x < y ? -1 : (x > y ? 1 : 0);
@@ -106,7 +107,8 @@ bool Simplify::can_use_sym() const { return sym_depth == 0 && !sym_bounds.empty(
 
 bool Simplify::sym_prove_nonpositive(const Expr &e, bool strict) {
     // Interval analysis of big expressions is costly and rarely decisive.
-    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds)) return false;
+    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds))
+        return false;
     sym_depth++;
     bool result = false;
     Expr cur = e;
@@ -127,7 +129,8 @@ bool Simplify::sym_prove_nonpositive(const Expr &e, bool strict) {
 
 bool Simplify::sym_prove_nonnegative(const Expr &e, bool strict) {
     // Interval analysis of big expressions is costly and rarely decisive.
-    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds)) return false;
+    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds))
+        return false;
     sym_depth++;
     bool result = false;
     Expr cur = e;
@@ -198,61 +201,64 @@ Expr Simplify::check_facts(const Expr &e) {
 Expr Simplify::visit(const Min *op) { return rewrite_min(mutate(op->a), mutate(op->b)); }
 Expr Simplify::visit(const Max *op) { return rewrite_max(mutate(op->a), mutate(op->b)); }
 
-#define LOOM_MINMAX_BODY(IS_MIN, SAME, OTHER, rewrite_same)                                       \
-    Type t = a.type();                                                                            \
-    if (equal(a, b)) return a;                                                                    \
-    if (t.is_float()) {                                                                           \
-        const double *fa = as_const_float(a), *fb = as_const_float(b);                            \
-        if (fa && fb && !std::isnan(*fa) && !std::isnan(*fb)) {                                   \
-            return IS_MIN ? (*fa <= *fb ? a : b) : (*fa >= *fb ? a : b);                          \
-        }                                                                                         \
-    }                                                                                             \
-    {                                                                                             \
-        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();                         \
-        if (ba && bb) return Broadcast::make(rewrite_same(ba->value, bb->value), ba->lanes);      \
-    }                                                                                             \
-    if (is_const(a) && !is_const(b)) return rewrite_same(b, a);                                   \
-    if (!is_int_type(t)) return SAME::make(a, b);                                                 \
-    {                                                                                             \
-        int c;                                                                                    \
-        if (const_cmp(a, b, &c)) return IS_MIN ? (c <= 0 ? a : b) : (c >= 0 ? a : b);             \
-    }                                                                                             \
-    bool lt, le, gt, ge;                                                                          \
-    compare(a, b, &lt, &le, &gt, &ge);                                                            \
-    if (le) return IS_MIN ? a : b;                                                                \
-    if (ge) return IS_MIN ? b : a;                                                                \
-    /* Absorption: min(x, min(x, y)) == min(x, y); min(x, max(x, y)) == x. */                     \
-    if (const SAME *s = b.as<SAME>()) {                                                           \
-        if (equal(s->a, a) || equal(s->b, a)) return b;                                           \
-    }                                                                                             \
-    if (const SAME *s = a.as<SAME>()) {                                                           \
-        if (equal(s->a, b) || equal(s->b, b)) return a;                                           \
-        /* min(min(x, c1), c2) == min(x, min(c1, c2)) */                                          \
-        if (is_const(s->b) && is_const(b)) return rewrite_same(s->a, rewrite_same(s->b, b));      \
-    }                                                                                             \
-    if (const OTHER *o = b.as<OTHER>()) {                                                         \
-        if (equal(o->a, a) || equal(o->b, a)) return a;                                           \
-    }                                                                                             \
-    if (const OTHER *o = a.as<OTHER>()) {                                                         \
-        if (equal(o->a, b) || equal(o->b, b)) return b;                                           \
-    }                                                                                             \
-    if (no_overflow_int(t) && t.is_scalar()) {                                                    \
-        /* min(x + c0, y + c1) == min(x, y + (c1 - c0)) + c0; min(x + c0, c1) likewise. */        \
-        Expr ra, rb;                                                                              \
-        int64_t c0, c1;                                                                           \
-        if (split_const(a, &ra, &c0)) {                                                           \
-            bool b_split = split_const(b, &rb, &c1);                                              \
-            bool b_const = !b_split && const_int(b, &c1);                                         \
-            if (b_split || b_const) {                                                             \
-                Expr k = make_const(t, c0);                                                       \
-                return rewrite_add(rewrite_same(ra, rewrite_sub(b, k)), k);                       \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
+#define LOOM_MINMAX_BODY(IS_MIN, SAME, OTHER, rewrite_same)                                  \
+    Type t = a.type();                                                                       \
+    if (equal(a, b)) return a;                                                               \
+    if (t.is_float()) {                                                                      \
+        const double *fa = as_const_float(a), *fb = as_const_float(b);                       \
+        if (fa && fb && !std::isnan(*fa) && !std::isnan(*fb)) {                              \
+            return IS_MIN ? (*fa <= *fb ? a : b) : (*fa >= *fb ? a : b);                     \
+        }                                                                                    \
+    }                                                                                        \
+    {                                                                                        \
+        const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();                    \
+        if (ba && bb) return Broadcast::make(rewrite_same(ba->value, bb->value), ba->lanes); \
+    }                                                                                        \
+    if (is_const(a) && !is_const(b)) return rewrite_same(b, a);                              \
+    if (!is_int_type(t)) return SAME::make(a, b);                                            \
+    {                                                                                        \
+        int c;                                                                               \
+        if (const_cmp(a, b, &c)) return IS_MIN ? (c <= 0 ? a : b) : (c >= 0 ? a : b);        \
+    }                                                                                        \
+    bool lt, le, gt, ge;                                                                     \
+    compare(a, b, &lt, &le, &gt, &ge);                                                       \
+    if (le) return IS_MIN ? a : b;                                                           \
+    if (ge) return IS_MIN ? b : a;                                                           \
+    /* Absorption: min(x, min(x, y)) == min(x, y); min(x, max(x, y)) == x. */                \
+    if (const SAME *s = b.as<SAME>()) {                                                      \
+        if (equal(s->a, a) || equal(s->b, a)) return b;                                      \
+    }                                                                                        \
+    if (const SAME *s = a.as<SAME>()) {                                                      \
+        if (equal(s->a, b) || equal(s->b, b)) return a;                                      \
+        /* min(min(x, c1), c2) == min(x, min(c1, c2)) */                                     \
+        if (is_const(s->b) && is_const(b)) return rewrite_same(s->a, rewrite_same(s->b, b)); \
+    }                                                                                        \
+    if (const OTHER *o = b.as<OTHER>()) {                                                    \
+        if (equal(o->a, a) || equal(o->b, a)) return a;                                      \
+    }                                                                                        \
+    if (const OTHER *o = a.as<OTHER>()) {                                                    \
+        if (equal(o->a, b) || equal(o->b, b)) return b;                                      \
+    }                                                                                        \
+    if (no_overflow_int(t) && t.is_scalar()) {                                               \
+        /* min(x + c0, y + c1) == min(x, y + (c1 - c0)) + c0; min(x + c0, c1) likewise. */   \
+        Expr ra, rb;                                                                         \
+        int64_t c0, c1;                                                                      \
+        if (split_const(a, &ra, &c0)) {                                                      \
+            bool b_split = split_const(b, &rb, &c1);                                         \
+            bool b_const = !b_split && const_int(b, &c1);                                    \
+            if (b_split || b_const) {                                                        \
+                Expr k = make_const(t, c0);                                                  \
+                return rewrite_add(rewrite_same(ra, rewrite_sub(b, k)), k);                  \
+            }                                                                                \
+        }                                                                                    \
+    }                                                                                        \
     return SAME::make(a, b);
 
-Expr Simplify::rewrite_min(const Expr &a, const Expr &b) { LOOM_MINMAX_BODY(true, Min, Max, rewrite_min) }
-Expr Simplify::rewrite_max(const Expr &a, const Expr &b) { LOOM_MINMAX_BODY(false, Max, Min, rewrite_max) }
+Expr Simplify::rewrite_min(const Expr &a, const Expr &b){
+    LOOM_MINMAX_BODY(true, Min, Max, rewrite_min)} Expr Simplify::rewrite_max(const Expr &a,
+                                                                              const Expr &b) {
+    LOOM_MINMAX_BODY(false, Max, Min, rewrite_max)
+}
 #undef LOOM_MINMAX_BODY
 
 // ---------------------------------------------------------------------------
@@ -343,7 +349,8 @@ Expr Simplify::rewrite_eq(const Expr &a, const Expr &b, bool eq) {
         return make(a, b);
     }
     if (t.is_bool()) {
-        if (is_const(a) && is_const(b)) return make_bool((is_const_one(a) == is_const_one(b)) == eq, lanes);
+        if (is_const(a) && is_const(b))
+            return make_bool((is_const_one(a) == is_const_one(b)) == eq, lanes);
         if (equal(a, b)) return make_bool(eq, lanes);
         // b == true -> b; b == false -> !b.
         if (is_const(b) && b.type() == t) return (is_const_one(b) == eq) ? a : rewrite_not(a);
@@ -362,7 +369,8 @@ Expr Simplify::rewrite_eq(const Expr &a, const Expr &b, bool eq) {
     int64_t dv;
     if (const_int(d, &dv)) return make_bool((wrap_to_type(dv, t) == 0) == eq, lanes);
     ExprInfo id = info_of(d);
-    if ((id.min_defined && id.min > 0) || (id.max_defined && id.max < 0)) return make_bool(!eq, lanes);
+    if ((id.min_defined && id.min > 0) || (id.max_defined && id.max < 0))
+        return make_bool(!eq, lanes);
     if (id.alignment.modulus > 1 && id.alignment.remainder != 0) return make_bool(!eq, lanes);
     bool lt, le, gt, ge;
     compare(a, b, &lt, &le, &gt, &ge);
@@ -524,7 +532,8 @@ Expr Simplify::rewrite_not(const Expr &a) {
     int lanes = a.type().lanes;
     if (is_const(a)) return make_bool(!is_const_one(a), lanes);
     if (const Not *n = a.as<Not>()) return n->a;
-    if (const Broadcast *b = a.as<Broadcast>()) return Broadcast::make(rewrite_not(b->value), lanes);
+    if (const Broadcast *b = a.as<Broadcast>())
+        return Broadcast::make(rewrite_not(b->value), lanes);
     if (const EQ *e = a.as<EQ>()) return rewrite_eq(e->a, e->b, false);
     if (const NE *e = a.as<NE>()) return rewrite_eq(e->a, e->b, true);
     // !(a < b) == b <= a holds for integers, not for floats (NaN).
@@ -582,7 +591,8 @@ Expr Simplify::rewrite_select(const Expr &c, const Expr &t, const Expr &f) {
         if (equal(s->condition, c)) return rewrite_select(c, t, s->false_value);
     }
     const Broadcast *bt = t.as<Broadcast>(), *bf = f.as<Broadcast>();
-    if (bt && bf && c.type().is_scalar()) return Broadcast::make(rewrite_select(c, bt->value, bf->value), bt->lanes);
+    if (bt && bf && c.type().is_scalar())
+        return Broadcast::make(rewrite_select(c, bt->value, bf->value), bt->lanes);
     return Select::make(c, t, f);
 }
 

@@ -161,6 +161,7 @@ class Simplify : public IRMutator {
   private:
     /** Whether the symbolic prover may be used (not nested in itself). */
     bool can_use_sym() const;
+
   public:
     /** Tries to show e <= 0 (strict: e < 0) using the symbolic ranges. */
     bool sym_prove_nonpositive(const Expr &e, bool strict);

@@ -173,7 +173,9 @@ Stmt Simplify::visit(const LetStmt *op) {
     Stmt body;
     {
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
-        Interval point = value.type().is_int() && value.type().is_scalar() ? Interval::single_point(value) : Interval();
+        Interval point = value.type().is_int() && value.type().is_scalar()
+                             ? Interval::single_point(value)
+                             : Interval();
         ScopedBinding<Interval> sbind(sym_bounds, op->name, point);
         body = mutate(op->body);
     }
@@ -230,7 +232,8 @@ Stmt Simplify::visit(const Store *op) {
     Expr pred = mutate(op->predicate);
     if (is_const_zero(pred)) return no_op();
     Expr value = mutate(op->value), index = mutate(op->index);
-    if (value.same_as(op->value) && index.same_as(op->index) && pred.same_as(op->predicate)) return op;
+    if (value.same_as(op->value) && index.same_as(op->index) && pred.same_as(op->predicate))
+        return op;
     return Store::make(op->name, value, index, pred, op->param);
 }
 
@@ -258,7 +261,8 @@ Stmt Simplify::visit(const Realize *op) {
     for (size_t i = 0; i < bounds.size(); i++) {
         bounds[i].min = mutate(op->bounds[i].min);
         bounds[i].extent = mutate(op->bounds[i].extent);
-        changed |= !bounds[i].min.same_as(op->bounds[i].min) || !bounds[i].extent.same_as(op->bounds[i].extent);
+        changed |= !bounds[i].min.same_as(op->bounds[i].min) ||
+                   !bounds[i].extent.same_as(op->bounds[i].extent);
     }
     Expr c = mutate(op->condition);
     Stmt body = mutate(op->body);
@@ -297,7 +301,9 @@ Stmt Simplify::visit(const IfThenElse *op) {
     if (t_noop && !else_case.defined()) return no_op();
     if (t_noop) return IfThenElse::make(rewrite_not(c), else_case);
     if (else_case.defined() && equal(then_case, else_case)) return then_case;
-    if (c.same_as(op->condition) && then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) return op;
+    if (c.same_as(op->condition) && then_case.same_as(op->then_case) &&
+        else_case.same_as(op->else_case))
+        return op;
     return IfThenElse::make(c, then_case, else_case);
 }
 

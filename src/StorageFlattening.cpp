@@ -46,19 +46,21 @@ class FlattenStorage : public IRMutator {
         for (int i = n - 1; i >= 0; i--) {
             std::string buf = buffer_name(op->name, i, n);
             std::vector<Expr> extents;
-            for (int d = 0; d < dims; d++) extents.push_back(int_var(buf + ".extent." + std::to_string(d)));
-            body = Allocate::make(buf, op->types[i], MemoryType::Auto, extents, op->condition, body);
+            for (int d = 0; d < dims; d++)
+                extents.push_back(int_var(buf + ".extent." + std::to_string(d)));
+            body =
+                Allocate::make(buf, op->types[i], MemoryType::Auto, extents, op->condition, body);
             // The allocation's element count must fit the int32 index space.
             Expr total = make_const(Int(64), 1);
             for (const Expr &e : extents) total = total * cast(Int(64), e);
             body = Block::make(
-                AssertStmt::make(total <= make_const(Int(64), (int64_t(1) << 31) - 1),
-                                 error_message({StringImm::make("Func " + op->name +
-                                                                " needs storage of "),
-                                                total,
-                                                StringImm::make(" elements, more than the 2^31-1 "
-                                                                "that Loom can index. Compute it "
-                                                                "in smaller pieces (compute_at).")})),
+                AssertStmt::make(
+                    total <= make_const(Int(64), (int64_t(1) << 31) - 1),
+                    error_message({StringImm::make("Func " + op->name + " needs storage of "),
+                                   total,
+                                   StringImm::make(" elements, more than the 2^31-1 "
+                                                   "that Loom can index. Compute it "
+                                                   "in smaller pieces (compute_at).")})),
                 body);
             // Dense strides, last dimension innermost.
             for (int d = 0; d < dims; d++) {
@@ -98,7 +100,8 @@ class FlattenStorage : public IRMutator {
             stores.push_back(Store::make(buf, value, flat_index(buf, args), Expr()));
         }
         Stmt s = Block::make(stores);
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it) s = LetStmt::make(it->first, it->second, s);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+            s = LetStmt::make(it->first, it->second, s);
         return s;
     }
 
@@ -120,7 +123,9 @@ class FlattenStorage : public IRMutator {
 
 }  // namespace
 
-Stmt storage_flattening(const Stmt &s, const LoweringEnv &env) { return FlattenStorage(env).mutate(s); }
+Stmt storage_flattening(const Stmt &s, const LoweringEnv &env) {
+    return FlattenStorage(env).mutate(s);
+}
 
 }  // namespace internal
 }  // namespace loom

@@ -19,9 +19,14 @@ struct FeatureName {
 
 // In the order to_string() prints them.
 const FeatureName feature_names[] = {
-    {Target::SSE41, "sse41"},         {Target::AVX, "avx"},   {Target::AVX2, "avx2"},
-    {Target::FMA, "fma"},             {Target::F16C, "f16c"}, {Target::AVX512, "avx512"},
-    {Target::NoAsserts, "no_asserts"}, {Target::Debug, "debug"},
+    {Target::SSE41, "sse41"},
+    {Target::AVX, "avx"},
+    {Target::AVX2, "avx2"},
+    {Target::FMA, "fma"},
+    {Target::F16C, "f16c"},
+    {Target::AVX512, "avx512"},
+    {Target::NoAsserts, "no_asserts"},
+    {Target::Debug, "debug"},
 };
 
 // Features that come with another: every AVX2 machine has AVX, SSE4.1, FMA
@@ -81,7 +86,8 @@ Target::Target(const std::string &s) {
     std::vector<std::string> tok = split(s, '-');
     size_t i = 0;
     if (tok.empty() || tok[0].empty()) {
-        user_error << "Target string \"" << s << "\" is empty. Use \"host\" or e.g. \"x86-64-linux-avx2\".";
+        user_error << "Target string \"" << s
+                   << "\" is empty. Use \"host\" or e.g. \"x86-64-linux-avx2\".";
     }
     if (tok[0] == "host") {
         *this = host();

@@ -101,16 +101,14 @@ bool Type::can_represent(Type other) const {
     switch (code) {
     case Int:
         return (other.is_int() && other.bits <= bits) || (other.is_uint() && other.bits < bits);
-    case UInt:
-        return other.is_uint() && other.bits <= bits;
+    case UInt: return other.is_uint() && other.bits <= bits;
     case Float:
-        return (other.code == Float && other.bits <= bits) ||
-               (other.is_bfloat() && bits >= 32) ||
-               (other.is_int_or_uint() && other.bits < (bits == 16 ? 11 : bits == 32 ? 24 : 53));
-    case BFloat:
-        return other.is_bfloat() || (other.is_int_or_uint() && other.bits < 8);
-    case Handle:
-        return other.is_handle();
+        return (other.code == Float && other.bits <= bits) || (other.is_bfloat() && bits >= 32) ||
+               (other.is_int_or_uint() && other.bits < (bits == 16   ? 11
+                                                        : bits == 32 ? 24
+                                                                     : 53));
+    case BFloat: return other.is_bfloat() || (other.is_int_or_uint() && other.bits < 8);
+    case Handle: return other.is_handle();
     }
     return false;
 }
@@ -133,9 +131,12 @@ bool Type::can_represent(double v) const {
                v <= static_cast<double>(is_uint() ? max_uint() : static_cast<uint64_t>(max_int()));
     }
     if (code == Float && bits == 64) return true;
-    if (code == Float && bits == 32) return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v;
-    if (code == Float && bits == 16) return std::isnan(v) || static_cast<double>(static_cast<float>(float16_t(v))) == v;
-    if (code == BFloat) return std::isnan(v) || static_cast<double>(static_cast<float>(bfloat16_t(v))) == v;
+    if (code == Float && bits == 32)
+        return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v;
+    if (code == Float && bits == 16)
+        return std::isnan(v) || static_cast<double>(static_cast<float>(float16_t(v))) == v;
+    if (code == BFloat)
+        return std::isnan(v) || static_cast<double>(static_cast<float>(bfloat16_t(v))) == v;
     return false;
 }
 

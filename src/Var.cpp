@@ -103,18 +103,16 @@ int RDom::dimensions() const { return dom_ ? static_cast<int>(dom_->domain.size(
 
 RVar RDom::operator[](int i) const {
     user_assert(dom_) << "Indexing an RDom that was never initialized.";
-    user_assert(i >= 0 && i < dimensions())
-        << "RDom " << dom_->name << " has " << dimensions() << " dimensions, so [" << i
-        << "] does not exist.";
+    user_assert(i >= 0 && i < dimensions()) << "RDom " << dom_->name << " has " << dimensions()
+                                            << " dimensions, so [" << i << "] does not exist.";
     return RVar(dom_, i);
 }
 
 RDom::operator RVar() const {
     user_assert(dom_) << "Use of an RDom that was never initialized.";
-    user_assert(dimensions() == 1)
-        << "RDom " << dom_->name << " has " << dimensions()
-        << " dimensions, so it cannot be used as a single RVar; use " << dom_->name << ".x, "
-        << dom_->name << ".y, ...";
+    user_assert(dimensions() == 1) << "RDom " << dom_->name << " has " << dimensions()
+                                   << " dimensions, so it cannot be used as a single RVar; use "
+                                   << dom_->name << ".x, " << dom_->name << ".y, ...";
     return RVar(dom_, 0);
 }
 

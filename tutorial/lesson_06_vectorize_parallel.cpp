@@ -40,7 +40,8 @@ int main() {
     Buffer<float> out({301, 1003});
     auto t0 = std::chrono::steady_clock::now();
     kernel.realize({out});
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     for (int j = 0; j < 301; j++) {
         for (int i = 0; i < 1003; i++) {
             if (out(j, i) != scalar(j, i)) {

@@ -57,8 +57,8 @@ int main(int argc, char **argv) {
         RawBuffer expected = interpret(attn.out, {B, H, S, D});
         RawBuffer actual = pipe.realize({B, H, S, D}, sch);
         double err = max_relative_error(actual, expected);
-        std::printf("attention [%d, %d, %d, %d] fp16: max relative error vs interpreter %.3g\n", B, H,
-                    S, D, err);
+        std::printf("attention [%d, %d, %d, %d] fp16: max relative error vs interpreter %.3g\n", B,
+                    H, S, D, err);
         if (!(err <= 2e-3)) {
             std::printf("FAILED: the compiled kernel disagrees with the interpreter\n");
             return 1;
@@ -78,11 +78,14 @@ int main(int argc, char **argv) {
         for (int r = 0; r < reps; r++) {
             auto t0 = std::chrono::steady_clock::now();
             kernel.realize({out});
-            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            best = std::min(
+                best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         double flops = 4.0 * TB * TH * TS * static_cast<double>(TS) * TD;
-        std::printf("attention [%d, %d, %d, %d] fp16: %.3f ms, %.2f GFLOP/s (best of %d), compiled in %.2f s\n",
-                    TB, TH, TS, TD, best * 1e3, flops / best * 1e-9, reps, kernel.compile_seconds());
+        std::printf(
+            "attention [%d, %d, %d, %d] fp16: %.3f ms, %.2f GFLOP/s (best of %d), compiled in %.2f "
+            "s\n",
+            TB, TH, TS, TD, best * 1e3, flops / best * 1e-9, reps, kernel.compile_seconds());
 
         pipe.compile_to_lowered_stmt(stmt_file, sch);
         std::printf("lowered IR written to %s\n", stmt_file.c_str());

@@ -73,8 +73,8 @@ template <typename T> class Buffer : public RawBuffer {
     /** Adopts a RawBuffer of element type T. */
     explicit Buffer(const RawBuffer &b) : RawBuffer(b) {
         if (b.defined() && b.type() != type_of<T>()) {
-            throw RuntimeError("Buffer<" + type_to_string(type_of<T>()) + "> cannot hold a buffer of " +
-                               type_to_string(b.type()));
+            throw RuntimeError("Buffer<" + type_to_string(type_of<T>()) +
+                               "> cannot hold a buffer of " + type_to_string(b.type()));
         }
     }
     static Buffer wrap(T *host, const std::vector<int> &shape, const std::vector<int> &strides = {},

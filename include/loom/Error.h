@@ -55,8 +55,7 @@ template <typename E> class ErrorReport {
 
 #define LOOM_ERROR_IF(cond, E) \
     if (!(cond)) {             \
-    } else                     \
-        ::loom::internal::ErrorReport<E>(__FILE__, __LINE__, nullptr)
+    } else ::loom::internal::ErrorReport<E>(__FILE__, __LINE__, nullptr)
 
 /** user_error << "..." throws a CompileError. */
 #define user_error ::loom::internal::ErrorReport<::loom::CompileError>(__FILE__, __LINE__, nullptr)
@@ -65,7 +64,6 @@ template <typename E> class ErrorReport {
     ::loom::internal::ErrorReport<::loom::RuntimeError>(__FILE__, __LINE__, nullptr)
 #define internal_error \
     ::loom::internal::ErrorReport<::loom::InternalError>(__FILE__, __LINE__, nullptr)
-#define internal_assert(c)                \
-    if (c) {                              \
-    } else                                \
-        ::loom::internal::ErrorReport<::loom::InternalError>(__FILE__, __LINE__, #c)
+#define internal_assert(c) \
+    if (c) {               \
+    } else ::loom::internal::ErrorReport<::loom::InternalError>(__FILE__, __LINE__, #c)

@@ -95,24 +95,50 @@ template <typename T> struct BinaryOpNode : ExprNode<T> {
 
 // Integer Div and Mod round toward negative infinity (floor semantics); a zero
 // divisor gives zero. Float Div is IEEE division; float Mod is a - b*floor(a/b).
-struct Add : BinaryOpNode<Add> { static constexpr IRNodeType _node_type = IRNodeType::Add; };
-struct Sub : BinaryOpNode<Sub> { static constexpr IRNodeType _node_type = IRNodeType::Sub; };
-struct Mul : BinaryOpNode<Mul> { static constexpr IRNodeType _node_type = IRNodeType::Mul; };
-struct Div : BinaryOpNode<Div> { static constexpr IRNodeType _node_type = IRNodeType::Div; };
-struct Mod : BinaryOpNode<Mod> { static constexpr IRNodeType _node_type = IRNodeType::Mod; };
-struct Min : BinaryOpNode<Min> { static constexpr IRNodeType _node_type = IRNodeType::Min; };
-struct Max : BinaryOpNode<Max> { static constexpr IRNodeType _node_type = IRNodeType::Max; };
+struct Add : BinaryOpNode<Add> {
+    static constexpr IRNodeType _node_type = IRNodeType::Add;
+};
+struct Sub : BinaryOpNode<Sub> {
+    static constexpr IRNodeType _node_type = IRNodeType::Sub;
+};
+struct Mul : BinaryOpNode<Mul> {
+    static constexpr IRNodeType _node_type = IRNodeType::Mul;
+};
+struct Div : BinaryOpNode<Div> {
+    static constexpr IRNodeType _node_type = IRNodeType::Div;
+};
+struct Mod : BinaryOpNode<Mod> {
+    static constexpr IRNodeType _node_type = IRNodeType::Mod;
+};
+struct Min : BinaryOpNode<Min> {
+    static constexpr IRNodeType _node_type = IRNodeType::Min;
+};
+struct Max : BinaryOpNode<Max> {
+    static constexpr IRNodeType _node_type = IRNodeType::Max;
+};
 
 template <typename T> struct CmpOpNode : ExprNode<T> {
     Expr a, b;
     static Expr make(Expr a, Expr b);
 };
-struct EQ : CmpOpNode<EQ> { static constexpr IRNodeType _node_type = IRNodeType::EQ; };
-struct NE : CmpOpNode<NE> { static constexpr IRNodeType _node_type = IRNodeType::NE; };
-struct LT : CmpOpNode<LT> { static constexpr IRNodeType _node_type = IRNodeType::LT; };
-struct LE : CmpOpNode<LE> { static constexpr IRNodeType _node_type = IRNodeType::LE; };
-struct GT : CmpOpNode<GT> { static constexpr IRNodeType _node_type = IRNodeType::GT; };
-struct GE : CmpOpNode<GE> { static constexpr IRNodeType _node_type = IRNodeType::GE; };
+struct EQ : CmpOpNode<EQ> {
+    static constexpr IRNodeType _node_type = IRNodeType::EQ;
+};
+struct NE : CmpOpNode<NE> {
+    static constexpr IRNodeType _node_type = IRNodeType::NE;
+};
+struct LT : CmpOpNode<LT> {
+    static constexpr IRNodeType _node_type = IRNodeType::LT;
+};
+struct LE : CmpOpNode<LE> {
+    static constexpr IRNodeType _node_type = IRNodeType::LE;
+};
+struct GT : CmpOpNode<GT> {
+    static constexpr IRNodeType _node_type = IRNodeType::GT;
+};
+struct GE : CmpOpNode<GE> {
+    static constexpr IRNodeType _node_type = IRNodeType::GE;
+};
 
 struct And : ExprNode<And> {
     Expr a, b;
@@ -179,10 +205,10 @@ struct Call : ExprNode<Call> {
     std::string name;
     std::vector<Expr> args;
     CallType call_type;
-    FunctionPtr func;       // Func calls
-    int value_index = 0;    // which Tuple element of a Func
-    ParameterPtr param;     // Image calls to a BufferParam
-    BufferPtr buffer;       // Image calls to a concrete Buffer
+    FunctionPtr func;     // Func calls
+    int value_index = 0;  // which Tuple element of a Func
+    ParameterPtr param;   // Image calls to a BufferParam
+    BufferPtr buffer;     // Image calls to a concrete Buffer
 
     static Expr make(Type t, const std::string &name, const std::vector<Expr> &args,
                      CallType call_type, FunctionPtr func = nullptr, int value_index = 0,
@@ -202,8 +228,8 @@ struct Call : ExprNode<Call> {
     static constexpr const char *bitwise_not = "bitwise_not";
     static constexpr const char *shift_left = "shift_left";
     static constexpr const char *shift_right = "shift_right";
-    static constexpr const char *likely = "likely";  // a hint for loop partitioning
-    static constexpr const char *error = "error";    // args: message pieces; aborts
+    static constexpr const char *likely = "likely";          // a hint for loop partitioning
+    static constexpr const char *error = "error";            // args: message pieces; aborts
     static constexpr const char *buffer_get = "buffer_get";  // args: name, field, dim
     static constexpr const char *div_round_up = "div_round_up";
     static constexpr const char *undef = "undef";
@@ -257,8 +283,7 @@ struct For : StmtNode<For> {
     Expr min, extent;
     ForType for_type;
     Stmt body;
-    static Stmt make(const std::string &name, Expr min, Expr extent, ForType for_type,
-                     Stmt body);
+    static Stmt make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body);
     static constexpr IRNodeType _node_type = IRNodeType::For;
 };
 
@@ -312,8 +337,8 @@ struct Realize : StmtNode<Realize> {
     Region bounds;
     Expr condition;
     Stmt body;
-    static Stmt make(const std::string &name, const std::vector<Type> &types,
-                     const Region &bounds, Expr condition, Stmt body);
+    static Stmt make(const std::string &name, const std::vector<Type> &types, const Region &bounds,
+                     Expr condition, Stmt body);
     static constexpr IRNodeType _node_type = IRNodeType::Realize;
 };
 

@@ -59,9 +59,7 @@ template <typename T> class Param {
     }
     const std::string &name() const { return param->name; }
     Type type() const { return param->type; }
-    operator Expr() const {
-        return internal::Variable::make(param->type, param->name, param);
-    }
+    operator Expr() const { return internal::Variable::make(param->type, param->name, param); }
     internal::ParameterPtr param;
 };
 

@@ -39,8 +39,8 @@ struct ScalarArg {
 struct ArgValue {
     ArgValue(const RawBuffer &b) : buffer(b), is_buffer(true) {}
     template <typename T> ArgValue(const Buffer<T> &b) : buffer(b), is_buffer(true) {}
-    template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
-    ArgValue(T v) : scalar(v), is_buffer(false) {}
+    template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>> ArgValue(T v)
+        : scalar(v), is_buffer(false) {}
     RawBuffer buffer;
     ScalarArg scalar{0};
     bool is_buffer;
@@ -85,7 +85,8 @@ class Pipeline {
 
     /** Compiles (or fetches from the cache) machine code for this pipeline
      * with this schedule for this target. */
-    CompiledPipeline compile(const Schedule &schedule = Schedule(), const Target &target = Target::host()) const;
+    CompiledPipeline compile(const Schedule &schedule = Schedule(),
+                             const Target &target = Target::host()) const;
 
     /** Computes the (single) output over [0, sizes) with inputs bound to the
      * Params, and returns it. */

@@ -45,7 +45,8 @@ class Stage {
     /** Reorders the named loops, listed outermost first. Loops not named
      * keep their positions. */
     Stage &reorder(const std::vector<VarOrRVar> &outermost_first);
-    template <typename... Args> Stage &reorder(const VarOrRVar &a, const VarOrRVar &b, Args &&...rest) {
+    template <typename... Args>
+    Stage &reorder(const VarOrRVar &a, const VarOrRVar &b, Args &&...rest) {
         return reorder(std::vector<VarOrRVar>{a, b, VarOrRVar(rest)...});
     }
     /** Splits y and x by (ty, tx) and orders the loops yo, xo, yi, xi. */
@@ -56,9 +57,11 @@ class Stage {
     Stage &unroll(const VarOrRVar &v);
     Stage &unroll(const VarOrRVar &v, const Expr &factor, TailStrategy tail = TailStrategy::Auto);
     Stage &vectorize(const VarOrRVar &v);
-    Stage &vectorize(const VarOrRVar &v, const Expr &factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &vectorize(const VarOrRVar &v, const Expr &factor,
+                     TailStrategy tail = TailStrategy::Auto);
     Stage &parallel(const VarOrRVar &v);
-    Stage &parallel(const VarOrRVar &v, const Expr &task_size, TailStrategy tail = TailStrategy::Auto);
+    Stage &parallel(const VarOrRVar &v, const Expr &task_size,
+                    TailStrategy tail = TailStrategy::Auto);
     Stage &serial(const VarOrRVar &v);
 
     /** The handle of update definition i of the same Func. */

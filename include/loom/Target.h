@@ -31,7 +31,9 @@ class Target {
     /** Natural vector width in bytes: 64 with avx512, 32 with avx/avx2, else 16. */
     int vector_bytes() const;
     std::string to_string() const;
-    bool operator==(const Target &o) const { return arch == o.arch && os == o.os && features == o.features; }
+    bool operator==(const Target &o) const {
+        return arch == o.arch && os == o.os && features == o.features;
+    }
     bool operator!=(const Target &o) const { return !(*this == o); }
 
   private:

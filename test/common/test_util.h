@@ -16,7 +16,8 @@ namespace loom_test {
 inline std::mt19937 &rng() {
     static std::mt19937 gen = [] {
         unsigned seed = std::random_device{}();
-        if (const char *s = std::getenv("LOOM_TEST_SEED")) seed = static_cast<unsigned>(std::stoul(s));
+        if (const char *s = std::getenv("LOOM_TEST_SEED"))
+            seed = static_cast<unsigned>(std::stoul(s));
         std::printf("[loom] random seed %u (replay with LOOM_TEST_SEED=%u)\n", seed, seed);
         return std::mt19937(seed);
     }();
@@ -24,7 +25,7 @@ inline std::mt19937 &rng() {
 }
 
 template <typename T> loom::Buffer<T> random_buffer(const std::vector<int> &shape, double lo = -1,
-                                                     double hi = 1, const std::string &name = "") {
+                                                    double hi = 1, const std::string &name = "") {
     loom::Buffer<T> b(shape, name);
     std::uniform_real_distribution<double> dist(lo, hi);
     b.fill([&](const std::vector<int> &) {
@@ -40,8 +41,10 @@ inline double as_double(const loom::RawBuffer &b, const std::vector<int> &c) {
     loom::Type t = b.type();
     if (t == loom::Float(32)) return *reinterpret_cast<const float *>(p);
     if (t == loom::Float(64)) return *reinterpret_cast<const double *>(p);
-    if (t == loom::Float(16)) return static_cast<float>(*reinterpret_cast<const loom::float16_t *>(p));
-    if (t == loom::BFloat(16)) return static_cast<float>(*reinterpret_cast<const loom::bfloat16_t *>(p));
+    if (t == loom::Float(16))
+        return static_cast<float>(*reinterpret_cast<const loom::float16_t *>(p));
+    if (t == loom::BFloat(16))
+        return static_cast<float>(*reinterpret_cast<const loom::bfloat16_t *>(p));
     if (t == loom::Int(32)) return *reinterpret_cast<const int32_t *>(p);
     if (t == loom::Int(64)) return static_cast<double>(*reinterpret_cast<const int64_t *>(p));
     if (t == loom::Int(16)) return *reinterpret_cast<const int16_t *>(p);
@@ -91,7 +94,8 @@ inline ::testing::AssertionResult buffers_match(const loom::RawBuffer &actual,
         if (d < 0) break;
     }
     if (errors) {
-        return ::testing::AssertionFailure() << errors << " of " << count << " elements differ" << msg.str();
+        return ::testing::AssertionFailure()
+               << errors << " of " << count << " elements differ" << msg.str();
     }
     return ::testing::AssertionSuccess();
 }

@@ -261,7 +261,7 @@ TEST(Frontend, PipelineQueries) {
     Param<float> k("k");
     Var x("x");
     Func a("a"), b("b"), c("c");
-    a(x) = in(x) * k;
+    a(x) = in(x)*k;
     b(x) = a(x) + a(x + 1);
     c(x) = b(x) + a(x) + cast<float>(in.dim(0).extent());
     auto env = find_transitive_calls({c.function()});

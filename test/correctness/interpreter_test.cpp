@@ -76,9 +76,9 @@ TEST(Interpreter, TypePromotionAndWrapping) {
     i8.set(ib);
     Var x("x");
     Func u("u"), w("w"), m("m"), fl("fl");
-    u(x) = a8(x) + 200;               // uint8, wraps
-    w(x) = s16(x) * a8(x);            // int16 (uint8 widens to int16), wraps
-    m(x) = i8(x) + a8(x);             // int8 meets uint8: uint8
+    u(x) = a8(x) + 200;                         // uint8, wraps
+    w(x) = s16(x) * a8(x);                      // int16 (uint8 widens to int16), wraps
+    m(x) = i8(x) + a8(x);                       // int8 meets uint8: uint8
     fl(x) = cast<float>(a8(x)) * 0.5f + i8(x);  // int8 converts to float32
     EXPECT_EQ(u.type(), UInt(8));
     EXPECT_EQ(w.type(), Int(16));
@@ -106,7 +106,7 @@ TEST(Interpreter, CastsAndBool) {
     in.set(ib);
     Var x("x");
     Func t("t"), u8("u8"), b("b"), d("d");
-    t(x) = cast<int>(in(x));              // truncates toward zero
+    t(x) = cast<int>(in(x));                  // truncates toward zero
     u8(x) = cast<uint8_t>(cast<int>(in(x)));  // wraps
     b(x) = cast<bool>(cast<int>(in(x)));
     d(x) = cast<double>(in(x)) / 3.0;
@@ -368,7 +368,7 @@ TEST(Interpreter, TupleFuncs) {
     in.set(ib);
     Var x("x");
     Func f("f"), g("g");
-    f(x) = Tuple(in(x), cast<int>(in(x) * 100.0f));
+    f(x) = Tuple(in(x), cast<int>(in(x)*100.0f));
     g(x) = f(x)[0] * 2.0f + cast<float>(f(x)[1]);
     std::vector<RawBuffer> fb = interpret_tuple(f, {n});
     ASSERT_EQ(fb.size(), 2u);
@@ -458,8 +458,8 @@ TEST(Interpreter, HalfAndBFloatInputs) {
     Var x("x");
     Func widened("widened"), hmul("hmul"), mixed("mixed"), narrowed("narrowed");
     widened(x) = cast<float>(h(x)) * 2.0f + cast<float>(bf(x));
-    hmul(x) = h(x) * h(x) + h(x);            // float16 arithmetic
-    mixed(x) = h(x) + bf(x);                 // float16 meets bfloat16 at float32
+    hmul(x) = h(x) * h(x) + h(x);  // float16 arithmetic
+    mixed(x) = h(x) + bf(x);       // float16 meets bfloat16 at float32
     narrowed(x) = cast<bfloat16_t>(cast<float>(h(x)) / 3.0f);
     EXPECT_EQ(hmul.type(), Float(16));
     EXPECT_EQ(mixed.type(), Float(32));
@@ -656,7 +656,8 @@ TEST(Interpreter, BitwiseAndWideIntegers) {
         uint32_t v = ab(i);
         EXPECT_EQ(fb(i), ((v & 0xff00u) | (v >> 3)) ^ ~v);
         uint64_t w = static_cast<uint64_t>(sb(i));
-        EXPECT_EQ(gb(i), static_cast<int64_t>(w * 3 + static_cast<uint64_t>(sb(i) >> 5) - (w << 2)));
+        EXPECT_EQ(gb(i),
+                  static_cast<int64_t>(w * 3 + static_cast<uint64_t>(sb(i) >> 5) - (w << 2)));
         EXPECT_EQ(hb(i), static_cast<int8_t>(static_cast<int8_t>(v) >> 1));
     }
 }

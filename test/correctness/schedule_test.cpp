@@ -48,8 +48,8 @@ TEST(Schedule, ComputeRoot) {
 }
 
 TEST(Schedule, SplitEachTailStrategy) {
-    for (TailStrategy tail : {TailStrategy::Auto, TailStrategy::GuardWithIf, TailStrategy::ShiftInwards,
-                              TailStrategy::RoundUp}) {
+    for (TailStrategy tail : {TailStrategy::Auto, TailStrategy::GuardWithIf,
+                              TailStrategy::ShiftInwards, TailStrategy::RoundUp}) {
         Blur b;
         b.bind(19, 45);
         // RoundUp computes bx up to a multiple of 8 columns, reading that far
@@ -196,7 +196,7 @@ TEST(Schedule, RDomWhereAndScalarParam) {
     RDom r(0, in.dim(0).extent(), "r");
     r.where(r.x % 3 != 1);
     Func f("f");
-    f(x) = sum(in(r) * cast<float>(x)) * scale;
+    f(x) = sum(in(r)*cast<float>(x)) * scale;
     in.set(random_buffer<float>({50}));
     scale.set(0.75f);
     check_schedule(f, Schedule(), {11}, 1e-5);
@@ -206,7 +206,7 @@ TEST(Schedule, MultipleOutputs) {
     BufferParam in(Float(32), 1, "in");
     Var x("x");
     Func sq("sq"), cube("cube");
-    sq(x) = in(x) * in(x);
+    sq(x) = in(x)*in(x);
     cube(x) = sq(x) * in(x);
     in.set(random_buffer<float>({33}));
     RawBuffer a(Float(32), {33}), b(Float(32), {33});

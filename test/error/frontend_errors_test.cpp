@@ -113,8 +113,10 @@ TEST(FrontendErrors, FloatCoordinates) {
     Func f("f"), g("g");
     f(x) = x;
     BufferParam in(Float(32), 1, "in");
-    EXPECT_TRUE(throws_with<CompileError>([&] { g(x) = f(cast<float>(x)); }, {"Func f", "float32"}));
-    EXPECT_TRUE(throws_with<CompileError>([&] { (void)in(cast<float>(x) * 0.5f); }, {"in", "float32"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { g(x) = f(cast<float>(x)); }, {"Func f", "float32"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { (void)in(cast<float>(x) * 0.5f); }, {"in", "float32"}));
 }
 
 TEST(FrontendErrors, UseBeforeDefinition) {
@@ -172,21 +174,37 @@ TEST(FrontendErrors, BufferParamMistakes) {
 }
 
 TEST(FrontendErrors, BufferMistakes) {
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<float> b({-1, 3}, "negbuf"); },
-                                          {"negbuf", "negative"}));
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<uint8_t> b({65536, 65536}, "huge"); },
-                                          {"huge", "32-bit"}));
     EXPECT_TRUE(throws_with<RuntimeError>(
-        [&] { RawBuffer::wrap(Float(32), nullptr, {1 << 20, 1 << 12}, {1 << 12, 1}, "wide"); },
+        [&] {
+            Buffer<float> b({-1, 3}, "negbuf");
+        },
+        {"negbuf", "negative"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            Buffer<uint8_t> b({65536, 65536}, "huge");
+        },
+        {"huge", "32-bit"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            RawBuffer::wrap(Float(32), nullptr, {1 << 20, 1 << 12}, {1 << 12, 1}, "wide");
+        },
         {"wide", "32-bit"}));
     Buffer<float> b({4, 5}, "b");
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.cropped(1, 3, 4); }, {"Buffer b", "cropped"}));
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.transposed({0, 0}); }, {"Buffer b", "permutation"}));
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { (void)b.cropped(1, 3, 4); }, {"Buffer b", "cropped"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            (void)b.transposed({0, 0});
+        },
+        {"Buffer b", "permutation"}));
     EXPECT_TRUE(throws_with<RuntimeError>([&] { b.set_min({1}); }, {"Buffer b"}));
     EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)b.extent(2); }, {"Buffer b"}));
     EXPECT_TRUE(throws_with<RuntimeError>([&] { Buffer<int> w(b); }, {"int32", "float32"}));
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)Buffer<int>::wrap(nullptr, {2}, {1, 1}, "ws"); },
-                                          {"ws", "strides"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            (void)Buffer<int>::wrap(nullptr, {2}, {1, 1}, "ws");
+        },
+        {"ws", "strides"}));
 }
 
 TEST(FrontendErrors, InterpreterOutOfBoundsRead) {
@@ -195,8 +213,11 @@ TEST(FrontendErrors, InterpreterOutOfBoundsRead) {
     Var y("y"), x("x");
     Func f("f");
     f(y, x) = in(y, x + 1);
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret(f, {4, 6}); },
-                                          {"Buffer in", "(0, 6)", "6", "dimension 1", "[0, 5]"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            interpret(f, {4, 6});
+        },
+        {"Buffer in", "(0, 6)", "6", "dimension 1", "[0, 5]"}));
 }
 
 TEST(FrontendErrors, InterpreterUnboundInputs) {

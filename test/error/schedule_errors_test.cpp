@@ -84,8 +84,9 @@ TEST(ScheduleErrors, ReorderingRVarsChangesMeaning) {
     f(x) = 0.0f;
     f(x) = f(x) * 0.5f + in(r.x, r.y);
     Schedule s;
-    EXPECT_TRUE(throws_with<CompileError>([&] { s[f].update().reorder(r.y, r.x); },
-                                          {"update 0 of Func f", "RVars must keep their relative order"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { s[f].update().reorder(r.y, r.x); },
+                                  {"update 0 of Func f", "RVars must keep their relative order"}));
 }
 
 TEST(ScheduleErrors, InliningAFuncWithUpdates) {
@@ -95,8 +96,9 @@ TEST(ScheduleErrors, InliningAFuncWithUpdates) {
     f(x) = 0;
     f(x) += r;
     Schedule s;
-    EXPECT_TRUE(throws_with<CompileError>([&] { s[f].compute_inline(); },
-                                          {"Func f", "update definitions", "cannot be computed inline"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { s[f].compute_inline(); },
+                                  {"Func f", "update definitions", "cannot be computed inline"}));
 }
 
 TEST(ScheduleErrors, UsedOutsideItsComputeLoop) {
@@ -108,8 +110,8 @@ TEST(ScheduleErrors, UsedOutsideItsComputeLoop) {
     s[p.g].compute_root();
     s[p.f].compute_at(p.g, p.x);
     p.in.set(random_buffer<float>({4, 9}));
-    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(h).compile(s); },
-                                          {"Func f", "used outside the loop where it is computed"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(h).compile(s); }, {"Func f", "used outside the loop where it is computed"}));
 }
 
 TEST(ScheduleErrors, VectorizeNeedsConstantFactor) {
@@ -125,8 +127,8 @@ TEST(RuntimeErrors, MissingInput) {
     Var x("x");
     Func f("f");
     f(x) = in(x);
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(f).realize({4}); },
-                                          {"never_bound", "no value"}));
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { Pipeline(f).realize({4}); }, {"never_bound", "no value"}));
 }
 
 TEST(RuntimeErrors, WrongTypeAndRank) {
@@ -136,8 +138,11 @@ TEST(RuntimeErrors, WrongTypeAndRank) {
     f(y, x) = in(y, x);
     CompiledPipeline c = Pipeline(f).compile();
     RawBuffer out(Float(32), {3, 3});
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(Buffer<int32_t>({3, 3}), out); },
-                                          {"img", "int32", "float32"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            c(Buffer<int32_t>({3, 3}), out);
+        },
+        {"img", "int32", "float32"}));
     EXPECT_TRUE(throws_with<RuntimeError>([&] { c(Buffer<float>({9}), out); },
                                           {"img", "1 dimensions", "expects 2"}));
     EXPECT_TRUE(throws_with<RuntimeError>([&] { c(out); }, {"takes 2 arguments"}));
@@ -210,8 +215,11 @@ TEST(RuntimeErrors, StridedInnermostNeedsOptIn) {
     Buffer<float> data({5, 7});
     RawBuffer transposed = data.transposed({1, 0});
     CompiledPipeline c = Pipeline(f).compile();
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { c(transposed, RawBuffer(Float(32), {7, 5})); },
-                                          {"Buffer grid", "innermost dimension 1", "allow_strided_innermost"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            c(transposed, RawBuffer(Float(32), {7, 5}));
+        },
+        {"Buffer grid", "innermost dimension 1", "allow_strided_innermost"}));
     // With the opt-in, the same view works.
     in.allow_strided_innermost();
     RawBuffer out(Float(32), {7, 5});

@@ -47,7 +47,8 @@ FuzzCase make_case(uint64_t seed) {
     FuzzCase c;
     std::ostringstream desc;
     int n_inputs = 1 + pick(2);
-    for (int i = 0; i < n_inputs; i++) c.inputs.emplace_back(Float(32), 2, "in" + std::to_string(i));
+    for (int i = 0; i < n_inputs; i++)
+        c.inputs.emplace_back(Float(32), 2, "in" + std::to_string(i));
 
     // Something earlier in the pipeline to read: an input or a previous Func.
     auto source = [&](const Expr &y, const Expr &x) -> Expr {
@@ -85,7 +86,8 @@ FuzzCase make_case(uint64_t seed) {
             break;
         }
         case 3:  // max/select nonlinearity
-            f(vy, vx) = select(prev(vy, vx) > 0.0f, prev(vy, vx + dx), max(prev(vy + dy, vx), -0.5f));
+            f(vy, vx) =
+                select(prev(vy, vx) > 0.0f, prev(vy, vx + dx), max(prev(vy + dy, vx), -0.5f));
             desc << f.name() << ": select/max\n";
             break;
         default: {  // a plain pure update (order-independent)
@@ -119,7 +121,8 @@ FuzzCase make_case(uint64_t seed) {
     if (c.sizes[1] >= std::max(fx, lanes) && pick(3) == 0) out_tail = TailStrategy::ShiftInwards;
     switch (out_pattern) {
     case 0:
-        add("out.tile", [=](Schedule &s) { s[out].tile(vy, vx, yo, xo, yi, xi, fy, fx, out_tail); });
+        add("out.tile",
+            [=](Schedule &s) { s[out].tile(vy, vx, yo, xo, yi, xi, fy, fx, out_tail); });
         out_has_yo = out_has_xo = true;
         break;
     case 1:
@@ -130,11 +133,8 @@ FuzzCase make_case(uint64_t seed) {
         add("out.vectorize x", [=](Schedule &s) { s[out].vectorize(vx, lanes, out_tail); });
         break;
     }
-    case 3:
-        add("out.reorder", [=](Schedule &s) { s[out].reorder(vx, vy); });
-        break;
-    default:
-        break;
+    case 3: add("out.reorder", [=](Schedule &s) { s[out].reorder(vx, vy); }); break;
+    default: break;
     }
     if (pick(2)) {
         if (out_has_yo) add("out.parallel yo", [=](Schedule &s) { s[out].parallel(yo); });
@@ -222,9 +222,11 @@ std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
         RawBuffer expected = interpret(out, c.sizes);
         RawBuffer actual = Pipeline(out).realize(c.sizes, s);
         ::testing::AssertionResult r = loom_test::buffers_match(actual, expected, 1e-5, 1e-5);
-        if (!r) return std::string(r.message()) + "\n" + c.description + "schedule:\n" + applied.str();
+        if (!r)
+            return std::string(r.message()) + "\n" + c.description + "schedule:\n" + applied.str();
     } catch (const std::exception &e) {
-        return std::string("exception: ") + e.what() + "\n" + c.description + "schedule:\n" + applied.str();
+        return std::string("exception: ") + e.what() + "\n" + c.description + "schedule:\n" +
+               applied.str();
     }
     return "";
 }
@@ -263,7 +265,8 @@ TEST(Fuzz, Regressions) {
         std::vector<bool> mask;
         for (char ch : r.second) mask.push_back(ch == '1');
         std::string failure = run_case(r.first, mask);
-        EXPECT_TRUE(failure.empty()) << "seed " << r.first << " mask " << r.second << ": " << failure;
+        EXPECT_TRUE(failure.empty())
+            << "seed " << r.first << " mask " << r.second << ": " << failure;
     }
 }
 
@@ -278,7 +281,8 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
     auto start = std::chrono::steady_clock::now();
     int failures = 0, run = 0;
     for (uint64_t k = 0;; k++) {
-        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (seconds > 0 ? elapsed > seconds : static_cast<int>(k) >= cases) break;
         uint64_t case_seed = seed + k;
         run++;
@@ -287,8 +291,8 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
             size_t n = make_case(case_seed).directives.size();
             std::vector<bool> mask = reduce(case_seed, n, failure);
             ADD_FAILURE() << "fuzz case failed; keep it with {" << case_seed << "ull, \""
-                          << mask_string(mask) << "\"} in kRegressions.\nReduced failure: "
-                          << run_case(case_seed, mask);
+                          << mask_string(mask)
+                          << "\"} in kRegressions.\nReduced failure: " << run_case(case_seed, mask);
             if (++failures >= 3) break;
         }
     }

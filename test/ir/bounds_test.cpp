@@ -21,13 +21,13 @@ std::string str(const Interval &i) {
     return s + "]";
 }
 
-#define EXPECT_BOUNDS(e, scope, lo, hi)                                                          \
-    do {                                                                                         \
-        Interval i_ = bounds_of_expr_in_scope(e, scope);                                         \
-        Expr lo_ = (lo), hi_ = (hi);                                                             \
+#define EXPECT_BOUNDS(e, scope, lo, hi)                                                            \
+    do {                                                                                           \
+        Interval i_ = bounds_of_expr_in_scope(e, scope);                                           \
+        Expr lo_ = (lo), hi_ = (hi);                                                               \
         bool ok_ = (lo_.defined() ? i_.min.defined() && equal(i_.min, lo_) : !i_.min.defined()) && \
-                   (hi_.defined() ? i_.max.defined() && equal(i_.max, hi_) : !i_.max.defined()); \
-        EXPECT_TRUE(ok_) << "bounds of " << (e) << " = " << str(i_);                             \
+                   (hi_.defined() ? i_.max.defined() && equal(i_.max, hi_) : !i_.max.defined());   \
+        EXPECT_TRUE(ok_) << "bounds of " << (e) << " = " << str(i_);                               \
     } while (0)
 
 TEST(Bounds, Arithmetic) {
@@ -94,8 +94,10 @@ TEST(Bounds, TypesAndCasts) {
     Expr u = var("u", UInt(8));
     Scope<Interval> su;
     su.push("u", Interval(make_const(UInt(8), 0), make_const(UInt(8), 100)));
-    EXPECT_BOUNDS(u + make_const(UInt(8), 200), su, make_const(UInt(8), 0), make_const(UInt(8), 255));
-    EXPECT_BOUNDS(u + make_const(UInt(8), 100), su, make_const(UInt(8), 100), make_const(UInt(8), 200));
+    EXPECT_BOUNDS(u + make_const(UInt(8), 200), su, make_const(UInt(8), 0),
+                  make_const(UInt(8), 255));
+    EXPECT_BOUNDS(u + make_const(UInt(8), 100), su, make_const(UInt(8), 100),
+                  make_const(UInt(8), 200));
 }
 
 TEST(Bounds, Vectors) {
@@ -133,7 +135,8 @@ TEST(Bounds, BoxesRequired) {
     EXPECT_EQ(all.size(), 3u);
 
     // Two reads of the same Func merge into their union.
-    Expr two = Call::make(Float(32), "g", {x}, Call::Func) + Call::make(Float(32), "g", {x + 10}, Call::Func);
+    Expr two = Call::make(Float(32), "g", {x}, Call::Func) +
+               Call::make(Float(32), "g", {x + 10}, Call::Func);
     Scope<Interval> s;
     s.push("f.s0.x", Interval(Expr(0), Expr(5)));
     auto r2 = boxes_required(two, s);
@@ -141,9 +144,11 @@ TEST(Bounds, BoxesRequired) {
     EXPECT_TRUE(equal(r2["g"][0].max, Expr(15)));
 
     // Lets and if conditions narrow.
-    Stmt guarded = For::make("f.s0.x", 0, 100, ForType::Serial,
-                             IfThenElse::make(x < 10, LetStmt::make("t", x * 2,
-                                           Evaluate::make(Call::make(Float(32), "h", {var("t")}, Call::Func)))));
+    Stmt guarded = For::make(
+        "f.s0.x", 0, 100, ForType::Serial,
+        IfThenElse::make(x < 10, LetStmt::make("t", x * 2,
+                                               Evaluate::make(Call::make(Float(32), "h", {var("t")},
+                                                                         Call::Func)))));
     auto r3 = boxes_required(guarded);
     EXPECT_TRUE(equal(r3["h"][0].min, Expr(0)));
     EXPECT_TRUE(equal(r3["h"][0].max, Expr(18))) << r3["h"][0].max;

@@ -17,8 +17,27 @@ int64_t ref_div(int64_t a, int64_t b) { return div_imp(a, b); }
 int64_t ref_mod(int64_t a, int64_t b) { return mod_imp(a, b); }
 
 std::vector<int32_t> interesting_ints() {
-    std::vector<int32_t> v = {0, 1, -1, 2, -2, 3, -3, 7, -7, 8, -8, 13, -13, 100, -100, 1 << 20, -(1 << 20),
-                              INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1};
+    std::vector<int32_t> v = {0,
+                              1,
+                              -1,
+                              2,
+                              -2,
+                              3,
+                              -3,
+                              7,
+                              -7,
+                              8,
+                              -8,
+                              13,
+                              -13,
+                              100,
+                              -100,
+                              1 << 20,
+                              -(1 << 20),
+                              INT32_MAX,
+                              INT32_MIN,
+                              INT32_MAX - 1,
+                              INT32_MIN + 1};
     std::mt19937 rng(1);
     for (int i = 0; i < 40; i++) v.push_back(static_cast<int32_t>(rng()));
     return v;
@@ -42,19 +61,24 @@ TEST(CodeGenArith, FloorDivModInt32ScalarAndVector) {
     }
     int n = static_cast<int>(a.size());
     Expr i = var("i");
-    Stmt scalar = loop("i", i32(0), i32(n),
-                       Block::make(store("q", Div::make(load(Int(32), "a", i), load(Int(32), "b", i)), i),
-                                   store("r", Mod::make(load(Int(32), "a", i), load(Int(32), "b", i)), i)));
+    Stmt scalar =
+        loop("i", i32(0), i32(n),
+             Block::make(store("q", Div::make(load(Int(32), "a", i), load(Int(32), "b", i)), i),
+                         store("r", Mod::make(load(Int(32), "a", i), load(Int(32), "b", i)), i)));
     Expr r8 = Ramp::make(var("v") * i32(8), i32(1), 8);
-    Stmt vec = loop("v", i32(0), i32(n / 8),
-                    Block::make(store("qv", Div::make(load(Int(32, 8), "a", r8), load(Int(32, 8), "b", r8)), r8),
-                                store("rv", Mod::make(load(Int(32, 8), "a", r8), load(Int(32, 8), "b", r8)), r8)));
-    auto m = compile("divmod", {buffer_arg("a", Int(32), 1), buffer_arg("b", Int(32), 1), buffer_arg("q", Int(32), 1),
-                                buffer_arg("r", Int(32), 1), buffer_arg("qv", Int(32), 1), buffer_arg("rv", Int(32), 1)},
-                     Block::make(scalar, vec));
+    Stmt vec =
+        loop("v", i32(0), i32(n / 8),
+             Block::make(
+                 store("qv", Div::make(load(Int(32, 8), "a", r8), load(Int(32, 8), "b", r8)), r8),
+                 store("rv", Mod::make(load(Int(32, 8), "a", r8), load(Int(32, 8), "b", r8)), r8)));
+    auto m = compile(
+        "divmod",
+        {buffer_arg("a", Int(32), 1), buffer_arg("b", Int(32), 1), buffer_arg("q", Int(32), 1),
+         buffer_arg("r", Int(32), 1), buffer_arg("qv", Int(32), 1), buffer_arg("rv", Int(32), 1)},
+        Block::make(scalar, vec));
     std::vector<int32_t> q(n), r(n), qv(n), rv(n);
-    Buf ba(a.data(), Int(32), {n}), bb(b.data(), Int(32), {n}), bq(q.data(), Int(32), {n}), br(r.data(), Int(32), {n}),
-        bqv(qv.data(), Int(32), {n}), brv(rv.data(), Int(32), {n});
+    Buf ba(a.data(), Int(32), {n}), bb(b.data(), Int(32), {n}), bq(q.data(), Int(32), {n}),
+        br(r.data(), Int(32), {n}), bqv(qv.data(), Int(32), {n}), brv(rv.data(), Int(32), {n});
     ASSERT_EQ(run(m, {ba.arg(), bb.arg(), bq.arg(), br.arg(), bqv.arg(), brv.arg()}), 0);
     for (int k = 0; k < n; k++) {
         int32_t wq = static_cast<int32_t>(ref_div(a[k], b[k]));
@@ -74,11 +98,16 @@ TEST(CodeGenArith, FloorDivModByConstants) {
                       Block::make(store("q", Div::make(load(Int(32), "a", i), i32(c)), i),
                                   store("r", Mod::make(load(Int(32), "a", i), i32(c)), i)));
         Expr r8 = Ramp::make(i32(0), i32(1), 8);
-        s = Block::make(s, Block::make(store("qv", Div::make(load(Int(32, 8), "a", r8), Broadcast::make(i32(c), 8)), r8),
-                                       store("rv", Mod::make(load(Int(32, 8), "a", r8), Broadcast::make(i32(c), 8)), r8)));
-        auto m = compile("divconst", {buffer_arg("a", Int(32), 1), buffer_arg("q", Int(32), 1), buffer_arg("r", Int(32), 1),
-                                      buffer_arg("qv", Int(32), 1), buffer_arg("rv", Int(32), 1)},
-                         s);
+        s = Block::make(
+            s,
+            Block::make(
+                store("qv", Div::make(load(Int(32, 8), "a", r8), Broadcast::make(i32(c), 8)), r8),
+                store("rv", Mod::make(load(Int(32, 8), "a", r8), Broadcast::make(i32(c), 8)), r8)));
+        auto m = compile(
+            "divconst",
+            {buffer_arg("a", Int(32), 1), buffer_arg("q", Int(32), 1), buffer_arg("r", Int(32), 1),
+             buffer_arg("qv", Int(32), 1), buffer_arg("rv", Int(32), 1)},
+            s);
         int n = static_cast<int>(vals.size());
         std::vector<int32_t> q(n), r(n), qv(8), rv(8);
         Buf ba(vals.data(), Int(32), {n}), bq(q.data(), Int(32), {n}), br(r.data(), Int(32), {n}),
@@ -103,12 +132,14 @@ TEST(CodeGenArith, DivModOtherIntTypes) {
         Expr a = load(t, "a", i), b = load(t, "b", i);
         Stmt s = loop("i", i32(0), var("a.extent.0"),
                       Block::make(store("q", Div::make(a, b), i), store("r", Mod::make(a, b), i)));
-        auto m = compile("divmod_t", {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("q", t, 1),
-                                      buffer_arg("r", t, 1)},
+        auto m = compile("divmod_t",
+                         {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("q", t, 1),
+                          buffer_arg("r", t, 1)},
                          s);
         std::mt19937_64 rng(7);
         const int n = 500;
-        std::vector<int64_t> av(n), bv(n), qv(n), rv(n);  // 8 bytes each; only the low bytes are used
+        std::vector<int64_t> av(n), bv(n), qv(n),
+            rv(n);  // 8 bytes each; only the low bytes are used
         std::vector<uint8_t> ab(n * 8), bb(n * 8), qb(n * 8), rb(n * 8);
         int bytes = t.bytes();
         auto get = [&](const std::vector<uint8_t> &buf, int k) -> int64_t {
@@ -129,7 +160,8 @@ TEST(CodeGenArith, DivModOtherIntTypes) {
             std::memcpy(&ab[k * bytes], &x, bytes);
             std::memcpy(&bb[k * bytes], &y, bytes);
         }
-        Buf ba(ab.data(), t, {n}), bbb(bb.data(), t, {n}), bq(qb.data(), t, {n}), br(rb.data(), t, {n});
+        Buf ba(ab.data(), t, {n}), bbb(bb.data(), t, {n}), bq(qb.data(), t, {n}),
+            br(rb.data(), t, {n});
         ASSERT_EQ(run(m, {ba.arg(), bbb.arg(), bq.arg(), br.arg()}), 0);
         for (int k = 0; k < n; k++) {
             int64_t x = get(ab, k), y = get(bb, k);
@@ -166,10 +198,11 @@ TEST(CodeGenArith, FloatDivModMinMaxAndComparisons) {
                                          Cast::make(Int(32), GT::make(a, b)) * i32(16) +
                                          Cast::make(Int(32), GE::make(a, b)) * i32(32),
                                      i)}));
-    auto m = compile("floatops", {buffer_arg("a", Float(32), 1), buffer_arg("b", Float(32), 1),
-                                  buffer_arg("div", Float(32), 1), buffer_arg("mod", Float(32), 1),
-                                  buffer_arg("mn", Float(32), 1), buffer_arg("mx", Float(32), 1),
-                                  buffer_arg("cmp", Int(32), 1)},
+    auto m = compile("floatops",
+                     {buffer_arg("a", Float(32), 1), buffer_arg("b", Float(32), 1),
+                      buffer_arg("div", Float(32), 1), buffer_arg("mod", Float(32), 1),
+                      buffer_arg("mn", Float(32), 1), buffer_arg("mx", Float(32), 1),
+                      buffer_arg("cmp", Int(32), 1)},
                      s);
     float nan = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> av = {7.5f, -7.5f, 7.5f, -7.5f, 1, 0, nan, 2, nan, -0.0f, 3};
@@ -178,20 +211,25 @@ TEST(CodeGenArith, FloatDivModMinMaxAndComparisons) {
     std::vector<float> dv(n), mv(n), mnv(n), mxv(n);
     std::vector<int> cv(n);
     Buf b0(av.data(), Float(32), {n}), b1(bv.data(), Float(32), {n}), b2(dv.data(), Float(32), {n}),
-        b3(mv.data(), Float(32), {n}), b4(mnv.data(), Float(32), {n}), b5(mxv.data(), Float(32), {n}),
-        b6(cv.data(), Int(32), {n});
+        b3(mv.data(), Float(32), {n}), b4(mnv.data(), Float(32), {n}),
+        b5(mxv.data(), Float(32), {n}), b6(cv.data(), Int(32), {n});
     ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg(), b6.arg()}), 0);
     for (int k = 0; k < n; k++) {
         float x = av[k], y = bv[k];
         float wd = x / y;
         float wm = x - y * std::floor(x / y);
-        if (std::isnan(wd)) EXPECT_TRUE(std::isnan(dv[k])); else EXPECT_EQ(dv[k], wd);
-        if (std::isnan(wm)) EXPECT_TRUE(std::isnan(mv[k])); else EXPECT_EQ(mv[k], wm) << x << " mod " << y;
+        if (std::isnan(wd)) EXPECT_TRUE(std::isnan(dv[k]));
+        else EXPECT_EQ(dv[k], wd);
+        if (std::isnan(wm)) EXPECT_TRUE(std::isnan(mv[k]));
+        else EXPECT_EQ(mv[k], wm) << x << " mod " << y;
         // Documented NaN rule: C's fmin / fmax (a NaN operand is ignored).
         float wmn = std::fmin(x, y), wmx = std::fmax(x, y);
-        if (std::isnan(wmn)) EXPECT_TRUE(std::isnan(mnv[k])); else EXPECT_EQ(mnv[k], wmn);
-        if (std::isnan(wmx)) EXPECT_TRUE(std::isnan(mxv[k])); else EXPECT_EQ(mxv[k], wmx);
-        int wc = (x == y) + (x != y) * 2 + (x < y) * 4 + (x <= y) * 8 + (x > y) * 16 + (x >= y) * 32;
+        if (std::isnan(wmn)) EXPECT_TRUE(std::isnan(mnv[k]));
+        else EXPECT_EQ(mnv[k], wmn);
+        if (std::isnan(wmx)) EXPECT_TRUE(std::isnan(mxv[k]));
+        else EXPECT_EQ(mxv[k], wmx);
+        int wc =
+            (x == y) + (x != y) * 2 + (x < y) * 4 + (x <= y) * 8 + (x > y) * 16 + (x >= y) * 32;
         EXPECT_EQ(cv[k], wc) << x << " vs " << y;
     }
     EXPECT_EQ(mv[0], 1.5f);
@@ -203,18 +241,19 @@ TEST(CodeGenArith, IntMinMaxUnsignedCompareAndBitwise) {
     Expr i = var("i");
     Expr a = load(UInt(32), "a", i), b = load(UInt(32), "b", i);
     Expr sa = Reinterpret::make(Int(32), a), sb = Reinterpret::make(Int(32), b);
-    Stmt s = loop("i", i32(0), var("a.extent.0"),
-                  Block::make({store("umin", Min::make(a, b), i), store("smin", Min::make(sa, sb), i),
-                               store("smax", Max::make(sa, sb), i),
-                               store("ult", Cast::make(Int(32), LT::make(a, b)), i),
-                               store("and", a & b, i), store("or", a | b, i), store("xor", a ^ b, i),
-                               store("not", ~a, i),
-                               store("shl", a << (b & make_const(UInt(32), 31)), i),
-                               store("lshr", a >> (b & make_const(UInt(32), 31)), i),
-                               store("ashr", sa >> (sb & i32(31)), i),
-                               store("abs", abs(sa), i)}));
-    std::vector<std::string> outs = {"umin", "smin", "smax", "ult", "and", "or", "xor", "not", "shl", "lshr", "ashr", "abs"};
-    std::vector<LoweredArgument> args = {buffer_arg("a", UInt(32), 1), buffer_arg("b", UInt(32), 1)};
+    Stmt s =
+        loop("i", i32(0), var("a.extent.0"),
+             Block::make({store("umin", Min::make(a, b), i), store("smin", Min::make(sa, sb), i),
+                          store("smax", Max::make(sa, sb), i),
+                          store("ult", Cast::make(Int(32), LT::make(a, b)), i),
+                          store("and", a & b, i), store("or", a | b, i), store("xor", a ^ b, i),
+                          store("not", ~a, i), store("shl", a << (b & make_const(UInt(32), 31)), i),
+                          store("lshr", a >> (b & make_const(UInt(32), 31)), i),
+                          store("ashr", sa >> (sb & i32(31)), i), store("abs", abs(sa), i)}));
+    std::vector<std::string> outs = {"umin", "smin", "smax", "ult",  "and",  "or",
+                                     "xor",  "not",  "shl",  "lshr", "ashr", "abs"};
+    std::vector<LoweredArgument> args = {buffer_arg("a", UInt(32), 1),
+                                         buffer_arg("b", UInt(32), 1)};
     for (auto &o : outs) args.push_back(buffer_arg(o, UInt(32), 1));
     auto m = compile("intops", args, s);
     std::vector<uint32_t> av = {0, 1, 5, 0xffffffffu, 0x80000000u, 123456789u, 7};
@@ -250,15 +289,16 @@ namespace {
 
 // Runs out[i] = cast<to>(in[i]) over raw bytes.
 template <typename From, typename To>
-std::vector<To> run_cast(Type from, Type to, const std::vector<From> &in, const Target &t = Target("host"),
-                         int lanes = 1) {
+std::vector<To> run_cast(Type from, Type to, const std::vector<From> &in,
+                         const Target &t = Target("host"), int lanes = 1) {
     Stmt s;
     if (lanes == 1) {
         s = elementwise("out", [&](Expr x) { return Cast::make(to, load(from, "in", x)); });
     } else {
         Expr r = Ramp::make(var("v") * i32(lanes), i32(1), lanes);
         s = loop("v", i32(0), Div::make(var("out.extent.0"), i32(lanes)),
-                 store("out", Cast::make(to.with_lanes(lanes), load(from.with_lanes(lanes), "in", r)), r));
+                 store("out",
+                       Cast::make(to.with_lanes(lanes), load(from.with_lanes(lanes), "in", r)), r));
     }
     auto m = compile("cast", {buffer_arg("in", from, 1), buffer_arg("out", to, 1)}, s, t);
     int n = static_cast<int>(in.size());
@@ -272,14 +312,16 @@ std::vector<To> run_cast(Type from, Type to, const std::vector<From> &in, const 
 }  // namespace
 
 TEST(CodeGenArith, IntAndFloatCasts) {
-    std::vector<float> f = {0.f, 1.5f, -1.5f, 2.99f, -2.99f, 100.7f, -128.0f, 127.9f, 1e9f, -0.4f, 0.f, 3.f, 5.f, 6.f, 7.f, 8.f};
+    std::vector<float> f = {0.f,  1.5f,  -1.5f, 2.99f, -2.99f, 100.7f, -128.0f, 127.9f,
+                            1e9f, -0.4f, 0.f,   3.f,   5.f,    6.f,    7.f,     8.f};
     auto to_i32 = run_cast<float, int32_t>(Float(32), Int(32), f);
     for (size_t k = 0; k < f.size(); k++) EXPECT_EQ(to_i32[k], static_cast<int32_t>(f[k])) << f[k];
     auto to_i32v = run_cast<float, int32_t>(Float(32), Int(32), f, Target("host"), 8);
     EXPECT_EQ(to_i32v, to_i32);
     auto to_bool = run_cast<float, uint8_t>(Float(32), Bool(), f);
     for (size_t k = 0; k < f.size(); k++) EXPECT_EQ(to_bool[k], f[k] != 0 ? 1 : 0);
-    std::vector<int32_t> iv = {0, 1, -1, 255, 256, -129, 70000, INT32_MIN, INT32_MAX, 3, 4, 5, 6, 7, 8, 9};
+    std::vector<int32_t> iv = {0,         1, -1, 255, 256, -129, 70000, INT32_MIN,
+                               INT32_MAX, 3, 4,  5,   6,   7,    8,     9};
     auto to_u8 = run_cast<int32_t, uint8_t>(Int(32), UInt(8), iv);
     auto to_i16 = run_cast<int32_t, int16_t>(Int(32), Int(16), iv);
     auto to_f = run_cast<int32_t, float>(Int(32), Float(32), iv);
@@ -306,7 +348,8 @@ TEST(CodeGenArith, IntAndFloatCasts) {
     }
     std::vector<double> dv = {1.0 / 3, -2.5, 1e300, 7.99, -7.99, 0, 1, 2};
     auto d_to_f = run_cast<double, float>(Float(64), Float(32), dv);
-    auto d_to_i = run_cast<double, int32_t>(Float(64), Int(32), {1.0 / 3, -2.5, 1e3, 7.99, -7.99, 0, 1, 2});
+    auto d_to_i =
+        run_cast<double, int32_t>(Float(64), Int(32), {1.0 / 3, -2.5, 1e3, 7.99, -7.99, 0, 1, 2});
     for (size_t k = 0; k < dv.size(); k++) EXPECT_EQ(d_to_f[k], static_cast<float>(dv[k]));
     EXPECT_EQ(d_to_i[3], 7);
     EXPECT_EQ(d_to_i[4], -7);
@@ -317,9 +360,10 @@ TEST(CodeGenArith, Float16AndBFloat16Casts) {
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-70000.f, 70000.f);
     for (int i = 0; i < 200; i++) f.push_back(dist(rng) / static_cast<float>(1 << (i % 20)));
-    for (float v : {0.f, -0.f, 1.f, 65504.f, 65520.f, 1e-8f, 6e-5f, 3e-7f, 1.0009765625f, 1.00048828125f,
-                    std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                    std::numeric_limits<float>::quiet_NaN(), 3.0e38f})
+    for (float v :
+         {0.f, -0.f, 1.f, 65504.f, 65520.f, 1e-8f, 6e-5f, 3e-7f, 1.0009765625f, 1.00048828125f,
+          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+          std::numeric_limits<float>::quiet_NaN(), 3.0e38f})
         f.push_back(v);
     while (f.size() % 16) f.push_back(0.25f);
     // Run on the host (F16C) and on baseline x86-64 (libcalls), scalar and vector.
@@ -368,7 +412,9 @@ TEST(CodeGenArith, Float16AndBFloat16Casts) {
     auto h_i = run_cast<uint16_t, int32_t>(Float(16), Int(32), i_h);
     auto h_b = run_cast<uint16_t, uint16_t>(Float(16), BFloat(16), i_h);
     for (size_t k = 0; k < iv.size(); k++) {
-        if (iv[k] != 70000) EXPECT_EQ(h_i[k], static_cast<int32_t>(static_cast<float>(float16_t::from_bits(i_h[k]))));
+        if (iv[k] != 70000)
+            EXPECT_EQ(h_i[k],
+                      static_cast<int32_t>(static_cast<float>(float16_t::from_bits(i_h[k]))));
         EXPECT_EQ(b_i[k], static_cast<int32_t>(static_cast<float>(bfloat16_t::from_bits(i_b[k]))));
         EXPECT_EQ(h_b[k], bfloat16_t(static_cast<float>(float16_t::from_bits(i_h[k]))).bits);
     }
@@ -382,10 +428,13 @@ TEST(CodeGenArith, HalfAndBFloatArithmetic) {
                 Expr a = load(t, "a", x), b = load(t, "b", x);
                 return Add::make(Mul::make(a, b), Max::make(a, b));
             });
-            auto m = compile("half_arith", {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("c", t, 1)}, s,
-                             Target(ts));
+            auto m = compile("half_arith",
+                             {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("c", t, 1)},
+                             s, Target(ts));
             std::vector<uint16_t> a, b, c(64);
-            auto bits = [&](float v) { return t.is_bfloat() ? bfloat16_t(v).bits : float16_t(v).bits; };
+            auto bits = [&](float v) {
+                return t.is_bfloat() ? bfloat16_t(v).bits : float16_t(v).bits;
+            };
             auto val = [&](uint16_t u) {
                 return t.is_bfloat() ? static_cast<float>(bfloat16_t::from_bits(u))
                                      : static_cast<float>(float16_t::from_bits(u));
@@ -407,22 +456,30 @@ TEST(CodeGenArith, HalfAndBFloatArithmetic) {
 }
 
 TEST(CodeGenArith, ReinterpretAndSelect) {
-    // out_bits[i] = reinterpret<uint32>(in[i]); back[i] = reinterpret<float>(out_bits[i] ^ sign) etc.
+    // out_bits[i] = reinterpret<uint32>(in[i]); back[i] = reinterpret<float>(out_bits[i] ^ sign)
+    // etc.
     Expr x = var("x");
     Expr bitsv = Reinterpret::make(UInt(32), load(Float(32), "in", x));
-    Stmt s = loop("x", i32(0), var("in.extent.0"),
-                  Block::make(store("bits", bitsv, x),
-                              store("neg",
-                                    Reinterpret::make(Float(32), bitsv ^ make_const(UInt(32), uint64_t(0x80000000u))), x)));
-    s = Block::make(s, loop("x", i32(0), var("in.extent.0"),
-                           store("sel", Select::make(GT::make(load(Float(32), "in", x), f32(0)), f32(1), f32(-1)), x)));
-    auto m = compile("reinterp", {buffer_arg("in", Float(32), 1), buffer_arg("bits", UInt(32), 1),
-                                  buffer_arg("neg", Float(32), 1), buffer_arg("sel", Float(32), 1)},
+    Stmt s = loop(
+        "x", i32(0), var("in.extent.0"),
+        Block::make(
+            store("bits", bitsv, x),
+            store("neg",
+                  Reinterpret::make(Float(32), bitsv ^ make_const(UInt(32), uint64_t(0x80000000u))),
+                  x)));
+    s = Block::make(
+        s,
+        loop("x", i32(0), var("in.extent.0"),
+             store("sel", Select::make(GT::make(load(Float(32), "in", x), f32(0)), f32(1), f32(-1)),
+                   x)));
+    auto m = compile("reinterp",
+                     {buffer_arg("in", Float(32), 1), buffer_arg("bits", UInt(32), 1),
+                      buffer_arg("neg", Float(32), 1), buffer_arg("sel", Float(32), 1)},
                      s);
     std::vector<float> in = {1.f, -2.5f, 0.f, 3e10f}, neg(4), sel(4);
     std::vector<uint32_t> bits(4);
-    Buf b0(in.data(), Float(32), {4}), b1(bits.data(), UInt(32), {4}), b2(neg.data(), Float(32), {4}),
-        b3(sel.data(), Float(32), {4});
+    Buf b0(in.data(), Float(32), {4}), b1(bits.data(), UInt(32), {4}),
+        b2(neg.data(), Float(32), {4}), b3(sel.data(), Float(32), {4});
     ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg()}), 0);
     for (int i = 0; i < 4; i++) {
         uint32_t w;
@@ -458,16 +515,20 @@ TEST(CodeGenArith, ShiftsAreTotal) {
         Expr a = load(t, "a", i), b = load(t, "b", i);
         Expr r8 = Ramp::make(i32(0), i32(1), 8);
         Stmt s = loop("i", i32(0), var("a.extent.0"),
-                      Block::make({store("l", a << b, i), store("r", a >> b, i), store("l3", a << make_const(t, 3), i),
+                      Block::make({store("l", a << b, i), store("r", a >> b, i),
+                                   store("l3", a << make_const(t, 3), i),
                                    store("r3", a >> make_const(t, 3), i)}));
-        s = Block::make(s, store("lv", load(t.with_lanes(8), "a", r8) << load(t.with_lanes(8), "b", r8), r8));
-        auto m = compile("shifts", {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("l", t, 1),
-                                    buffer_arg("r", t, 1), buffer_arg("l3", t, 1), buffer_arg("r3", t, 1),
-                                    buffer_arg("lv", t, 1)},
+        s = Block::make(
+            s, store("lv", load(t.with_lanes(8), "a", r8) << load(t.with_lanes(8), "b", r8), r8));
+        auto m = compile("shifts",
+                         {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("l", t, 1),
+                          buffer_arg("r", t, 1), buffer_arg("l3", t, 1), buffer_arg("r3", t, 1),
+                          buffer_arg("lv", t, 1)},
                          s);
         std::vector<int64_t> av, bv;
         for (int64_t x : {1, -1, 5, -100, 77, 0x40})
-            for (int64_t y : {0, 1, 3, 7, 8, 15, 16, 31, 32, 33, 100, -1, -3, -8, -31, -32, -40, -128})
+            for (int64_t y :
+                 {0, 1, 3, 7, 8, 15, 16, 31, 32, 33, 100, -1, -3, -8, -31, -32, -40, -128})
                 av.push_back(x), bv.push_back(y);
         int n = static_cast<int>(av.size());
         int bytes = t.bytes();
@@ -483,18 +544,24 @@ TEST(CodeGenArith, ShiftsAreTotal) {
             if (t.is_int()) return static_cast<int64_t>(u << sh) >> sh;
             return static_cast<int64_t>(u);
         };
-        std::vector<uint8_t> ab = pack(av), bb = pack(bv), lb(n * bytes), rb(n * bytes), l3(n * bytes), r3(n * bytes),
-                             lv(n * bytes);
-        Buf b0(ab.data(), t, {n}), b1(bb.data(), t, {n}), b2(lb.data(), t, {n}), b3(rb.data(), t, {n}),
-            b4(l3.data(), t, {n}), b5(r3.data(), t, {n}), b6(lv.data(), t, {n});
-        ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg(), b6.arg()}), 0);
+        std::vector<uint8_t> ab = pack(av), bb = pack(bv), lb(n * bytes), rb(n * bytes),
+                             l3(n * bytes), r3(n * bytes), lv(n * bytes);
+        Buf b0(ab.data(), t, {n}), b1(bb.data(), t, {n}), b2(lb.data(), t, {n}),
+            b3(rb.data(), t, {n}), b4(l3.data(), t, {n}), b5(r3.data(), t, {n}),
+            b6(lv.data(), t, {n});
+        ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg(), b6.arg()}),
+                  0);
         for (int k = 0; k < n; k++) {
             int64_t x = get(ab, k), y = get(bb, k);
-            EXPECT_EQ(get(lb, k), ref(x, y, true, t)) << type_to_string(t) << " " << x << " << " << y;
-            EXPECT_EQ(get(rb, k), ref(x, y, false, t)) << type_to_string(t) << " " << x << " >> " << y;
+            EXPECT_EQ(get(lb, k), ref(x, y, true, t))
+                << type_to_string(t) << " " << x << " << " << y;
+            EXPECT_EQ(get(rb, k), ref(x, y, false, t))
+                << type_to_string(t) << " " << x << " >> " << y;
             EXPECT_EQ(get(l3, k), ref(x, 3, true, t));
             EXPECT_EQ(get(r3, k), ref(x, 3, false, t));
-            if (k < 8) EXPECT_EQ(get(lv, k), ref(x, y, true, t)) << type_to_string(t) << " " << x << " << " << y;
+            if (k < 8)
+                EXPECT_EQ(get(lv, k), ref(x, y, true, t))
+                    << type_to_string(t) << " " << x << " << " << y;
         }
     }
 }
@@ -503,7 +570,8 @@ TEST(CodeGenArith, BFloatModRoundsEachStep) {
     // a % b for bfloat16 equals the step-by-step rounded reference.
     Type t = BFloat(16);
     Stmt s = elementwise("c", [&](Expr x) { return Mod::make(load(t, "a", x), load(t, "b", x)); });
-    auto m = compile("bfmod", {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("c", t, 1)}, s);
+    auto m =
+        compile("bfmod", {buffer_arg("a", t, 1), buffer_arg("b", t, 1), buffer_arg("c", t, 1)}, s);
     auto r = [](float v) { return static_cast<float>(bfloat16_t(v)); };
     std::vector<uint16_t> a, b, c(200);
     for (int i = 0; i < 200; i++) {
@@ -513,7 +581,8 @@ TEST(CodeGenArith, BFloatModRoundsEachStep) {
     Buf ba(a.data(), t, {200}), bb(b.data(), t, {200}), bc(c.data(), t, {200});
     ASSERT_EQ(run(m, {ba.arg(), bb.arg(), bc.arg()}), 0);
     for (int i = 0; i < 200; i++) {
-        float x = static_cast<float>(bfloat16_t::from_bits(a[i])), y = static_cast<float>(bfloat16_t::from_bits(b[i]));
+        float x = static_cast<float>(bfloat16_t::from_bits(a[i])),
+              y = static_cast<float>(bfloat16_t::from_bits(b[i]));
         float q = std::floor(r(x / y));
         float want = r(x - r(y * q));
         EXPECT_EQ(static_cast<float>(bfloat16_t::from_bits(c[i])), want) << x << " % " << y;

@@ -79,8 +79,9 @@ struct Buf {
     }
 };
 
-inline std::shared_ptr<JITModule> compile(const std::string &name, std::vector<LoweredArgument> args,
-                                          Stmt body, const Target &t = Target("host")) {
+inline std::shared_ptr<JITModule> compile(const std::string &name,
+                                          std::vector<LoweredArgument> args, Stmt body,
+                                          const Target &t = Target("host")) {
     LoweredFunc f;
     f.name = name;
     f.args = std::move(args);

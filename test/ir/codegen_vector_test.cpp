@@ -16,22 +16,23 @@ bool host_has(Target::Feature f) { return Target::host().has_feature(f); }
 Stmt vector_loop(const std::string &out, int lanes, const std::function<Expr(Expr)> &f) {
     Expr xo = var("xo");
     Expr idx = Ramp::make(xo * i32(lanes), i32(1), lanes);
-    return loop("xo", i32(0), Div::make(var(out + ".extent.0"), i32(lanes)), store(out, f(idx), idx));
+    return loop("xo", i32(0), Div::make(var(out + ".extent.0"), i32(lanes)),
+                store(out, f(idx), idx));
 }
 
 }  // namespace
 
 TEST(CodeGenVector, DenseFloatAndIntAVX2) {
     if (!host_has(Target::AVX2)) GTEST_SKIP() << "no AVX2";
-    Stmt s = Block::make(
-        vector_loop("outf", 8,
-                    [](Expr idx) {
-                        return load(Float(32, 8), "inf", idx) * Broadcast::make(f32(2), 8) +
-                               Broadcast::make(f32(1), 8);
-                    }),
-        vector_loop("outi", 8, [](Expr idx) {
-            return load(Int(32, 8), "ini", idx) * Broadcast::make(i32(3), 8) - idx;
-        }));
+    Stmt s = Block::make(vector_loop("outf", 8,
+                                     [](Expr idx) {
+                                         return load(Float(32, 8), "inf", idx) *
+                                                    Broadcast::make(f32(2), 8) +
+                                                Broadcast::make(f32(1), 8);
+                                     }),
+                         vector_loop("outi", 8, [](Expr idx) {
+                             return load(Int(32, 8), "ini", idx) * Broadcast::make(i32(3), 8) - idx;
+                         }));
     auto m = compile("vec8",
                      {buffer_arg("inf", Float(32), 1), buffer_arg("outf", Float(32), 1),
                       buffer_arg("ini", Int(32), 1), buffer_arg("outi", Int(32), 1)},
@@ -42,8 +43,8 @@ TEST(CodeGenVector, DenseFloatAndIntAVX2) {
         inf[i] = i * 0.25f - 3;
         ini[i] = i * 7 - 100;
     }
-    Buf a(inf.data(), Float(32), {64}), b(outf.data(), Float(32), {64}), c(ini.data(), Int(32), {64}),
-        d(outi.data(), Int(32), {64});
+    Buf a(inf.data(), Float(32), {64}), b(outf.data(), Float(32), {64}),
+        c(ini.data(), Int(32), {64}), d(outi.data(), Int(32), {64});
     ASSERT_EQ(run(m, {a.arg(), b.arg(), c.arg(), d.arg()}), 0);
     for (int i = 0; i < 64; i++) {
         EXPECT_EQ(outf[i], inf[i] * 2 + 1);
@@ -59,7 +60,8 @@ TEST(CodeGenVector, DenseFloatAndIntAVX2) {
 TEST(CodeGenVector, SixteenLanesUseZmmOnAVX512) {
     if (!host_has(Target::AVX512)) GTEST_SKIP() << "no AVX-512";
     Stmt s = vector_loop("out", 16, [](Expr idx) {
-        return load(Float(32, 16), "in", idx) * load(Float(32, 16), "in", idx) + Broadcast::make(f32(0.5f), 16);
+        return load(Float(32, 16), "in", idx) * load(Float(32, 16), "in", idx) +
+               Broadcast::make(f32(0.5f), 16);
     });
     auto m = compile("vec16", {buffer_arg("in", Float(32), 1), buffer_arg("out", Float(32), 1)}, s,
                      Target("x86-64-linux-avx512"));
@@ -79,26 +81,28 @@ TEST(CodeGenVector, StridedGatherScatterAndReverse) {
     Expr even = Ramp::make(xo * i32(16), i32(2), 8);
     Expr rev = Ramp::make(i32(63) - xo * i32(8), i32(-1), 8);
     Expr gathered = load(Float(32, 8), "in", load(Int(32, 8), "idx", dense));
-    Stmt body = Block::make(store("out", load(Float(32, 8), "in", even) + load(Float(32, 8), "in", rev), dense),
-                            store("scat", gathered, Ramp::make(xo * i32(24), i32(3), 8)));
+    Stmt body = Block::make(
+        store("out", load(Float(32, 8), "in", even) + load(Float(32, 8), "in", rev), dense),
+        store("scat", gathered, Ramp::make(xo * i32(24), i32(3), 8)));
     Stmt s = loop("xo", i32(0), i32(4), body);
     for (const char *ts : {"host", "x86-64-linux", "x86-64-linux-avx2"}) {
-    if (std::string(ts) == "x86-64-linux-avx2" && !host_has(Target::AVX2)) continue;
-    auto m = compile("gather", {buffer_arg("in", Float(32), 1), buffer_arg("idx", Int(32), 1),
-                                buffer_arg("out", Float(32), 1), buffer_arg("scat", Float(32), 1)},
-                     s, Target(ts));
-    std::vector<float> in(64), out(32, -1), scat(96, -1);
-    std::vector<int> idx(32);
-    for (int i = 0; i < 64; i++) in[i] = i * 1.5f;
-    for (int i = 0; i < 32; i++) idx[i] = (i * 37) % 64;
-    Buf a(in.data(), Float(32), {64}), b(idx.data(), Int(32), {32}), c(out.data(), Float(32), {32}),
-        d(scat.data(), Float(32), {96});
-    ASSERT_EQ(run(m, {a.arg(), b.arg(), c.arg(), d.arg()}), 0);
-    for (int i = 0; i < 32; i++) {
-        EXPECT_EQ(out[i], in[2 * i] + in[63 - i]) << i;
-        EXPECT_EQ(scat[3 * i], in[idx[i]]) << i;
-        EXPECT_EQ(scat[3 * i + 1], -1);
-    }
+        if (std::string(ts) == "x86-64-linux-avx2" && !host_has(Target::AVX2)) continue;
+        auto m = compile("gather",
+                         {buffer_arg("in", Float(32), 1), buffer_arg("idx", Int(32), 1),
+                          buffer_arg("out", Float(32), 1), buffer_arg("scat", Float(32), 1)},
+                         s, Target(ts));
+        std::vector<float> in(64), out(32, -1), scat(96, -1);
+        std::vector<int> idx(32);
+        for (int i = 0; i < 64; i++) in[i] = i * 1.5f;
+        for (int i = 0; i < 32; i++) idx[i] = (i * 37) % 64;
+        Buf a(in.data(), Float(32), {64}), b(idx.data(), Int(32), {32}),
+            c(out.data(), Float(32), {32}), d(scat.data(), Float(32), {96});
+        ASSERT_EQ(run(m, {a.arg(), b.arg(), c.arg(), d.arg()}), 0);
+        for (int i = 0; i < 32; i++) {
+            EXPECT_EQ(out[i], in[2 * i] + in[63 - i]) << i;
+            EXPECT_EQ(scat[3 * i], in[idx[i]]) << i;
+            EXPECT_EQ(scat[3 * i + 1], -1);
+        }
     }
 }
 
@@ -116,33 +120,39 @@ TEST(CodeGenVector, PredicatedLoadsAndStores) {
         store("out2", load(Int(32, 8), "in2", r2, mask) + Broadcast::make(i32(1), 8), r2, mask));
     Stmt s = loop("xo", i32(0), Div::make(n + i32(7), i32(8)), body);
     Expr x = var("x");
-    s = Block::make(s, loop("x", i32(0), i32(8),
-                            store("out3", Select::make(LT::make(x, n), load(Int(32), "in2", x, LT::make(x, n)), i32(-7)), x,
-                                  LT::make(x, i32(5)))));
+    s = Block::make(
+        s,
+        loop("x", i32(0), i32(8),
+             store("out3",
+                   Select::make(LT::make(x, n), load(Int(32), "in2", x, LT::make(x, n)), i32(-7)),
+                   x, LT::make(x, i32(5)))));
     for (const char *ts : {"host", "x86-64-linux", "x86-64-linux-avx2"}) {
-    if (std::string(ts) == "x86-64-linux-avx2" && !host_has(Target::AVX2)) continue;
-    auto m = compile("masked", {scalar_arg("n", Int(32)), buffer_arg("in", Float(32), 1), buffer_arg("out", Float(32), 1),
-                                buffer_arg("in2", Int(32), 1), buffer_arg("out2", Int(32), 1),
-                                buffer_arg("out3", Int(32), 1)},
-                     s, Target(ts));
-    EXPECT_NE(m->llvm_ir().find("masked"), std::string::npos);
-    for (int n_val : {0, 3, 8, 13, 16}) {
-        // Exactly n elements exist: a read or write past them would be caught
-        // by the guard values.
-        std::vector<float> in(n_val + 8, 1e30f), out(n_val + 8, -1);
-        for (int i = 0; i < n_val; i++) in[i] = i + 0.5f;
-        std::vector<int> in2(2 * n_val + 16, 1000000), out2(2 * n_val + 16, -1), out3(8, -5);
-        for (int i = 0; i < 2 * n_val; i++) in2[i] = i;
-        Buf a(in.data(), Float(32), {n_val}), b(out.data(), Float(32), {n_val}), c(in2.data(), Int(32), {2 * n_val}),
-            d(out2.data(), Int(32), {2 * n_val}), e(out3.data(), Int(32), {8});
-        ASSERT_EQ(run(m, {&n_val, a.arg(), b.arg(), c.arg(), d.arg(), e.arg()}), 0);
-        for (int i = 0; i < n_val + 8; i++) EXPECT_EQ(out[i], i < n_val ? (i + 0.5f) * 2 : -1) << n_val << " " << i;
-        for (int i = 0; i < 2 * n_val + 16; i++) {
-            int want = (i % 2 == 0 && i / 2 < n_val) ? i + 1 : -1;
-            EXPECT_EQ(out2[i], want) << n_val << " " << i;
+        if (std::string(ts) == "x86-64-linux-avx2" && !host_has(Target::AVX2)) continue;
+        auto m = compile("masked",
+                         {scalar_arg("n", Int(32)), buffer_arg("in", Float(32), 1),
+                          buffer_arg("out", Float(32), 1), buffer_arg("in2", Int(32), 1),
+                          buffer_arg("out2", Int(32), 1), buffer_arg("out3", Int(32), 1)},
+                         s, Target(ts));
+        EXPECT_NE(m->llvm_ir().find("masked"), std::string::npos);
+        for (int n_val : {0, 3, 8, 13, 16}) {
+            // Exactly n elements exist: a read or write past them would be caught
+            // by the guard values.
+            std::vector<float> in(n_val + 8, 1e30f), out(n_val + 8, -1);
+            for (int i = 0; i < n_val; i++) in[i] = i + 0.5f;
+            std::vector<int> in2(2 * n_val + 16, 1000000), out2(2 * n_val + 16, -1), out3(8, -5);
+            for (int i = 0; i < 2 * n_val; i++) in2[i] = i;
+            Buf a(in.data(), Float(32), {n_val}), b(out.data(), Float(32), {n_val}),
+                c(in2.data(), Int(32), {2 * n_val}), d(out2.data(), Int(32), {2 * n_val}),
+                e(out3.data(), Int(32), {8});
+            ASSERT_EQ(run(m, {&n_val, a.arg(), b.arg(), c.arg(), d.arg(), e.arg()}), 0);
+            for (int i = 0; i < n_val + 8; i++)
+                EXPECT_EQ(out[i], i < n_val ? (i + 0.5f) * 2 : -1) << n_val << " " << i;
+            for (int i = 0; i < 2 * n_val + 16; i++) {
+                int want = (i % 2 == 0 && i / 2 < n_val) ? i + 1 : -1;
+                EXPECT_EQ(out2[i], want) << n_val << " " << i;
+            }
+            for (int i = 0; i < 8; i++) EXPECT_EQ(out3[i], i < 5 ? (i < n_val ? i : -7) : -5);
         }
-        for (int i = 0; i < 8; i++) EXPECT_EQ(out3[i], i < 5 ? (i < n_val ? i : -7) : -5);
-    }
     }
 }
 
@@ -170,8 +180,10 @@ TEST(CodeGenVector, VectorReduce) {
     Expr vb = GT::make(vi, Broadcast::make(i32(3), 8));
     Stmt body = Block::make({
         store("sum", VectorReduce::make(VectorReduce::Add, vf, 1), xo),
-        store("pairs", VectorReduce::make(VectorReduce::Add, vi, 2), Ramp::make(xo * i32(2), i32(1), 2)),
-        store("quads", VectorReduce::make(VectorReduce::Max, vi, 4), Ramp::make(xo * i32(4), i32(1), 4)),
+        store("pairs", VectorReduce::make(VectorReduce::Add, vi, 2),
+              Ramp::make(xo * i32(2), i32(1), 2)),
+        store("quads", VectorReduce::make(VectorReduce::Max, vi, 4),
+              Ramp::make(xo * i32(4), i32(1), 4)),
         store("triple", VectorReduce::make(VectorReduce::Add, Ramp::make(xo, i32(1), 6), 2),
               Ramp::make(xo * i32(2), i32(1), 2)),
         store("mn", VectorReduce::make(VectorReduce::Min, vf, 1), xo),
@@ -182,10 +194,11 @@ TEST(CodeGenVector, VectorReduce) {
     });
     Stmt s = loop("xo", i32(0), i32(2), body);
     auto m = compile("vreduce",
-                     {buffer_arg("in", Float(32), 1), buffer_arg("ini", Int(32), 1), buffer_arg("sum", Float(32), 1),
-                      buffer_arg("pairs", Int(32), 1), buffer_arg("quads", Int(32), 1),
-                      buffer_arg("triple", Int(32), 1), buffer_arg("mn", Float(32), 1),
-                      buffer_arg("mx", Int(32), 1), buffer_arg("prod", Int(32), 1), buffer_arg("all", Bool(), 1),
+                     {buffer_arg("in", Float(32), 1), buffer_arg("ini", Int(32), 1),
+                      buffer_arg("sum", Float(32), 1), buffer_arg("pairs", Int(32), 1),
+                      buffer_arg("quads", Int(32), 1), buffer_arg("triple", Int(32), 1),
+                      buffer_arg("mn", Float(32), 1), buffer_arg("mx", Int(32), 1),
+                      buffer_arg("prod", Int(32), 1), buffer_arg("all", Bool(), 1),
                       buffer_arg("any", Bool(), 1)},
                      s);
     std::vector<float> in(16), sum(2), mn(2);
@@ -195,12 +208,13 @@ TEST(CodeGenVector, VectorReduce) {
         in[i] = (i % 5) * 1.5f - 2;
         ini[i] = i < 8 ? (i * 3) % 7 : 4 + i % 3;
     }
-    Buf b0(in.data(), Float(32), {16}), b1(ini.data(), Int(32), {16}), b2(sum.data(), Float(32), {2}),
-        b3(pairs.data(), Int(32), {4}), b4(quads.data(), Int(32), {8}), b5(triple.data(), Int(32), {4}),
+    Buf b0(in.data(), Float(32), {16}), b1(ini.data(), Int(32), {16}),
+        b2(sum.data(), Float(32), {2}), b3(pairs.data(), Int(32), {4}),
+        b4(quads.data(), Int(32), {8}), b5(triple.data(), Int(32), {4}),
         b6(mn.data(), Float(32), {2}), b7(mx.data(), Int(32), {2}), b8(prod.data(), Int(32), {2}),
         b9(all, Bool(), {2}), b10(any, Bool(), {2});
-    ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg(), b6.arg(), b7.arg(), b8.arg(),
-                      b9.arg(), b10.arg()}),
+    ASSERT_EQ(run(m, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg(), b6.arg(),
+                      b7.arg(), b8.arg(), b9.arg(), b10.arg()}),
               0);
     for (int x = 0; x < 2; x++) {
         float s = 0, lo = 1e30f;
@@ -226,7 +240,8 @@ TEST(CodeGenVector, VectorReduce) {
             EXPECT_EQ(pairs[x * 2 + j], ps);
             EXPECT_EQ(triple[x * 2 + j], 3 * (x + 3 * j) + 3);  // (x+3j) + (x+3j+1) + (x+3j+2)
         }
-        for (int j = 0; j < 4; j++) EXPECT_EQ(quads[x * 4 + j], std::max(ini[x * 8 + 2 * j], ini[x * 8 + 2 * j + 1]));
+        for (int j = 0; j < 4; j++)
+            EXPECT_EQ(quads[x * 4 + j], std::max(ini[x * 8 + 2 * j], ini[x * 8 + 2 * j + 1]));
     }
 }
 
@@ -234,9 +249,11 @@ TEST(CodeGenVector, AutoVectorizedScalarLoop) {
     // A plain serial loop over distinct buffers gets vectorized by LLVM
     // (the buffers are known not to alias).
     if (!host_has(Target::AVX2)) GTEST_SKIP() << "no AVX2";
-    Stmt body = elementwise("out", [](Expr x) { return load(Float(32), "a", x) * load(Float(32), "b", x); });
-    auto m = compile("autovec", {buffer_arg("a", Float(32), 1), buffer_arg("b", Float(32), 1),
-                                 buffer_arg("out", Float(32), 1)},
+    Stmt body = elementwise(
+        "out", [](Expr x) { return load(Float(32), "a", x) * load(Float(32), "b", x); });
+    auto m = compile("autovec",
+                     {buffer_arg("a", Float(32), 1), buffer_arg("b", Float(32), 1),
+                      buffer_arg("out", Float(32), 1)},
                      body, Target("x86-64-linux-avx2"));
     EXPECT_NE(m->assembly().find("vmulps\t(%"), std::string::npos) << m->assembly();
     EXPECT_EQ(m->llvm_ir().find("vector.memcheck"), std::string::npos);  // no runtime alias checks
@@ -245,7 +262,8 @@ TEST(CodeGenVector, AutoVectorizedScalarLoop) {
         a[i] = i;
         b[i] = 1000 - i;
     }
-    Buf ba(a.data(), Float(32), {1000}), bb(b.data(), Float(32), {1000}), bo(out.data(), Float(32), {1000});
+    Buf ba(a.data(), Float(32), {1000}), bb(b.data(), Float(32), {1000}),
+        bo(out.data(), Float(32), {1000});
     ASSERT_EQ(run(m, {ba.arg(), bb.arg(), bo.arg()}), 0);
     for (int i = 0; i < 1000; i++) ASSERT_EQ(out[i], a[i] * b[i]);
 }

@@ -40,15 +40,15 @@ TEST(IRPrinter, Stmts) {
               "parallel (f.s0.x, 0, n) {\n"
               "  buf[f.s0.x] = float32(f.s0.x)\n"
               "}\n");
-    Stmt ite = IfThenElse::make(x < 3, Provide::make("f", {x}, {x, n}),
-                                Evaluate::make(0));
+    Stmt ite = IfThenElse::make(x < 3, Provide::make("f", {x}, {x, n}), Evaluate::make(0));
     EXPECT_EQ(to_string(ite),
               "if ((f.s0.x < 3)) {\n"
               "  f(f.s0.x, n) = f.s0.x\n"
               "} else {\n"
               "  0\n"
               "}\n");
-    Stmt let = LetStmt::make("t", n * 2, ProducerConsumer::make_produce("f", Evaluate::make(var("t"))));
+    Stmt let =
+        LetStmt::make("t", n * 2, ProducerConsumer::make_produce("f", Evaluate::make(var("t"))));
     EXPECT_EQ(to_string(let), "let t = (n * 2)\nproduce f {\n  t\n}\n");
 }
 

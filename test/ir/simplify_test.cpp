@@ -21,12 +21,12 @@ Expr var(const char *n, Type t = Int(32)) { return Variable::make(t, n); }
 // moving e).
 Expr make_likely(const Expr &e) { return make_intrinsic(e.type(), Call::likely, {e}); }
 
-#define EXPECT_SIMPLIFY(in, expected)                                                         \
-    do {                                                                                      \
-        Expr s_ = simplify(in);                                                               \
-        Expr e_ = (expected);                                                                 \
-        EXPECT_TRUE(equal(s_, e_)) << "simplify(" << (in) << ")\n  got      " << s_           \
-                                   << "\n  expected " << e_;                                  \
+#define EXPECT_SIMPLIFY(in, expected)                                                  \
+    do {                                                                               \
+        Expr s_ = simplify(in);                                                        \
+        Expr e_ = (expected);                                                          \
+        EXPECT_TRUE(equal(s_, e_))                                                     \
+            << "simplify(" << (in) << ")\n  got      " << s_ << "\n  expected " << e_; \
     } while (0)
 
 // ---------------------------------------------------------------------------
@@ -39,7 +39,8 @@ int64_t wrap(int64_t v, Type t) {
     if (t.is_bool()) return v & 1;
     if (t.bits >= 64) return v;
     int shift = 64 - t.bits;
-    if (t.is_uint()) return static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t(1) << t.bits) - 1));
+    if (t.is_uint())
+        return static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t(1) << t.bits) - 1));
     return static_cast<int64_t>(static_cast<uint64_t>(v) << shift) >> shift;
 }
 
@@ -105,11 +106,12 @@ struct Eval {
         eb = x->b;                \
         op = ch;                  \
     }
-        BIN(Add, '+') BIN(Sub, '-') BIN(Mul, '*') BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm')
-        BIN(Max, 'M') BIN(EQ, '=') BIN(NE, '!') BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>')
-        BIN(GE, 'g') BIN(And, '&') BIN(Or, '|')
+        BIN(Add, '+')
+        BIN(Sub, '-') BIN(Mul, '*') BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm') BIN(Max, 'M')
+            BIN(EQ, '=') BIN(NE, '!') BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>') BIN(GE, 'g')
+                BIN(And, '&') BIN(Or, '|')
 #undef BIN
-        if (!op) {
+                    if (!op) {
             ADD_FAILURE() << "cannot evaluate " << e;
             return splat(0, n);
         }
@@ -196,7 +198,9 @@ struct Gen {
         case 6: return Min::make(a, b);
         case 7: return Max::make(a, b);
         case 8: return Select::make(cond(depth - 1), a, b);
-        case 9: return Let::make("w", a, Add::make(Variable::make(t, "w"), Mul::make(Variable::make(t, "w"), b)));
+        case 9:
+            return Let::make(
+                "w", a, Add::make(Variable::make(t, "w"), Mul::make(Variable::make(t, "w"), b)));
         default: return leaf();
         }
     }
@@ -211,7 +215,8 @@ void check_random(Type t, uint32_t seed, int count, int depth) {
         for (int trial = 0; trial < 8; trial++) {
             int range = t.is_uint() ? 16 : 21;
             int off = t.is_uint() ? 0 : 10;
-            ev.env = {{"x", g.rnd(range) - off}, {"y", g.rnd(range) - off}, {"z", g.rnd(range) - off}};
+            ev.env = {
+                {"x", g.rnd(range) - off}, {"y", g.rnd(range) - off}, {"z", g.rnd(range) - off}};
             Lanes a = ev.eval(e), b = ev.eval(s);
             ASSERT_EQ(a, b) << "expr " << e << "\nsimplified " << s << "\nat x=" << ev.env["x"]
                             << " y=" << ev.env["y"] << " z=" << ev.env["z"];
@@ -236,7 +241,8 @@ TEST(Simplify, ConstantFolding) {
     EXPECT_SIMPLIFY(max(Expr(3), 5), Expr(5));
     EXPECT_SIMPLIFY(Expr(3) < 5, const_true());
     EXPECT_SIMPLIFY(Expr(3) == 5, const_false());
-    EXPECT_SIMPLIFY(make_const(UInt(32), 1) < make_const(UInt(32), uint64_t(0xffffffffu)), const_true());
+    EXPECT_SIMPLIFY(make_const(UInt(32), 1) < make_const(UInt(32), uint64_t(0xffffffffu)),
+                    const_true());
     EXPECT_SIMPLIFY(Cast::make(Int(8), Expr(300)), make_const(Int(8), 44));
     EXPECT_SIMPLIFY(Cast::make(UInt(8), Expr(-1)), make_const(UInt(8), 255));
     EXPECT_SIMPLIFY(Cast::make(Int(32), Expr(2.7f)), Expr(2));
@@ -273,8 +279,8 @@ TEST(Simplify, CanonicalSums) {
 TEST(Simplify, FloatsAreNotReassociated) {
     Expr f = var("f", Float(32)), g = var("g", Float(32));
     EXPECT_SIMPLIFY(f * 1.0f, f);
-    EXPECT_SIMPLIFY(f + 0.0f, f + 0.0f);      // not exact for -0.0
-    EXPECT_SIMPLIFY(f * 0.0f, f * 0.0f);      // not exact for inf/nan
+    EXPECT_SIMPLIFY(f + 0.0f, f + 0.0f);  // not exact for -0.0
+    EXPECT_SIMPLIFY(f * 0.0f, f * 0.0f);  // not exact for inf/nan
     EXPECT_SIMPLIFY((f + g) - g, (f + g) - g);
     EXPECT_SIMPLIFY(2.0f + f, f + 2.0f);
     EXPECT_SIMPLIFY(f - 0.0f, f);
@@ -430,28 +436,33 @@ TEST(Simplify, Vectors) {
     EXPECT_SIMPLIFY(min(r, Broadcast::make(x + 3, 4)), r);
     EXPECT_SIMPLIFY(Ramp::make(x * 8, 2, 4) / Broadcast::make(Expr(2), 4), Ramp::make(x * 4, 1, 4));
     EXPECT_SIMPLIFY(Ramp::make(x * 8, 1, 4) / Broadcast::make(Expr(8), 4), Broadcast::make(x, 4));
-    EXPECT_SIMPLIFY(Ramp::make(x * 8, 1, 4) % Broadcast::make(Expr(8), 4), Ramp::make(Expr(0), 1, 4));
+    EXPECT_SIMPLIFY(Ramp::make(x * 8, 1, 4) % Broadcast::make(Expr(8), 4),
+                    Ramp::make(Expr(0), 1, 4));
     EXPECT_SIMPLIFY(Ramp::make(x, 4, 4) % Broadcast::make(Expr(4), 4), Broadcast::make(x % 4, 4));
     EXPECT_SIMPLIFY(select(Broadcast::make(const_true(), 4), r, Broadcast::make(y, 4)), r);
-    EXPECT_SIMPLIFY(Cast::make(Int(64, 4), r), Ramp::make(Cast::make(Int(64), x), make_const(Int(64), 1), 4));
+    EXPECT_SIMPLIFY(Cast::make(Int(64, 4), r),
+                    Ramp::make(Cast::make(Int(64), x), make_const(Int(64), 1), 4));
 }
 
 TEST(Simplify, Stmts) {
     Expr x = var("x"), n = var("n");
     Stmt store = Store::make("buf", x, x, Expr());
     // Empty and single-iteration loops.
-    EXPECT_TRUE(is_const(simplify(For::make("x", 0, 0, ForType::Serial, store)).as<Evaluate>()->value));
+    EXPECT_TRUE(
+        is_const(simplify(For::make("x", 0, 0, ForType::Serial, store)).as<Evaluate>()->value));
     Stmt one = simplify(For::make("x", 5, 1, ForType::Serial, store));
     EXPECT_TRUE(equal(one, Store::make("buf", Expr(5), Expr(5), Expr()))) << one;
     // Loop bounds are facts inside the loop.
-    Stmt guarded = For::make("x", 0, n, ForType::Serial,
-                             IfThenElse::make(x < n, store, Store::make("buf", Expr(0), x, Expr())));
+    Stmt guarded =
+        For::make("x", 0, n, ForType::Serial,
+                  IfThenElse::make(x < n, store, Store::make("buf", Expr(0), x, Expr())));
     Stmt s = simplify(guarded);
     EXPECT_TRUE(equal(s, For::make("x", 0, n, ForType::Serial, store))) << s;
     // If conditions are facts inside their branches.
     Stmt nested = IfThenElse::make(x < 10, IfThenElse::make(x < 20, store));
     EXPECT_TRUE(equal(simplify(nested), IfThenElse::make(x < 10, store)));
-    Stmt else_fact = IfThenElse::make(x < 10, store, IfThenElse::make(x >= 10, Evaluate::make(x + Expr(0) == x)));
+    Stmt else_fact = IfThenElse::make(x < 10, store,
+                                      IfThenElse::make(x >= 10, Evaluate::make(x + Expr(0) == x)));
     Stmt es = simplify(else_fact);
     EXPECT_TRUE(equal(es, IfThenElse::make(x < 10, store))) << es;
     // Constant conditions, empty blocks.
@@ -464,8 +475,9 @@ TEST(Simplify, Stmts) {
     Stmt err = Evaluate::make(error_message({StringImm::make("bad")}));
     EXPECT_TRUE(equal(simplify(err), err));
     // Conditions on the loop variable use the symbolic loop range.
-    Stmt tail = For::make("x", 0, n - 4, ForType::Serial,
-                          IfThenElse::make(make_likely(x + 4 <= n), store, Store::make("buf", Expr(1), x, Expr())));
+    Stmt tail = For::make(
+        "x", 0, n - 4, ForType::Serial,
+        IfThenElse::make(make_likely(x + 4 <= n), store, Store::make("buf", Expr(1), x, Expr())));
     Stmt ts = simplify(tail);
     EXPECT_TRUE(equal(ts, For::make("x", 0, n + (-4), ForType::Serial, store))) << ts;
 }
@@ -488,8 +500,9 @@ void check_random_with_bounds(uint32_t seed, int count) {
         for (int trial = 0; trial < 8; trial++) {
             int64_t z = g.rnd(12);
             ev.env = {{"x", g.rnd(10) - 3}, {"y", g.rnd(static_cast<int>(z) + 1)}, {"z", z}};
-            ASSERT_EQ(ev.eval(e), ev.eval(s)) << "expr " << e << "\nsimplified " << s << "\nat x=" << ev.env["x"]
-                                              << " y=" << ev.env["y"] << " z=" << ev.env["z"];
+            ASSERT_EQ(ev.eval(e), ev.eval(s))
+                << "expr " << e << "\nsimplified " << s << "\nat x=" << ev.env["x"]
+                << " y=" << ev.env["y"] << " z=" << ev.env["z"];
         }
     }
 }
