@@ -1,69 +1,15 @@
 #include "loom/Type.h"
 
+#include "loom/runtime/loom_runtime.h"
+
 #include <cmath>
 #include <limits>
 
 namespace loom {
 
-namespace {
-
-// Round-to-nearest-even conversions between float32 and the 16-bit formats.
-uint16_t float_to_half_bits(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffffu;
-    if (((x >> 23) & 0xff) == 0xff) {  // inf or nan
-        return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-    }
-    if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
-    if (exp <= 0) {
-        if (exp < -10) return static_cast<uint16_t>(sign);  // underflow to zero
-        mant |= 0x800000u;
-        uint32_t shift = static_cast<uint32_t>(14 - exp);
-        uint32_t half = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1);
-        uint32_t halfway = 1u << (shift - 1);
-        if (rem > halfway || (rem == halfway && (half & 1u))) half++;
-        return static_cast<uint16_t>(sign | half);
-    }
-    uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++;  // may carry into exp: ok
-    return static_cast<uint16_t>(half);
-}
-
-float half_bits_to_float(uint16_t h) {
-    uint32_t sign = (h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    uint32_t x;
-    if (exp == 0) {
-        if (mant == 0) {
-            x = sign;
-        } else {  // subnormal: renormalize
-            int e = -1;
-            do {
-                e++;
-                mant <<= 1;
-            } while ((mant & 0x400u) == 0);
-            x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        x = sign | 0x7f800000u | (mant << 13);
-    } else {
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
-}
-
-}  // namespace
-
-float16_t::float16_t(float f) : bits(float_to_half_bits(f)) {}
-float16_t::operator float() const { return half_bits_to_float(bits); }
+// One implementation of the conversions, shared with compiled code.
+float16_t::float16_t(float f) : bits(loom_float_to_half(f)) {}
+float16_t::operator float() const { return loom_half_to_float(bits); }
 
 bfloat16_t::bfloat16_t(float f) {
     uint32_t x;

@@ -78,6 +78,10 @@ void loom_free(void *ptr);
 typedef int32_t (*loom_task_t)(int32_t i, uint8_t *closure);
 int32_t loom_do_par_for(loom_task_t task, int32_t min, int32_t extent, uint8_t *closure);
 
+/** IEEE half precision conversions, rounding to nearest even. */
+float loom_half_to_float(uint16_t h);
+uint16_t loom_float_to_half(float f);
+
 /** Number of threads the pool uses (LOOM_NUM_THREADS, default: hardware). */
 int32_t loom_num_threads(void);
 
