@@ -31,8 +31,9 @@ namespace {
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
 void debug_print(const char *pass, const Stmt &s) {
-    static const bool enabled = std::getenv("LOOM_DEBUG") != nullptr;
-    if (enabled) std::cerr << "---- after " << pass << " ----\n" << s << "\n";
+    // Read on every call (it is cheap) so a program can turn it on at will.
+    if (std::getenv("LOOM_DEBUG") != nullptr)
+        std::cerr << "---- after " << pass << " ----\n" << s << "\n";
 }
 
 /** Every Func read must be read inside its realization, after it is

@@ -226,3 +226,45 @@ TEST(Schedule, SameScheduleIsNotRecompiled) {
     CompiledPipeline second = Pipeline(b.by).compile(s);
     EXPECT_EQ(&first.assembly(), &second.assembly());
 }
+
+TEST(Schedule, Avx512EmitsZmm) {
+    if (!Target::host().has_feature(Target::AVX512)) GTEST_SKIP() << "host has no AVX-512";
+    Blur b;
+    b.bind(9, 77);
+    Schedule s;
+    s[b.by].vectorize(b.x, 16);
+    Target t("x86-64-linux-avx512");
+    CompiledPipeline c = Pipeline(b.by).compile(s, t);
+    EXPECT_NE(c.assembly().find("zmm"), std::string::npos);
+    RawBuffer out(Float(32), {9, 77});
+    c.realize({out});
+    EXPECT_TRUE(buffers_match(out, interpret(b.by, {9, 77}), 1e-6, 1e-6));
+}
+
+TEST(Schedule, DebugPrintsEveryPass) {
+    Blur b;
+    setenv("LOOM_DEBUG", "1", 1);
+    ::testing::internal::CaptureStderr();
+    Pipeline(b.by).compile_to_lowered_stmt(Schedule());
+    std::string log = ::testing::internal::GetCapturedStderr();
+    unsetenv("LOOM_DEBUG");
+    for (const char *pass : {"schedule_functions", "bounds_inference", "storage_flattening",
+                             "vectorize_loops", "final simplify"}) {
+        EXPECT_NE(log.find(std::string("after ") + pass), std::string::npos) << pass;
+    }
+}
+
+TEST(Schedule, LoweredStmtAndLoopNest) {
+    Blur b;
+    Schedule s;
+    Var yo("yo"), yi("yi");
+    s[b.bx].compute_root();
+    s[b.by].split(b.y, yo, yi, 4).parallel(yo).vectorize(b.x, 8);
+    std::string nest = Pipeline(b.by).print_loop_nest(s);
+    EXPECT_NE(nest.find("produce bx"), std::string::npos) << nest;
+    EXPECT_NE(nest.find("parallel by.s0.yo"), std::string::npos) << nest;
+    EXPECT_NE(nest.find("(x8)"), std::string::npos) << nest;
+    std::string stmt = Pipeline(b.by).compile_to_lowered_stmt(s);
+    EXPECT_NE(stmt.find("allocate bx"), std::string::npos) << stmt;
+    EXPECT_NE(stmt.find("ramp("), std::string::npos) << stmt;
+}
