@@ -7,6 +7,9 @@
 // the process's loaded libraries.
 #include "JITModule.h"
 
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/Support/SourceMgr.h>
+
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -138,7 +141,7 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
 
     std::shared_ptr<JITModule> result(new JITModule());
     result->llvm_ir_ = module_to_llvm_ir(*m);
-    result->assembly_ = module_to_assembly(*m, *tm);
+    result->target_ = t;
 
     llvm::orc::JITTargetMachineBuilder jtmb(tm->getTargetTriple());
     jtmb.setCPU(llvm_cpu_name(t));
@@ -185,6 +188,18 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     result->impl_ = std::make_unique<Impl>();
     result->impl_->jit = std::move(*jit);
     return result;
+}
+
+const std::string &JITModule::assembly() const {
+    std::call_once(assembly_once_, [this] {
+        llvm::LLVMContext ctx;
+        llvm::SMDiagnostic err;
+        std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(llvm_ir_, err, ctx);
+        internal_assert(m) << "Could not re-read the module's LLVM IR: " << err.getMessage().str();
+        std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(target_);
+        assembly_ = module_to_assembly(*m, *tm);
+    });
+    return assembly_;
 }
 
 }  // namespace internal

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "LoweredFunc.h"
@@ -23,7 +24,9 @@ class JITModule {
     /** The optimized LLVM IR and the target assembly of the module, for
      * inspection (tests check vector instructions this way). */
     const std::string &llvm_ir() const { return llvm_ir_; }
-    const std::string &assembly() const { return assembly_; }
+    /** Generated on first request (from the optimized IR), since running
+     * LLVM's code generator a second time would double every compile. */
+    const std::string &assembly() const;
 
     ~JITModule();
 
@@ -32,7 +35,10 @@ class JITModule {
     struct Impl;
     std::unique_ptr<Impl> impl_;
     Entry entry_ = nullptr;
-    std::string llvm_ir_, assembly_;
+    Target target_;
+    std::string llvm_ir_;
+    mutable std::once_flag assembly_once_;
+    mutable std::string assembly_;
 };
 
 }  // namespace internal
