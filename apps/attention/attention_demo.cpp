@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -88,7 +89,7 @@ int main(int argc, char **argv) {
             TB, TH, TS, TD, best * 1e3, flops / best * 1e-9, reps, kernel.compile_seconds());
 
         pipe.compile_to_lowered_stmt(stmt_file, sch);
-        std::printf("lowered IR written to %s\n", stmt_file.c_str());
+        std::printf("lowered IR written to %s\n", std::filesystem::absolute(stmt_file).c_str());
         return 0;
     } catch (const loom::Error &e) {
         std::fprintf(stderr, "error: %s\n", e.what());
