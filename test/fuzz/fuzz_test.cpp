@@ -110,7 +110,7 @@ FuzzCase make_case(uint64_t seed) {
         c.directives.push_back({std::move(text), std::move(f)});
     };
     // The output's loops.
-    int out_pattern = pick(5);
+    int out_pattern = pick(7);
     Var yo("yo"), yi("yi"), xo("xo"), xi("xi"), t("t");
     int fy = 2 + pick(7), fx = 2 + pick(15);
     bool out_has_yo = false, out_has_xo = false;
@@ -134,15 +134,41 @@ FuzzCase make_case(uint64_t seed) {
         break;
     }
     case 3: add("out.reorder", [=](Schedule &s) { s[out].reorder(vx, vy); }); break;
+    case 4:
+        // Fused loops: the fused variable is split back by division and
+        // modulo of symbolic extents.
+        add("out.fuse y x + split",
+            [=](Schedule &s) { s[out].fuse(vy, vx, t).split(t, yo, yi, fy * fx); });
+        out_pattern = 3;  // no plain y loop left to parallelize
+        break;
+    case 5:
+        // A tile whose inner loops are fused and vectorized.
+        add("out.tile + fuse inner + vectorize", [=](Schedule &s) {
+            s[out].tile(vy, vx, yo, xo, yi, xi, 2, 4).fuse(yi, xi, t).vectorize(t);
+        });
+        out_has_yo = out_has_xo = true;
+        break;
     default: break;
     }
     if (pick(2)) {
         if (out_has_yo) add("out.parallel yo", [=](Schedule &s) { s[out].parallel(yo); });
         else if (out_pattern != 3) add("out.parallel y", [=](Schedule &s) { s[out].parallel(vy); });
     }
-    // Update stages of the output: split/vectorize the pure var x.
+    // Update stages of the output: vectorize the pure var x, or split a
+    // reduction variable (its loops stay serial and in order, so the meaning
+    // is kept).
     if (out.num_update_definitions() > 0 && pick(2)) {
         add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
+    }
+    if (out.num_update_definitions() > 0 && pick(2)) {
+        add("out.update.split rvar", [=](Schedule &s) {
+            Stage u = s[out].update();
+            // Only updates with an RDom have an RVar loop, innermost.
+            std::string loops = u.dump();
+            size_t open = loops.rfind('('), close = loops.rfind(')');
+            std::string last = loops.substr(open + 1, close - open - 1);
+            if (last != "x" && last != "y") u.split(RVar(last), RVar("ro"), RVar("ri"), 2);
+        });
     }
 
     // The other Funcs: placement and loops. compute_at a loop of the output's
