@@ -62,6 +62,7 @@ std::vector<std::pair<const char *, void *>> runtime_symbols() {
         {"loom_free", addr(&loom_free)},
         {"loom_do_par_for", addr(&loom_do_par_for)},
         {"loom_num_threads", addr(&loom_num_threads)},
+        {"loom_type_name", addr(&loom_type_name)},
         {"__gnu_h2f_ieee", addr(&loom_half_to_float)},
         {"__gnu_f2h_ieee", addr(&loom_float_to_half)},
         {"__truncdfhf2", addr(&loom_double_to_half)},

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "ArgumentChecks.h"
 #include "Bounds.h"
 #include "BoundsInference.h"
 #include "IRMutator.h"
@@ -224,6 +225,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         }
     }
     s = assume_dense_innermost(s, dense);
+    s = add_argument_checks(s, result.params, outputs);  // first of all checks at run time
 
     s = simplify(s);
     debug_print("simplify", s);

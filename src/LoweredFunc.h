@@ -10,7 +10,16 @@
 //    `b` (its host pointer; indices are in elements from that pointer) and its
 //    descriptor fields are the Int(32) variables `b.min.K`, `b.extent.K`,
 //    `b.stride.K` for each dimension K; `b.buffer` is the loom_buffer_t*
-//    (Handle). A scalar argument `p` is the variable `p`.
+//    (Handle). For the argument checks (ArgumentChecks.h) there are also
+//    `b.is_null` and `b.host_is_null` (Bool: the descriptor / its host
+//    pointer is null), `b.type.code`, `b.type.bits`, `b.type.lanes` and
+//    `b.dimensions` (Int(32), as the caller's descriptor says), and
+//    `b.dim_is_null` (Bool). Reading
+//    these never faults: for a null descriptor they are all zero, and for a
+//    descriptor whose dimensions differ from the argument's (or whose dim
+//    pointer is null) every `b.min/extent/stride.K` is zero.
+//    A scalar argument `p` is the variable `p`.
+//  - A Handle-typed piece of an error message is a C string.
 //  - No Provide, Realize or Func/Image Call remains. Allocate nodes own their
 //    memory until the end of their body.
 #pragma once

@@ -110,6 +110,28 @@ class Pipeline {
      * arithmetic. */
     std::string print_loop_nest(const Schedule &schedule = Schedule()) const;
 
+    // ---- Ahead-of-time compilation. `fn_name` is the C symbol of the
+    // generated function (see the C ABI in loom/runtime/loom_runtime.h); the
+    // function takes the arguments of CompiledPipeline::arguments() in order,
+    // buffers as loom_buffer_t* and scalars by value, and returns 0 or a
+    // negative loom error code.
+
+    /** An object file (.o) with the pipeline function. */
+    void compile_to_object(const std::string &filename, const std::string &fn_name,
+                           const Schedule &schedule, const Target &target = Target::host()) const;
+    /** A C header (.h) declaring the pipeline function. */
+    void compile_to_header(const std::string &filename, const std::string &fn_name,
+                           const Schedule &schedule, const Target &target = Target::host()) const;
+    /** A static library `<basename>.a` holding the pipeline and the small
+     * runtime it needs (no LLVM), and its header `<basename>.h`. */
+    void compile_to_static_library(const std::string &basename, const std::string &fn_name,
+                                   const Schedule &schedule,
+                                   const Target &target = Target::host()) const;
+    void compile_to_assembly(const std::string &filename, const std::string &fn_name,
+                             const Schedule &schedule, const Target &target = Target::host()) const;
+    void compile_to_llvm_ir(const std::string &filename, const std::string &fn_name,
+                            const Schedule &schedule, const Target &target = Target::host()) const;
+
   private:
     std::vector<Func> outputs_;
 };

@@ -40,7 +40,8 @@ struct bfloat16_t {
  * bfloat, opaque handle), a bit width and a number of vector lanes.
  * bool is UInt(1). */
 struct Type {
-    enum Code : uint8_t { Int, UInt, Float, BFloat, Handle };
+    // The values are the C ABI's loom_type_code_t and DLPack's type codes.
+    enum Code : uint8_t { Int = 0, UInt = 1, Float = 2, Handle = 3, BFloat = 4 };
 
     Code code = Int;
     uint8_t bits = 32;

@@ -6,13 +6,19 @@
 // __extendhfsf2 family uses a different ABI), so the JIT binds the libcall
 // names to these functions. They are not exported under the libcall names, so
 // they cannot interpose on anything else in the process.
-#include <cmath>
-#include <cstdint>
-#include <cstring>
+//
+// AOT libraries have no JIT to bind names, so their copy of the runtime
+// (LOOM_RUNTIME_AOT) also defines the libcall names, as weak aliases: libgcc
+// does not define __gnu_h2f_ieee / __gnu_f2h_ieee on x86-64, and its
+// __truncdfhf2 returns the half in an SSE register where LLVM 14 expects it
+// in a general register, so ours must win; weak, so that a program linking
+// two Loom libraries gets one copy.
+#include <stdint.h>
+#include <string.h>
 
-extern "C" {
+#include "loom_runtime_internal.h"
 
-float loom_half_to_float(uint16_t h) {
+LOOM_RUNTIME_EXPORT float loom_half_to_float(uint16_t h) {
     uint32_t sign = (h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
@@ -34,14 +40,14 @@ float loom_half_to_float(uint16_t h) {
         x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
     }
     float f;
-    std::memcpy(&f, &x, 4);
+    memcpy(&f, &x, 4);
     return f;
 }
 
 // Round to nearest even, like F16C's vcvtps2ph with imm 4 (current rounding mode).
-uint16_t loom_float_to_half(float f) {
+LOOM_RUNTIME_EXPORT uint16_t loom_float_to_half(float f) {
     uint32_t x;
-    std::memcpy(&x, &f, 4);
+    memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u;
     int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
     uint32_t mant = x & 0x7fffffu;
@@ -67,6 +73,14 @@ uint16_t loom_float_to_half(float f) {
 
 // Via float: double rounding, but Loom itself never asks for it (codegen
 // converts float64 to float16 through float32, like loom::float16_t(double)).
-uint16_t loom_double_to_half(double d) { return loom_float_to_half(static_cast<float>(d)); }
+LOOM_RUNTIME_EXPORT uint16_t loom_double_to_half(double d) {
+    return loom_float_to_half(static_cast<float>(d));
+}
 
-}  // extern "C"
+#ifdef LOOM_RUNTIME_AOT
+extern "C" {
+float __gnu_h2f_ieee(uint16_t h) __attribute__((weak, alias("loom_half_to_float")));
+uint16_t __gnu_f2h_ieee(float f) __attribute__((weak, alias("loom_float_to_half")));
+uint16_t __truncdfhf2(double d) __attribute__((weak, alias("loom_double_to_half")));
+}
+#endif

@@ -1,5 +1,6 @@
 /* The C ABI shared by Loom's compiled pipelines (JIT and AOT) and its runtime.
- * Plain C so that AOT libraries can be called from any language. */
+ * Plain C so that AOT libraries can be called from any language. Loom's
+ * docs/aot.md documents it; every header Loom generates carries this file. */
 #ifndef LOOM_RUNTIME_H
 #define LOOM_RUNTIME_H
 
@@ -11,7 +12,8 @@ extern "C" {
 #endif
 
 /** Type codes, equal to loom::Type::Code and to DLPack's DLDataTypeCode
- * where they overlap (int 0, uint 1, float 2, bfloat 4). */
+ * (int 0, uint 1, float 2, opaque handle 3, bfloat 4). bool is uint with
+ * 1 bit, stored as one byte per element. */
 typedef enum loom_type_code_t {
     loom_type_int = 0,
     loom_type_uint = 1,
@@ -47,12 +49,43 @@ typedef struct loom_buffer_t {
     void *padding;
 } loom_buffer_t;
 
-/** Error codes returned by compiled pipelines. */
+/** Error codes returned by compiled pipelines and runtime functions. Every
+ * failure also leaves a message for loom_last_error_message(). A failed
+ * argument check (null, type, rank, size or stride of a buffer) and any other
+ * failed assertion return loom_error_generic. */
 enum {
     loom_success = 0,
     loom_error_generic = -1,
     loom_error_out_of_memory = -2,
+    /** A DLPack conversion was refused (device, dtype, size or alignment). */
+    loom_error_unsupported = -3,
 };
+
+/* ---- Metadata of an AOT-compiled pipeline (<fn_name>_metadata()). ---- */
+
+typedef enum loom_argument_kind_t {
+    loom_argument_input_buffer = 0,
+    loom_argument_input_scalar = 1,
+    loom_argument_output_buffer = 2
+} loom_argument_kind_t;
+
+/** One argument of a pipeline, in call order. */
+typedef struct loom_argument_t {
+    const char *name;
+    int32_t kind;       /* a loom_argument_kind_t */
+    int32_t dimensions; /* 0 for scalars */
+    loom_type_t type;   /* element type of a buffer, or the scalar's type */
+} loom_argument_t;
+
+#define LOOM_FILTER_METADATA_VERSION 1
+
+typedef struct loom_filter_metadata_t {
+    int32_t version; /* LOOM_FILTER_METADATA_VERSION */
+    int32_t num_arguments;
+    const loom_argument_t *arguments;
+    const char *target; /* the target string it was compiled for */
+    const char *name;   /* the C name of the pipeline function */
+} loom_filter_metadata_t;
 
 /* ---- Runtime services called by compiled code. ---- */
 
@@ -81,6 +114,10 @@ int32_t loom_do_par_for(loom_task_t task, int32_t min, int32_t extent, uint8_t *
 /** IEEE half precision conversions, rounding to nearest even. */
 float loom_half_to_float(uint16_t h);
 uint16_t loom_float_to_half(float f);
+
+/** A type's name as Loom prints it ("float32", "bool", "int8x4"), for error
+ * messages. Valid until the next call on the same thread. */
+const char *loom_type_name(int32_t code, int32_t bits, int32_t lanes);
 
 /** Number of threads the pool uses (LOOM_NUM_THREADS, default: hardware). */
 int32_t loom_num_threads(void);
