@@ -63,7 +63,9 @@ class RawBuffer {
     internal::BufferPtr contents;
 };
 
-template <typename T> class Buffer : public RawBuffer {
+// Buffer<> (T = void) is never instantiated: it only names "a buffer whose
+// element type is chosen elsewhere", as in a generator's Input<Buffer<>>.
+template <typename T = void> class Buffer : public RawBuffer {
   public:
     Buffer() = default;
     explicit Buffer(const std::vector<int> &shape, const std::string &name = "")

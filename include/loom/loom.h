@@ -5,6 +5,7 @@
 #include "loom/Error.h"
 #include "loom/Expr.h"
 #include "loom/Func.h"
+#include "loom/Generator.h"
 #include "loom/IR.h"
 #include "loom/IROperator.h"
 #include "loom/Interpreter.h"
