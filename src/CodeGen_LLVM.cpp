@@ -102,7 +102,8 @@ class CollectUsedNames : public IRVisitor {
 
 class CodeGen_LLVM : public IRVisitor {
   public:
-    CodeGen_LLVM(const Target &t, llvm::LLVMContext &c) : target(t), ctx(c) {
+    CodeGen_LLVM(const Target &t, llvm::LLVMContext &c, bool portable)
+        : target(t), portable(portable), ctx(c) {
         i1_t = llvm::Type::getInt1Ty(ctx);
         i8_t = llvm::Type::getInt8Ty(ctx);
         i16_t = llvm::Type::getInt16Ty(ctx);
@@ -142,19 +143,61 @@ class CodeGen_LLVM : public IRVisitor {
         BasicBlock *entry = BasicBlock::Create(ctx, "entry", function);
         builder->SetInsertPoint(entry);
 
+        // Stand-ins read instead of a null descriptor, or instead of a dim
+        // array of the wrong length, so that unpacking never touches memory
+        // the caller did not give us; the argument checks at the top of the
+        // body (ArgumentChecks.h) then report the mistake.
+        int max_dims = 0;
+        for (const LoweredArgument &a : f.args) max_dims = std::max(max_dims, a.dimensions);
+        Value *zero_buffer = nullptr, *zero_dims = nullptr;
+        for (const LoweredArgument &a : f.args) {
+            if (!a.is_buffer || zero_buffer) continue;
+            zero_buffer = entry_alloca(buffer_t, "zero_buffer", 8);
+            builder->CreateStore(llvm::Constant::getNullValue(buffer_t), zero_buffer);
+            if (max_dims > 0) {
+                llvm::Type *arr = llvm::ArrayType::get(dim_t, max_dims);
+                Value *z = entry_alloca(arr, "zero_dims", 8);
+                builder->CreateStore(llvm::Constant::getNullValue(arr), z);
+                zero_dims = builder->CreateBitCast(z, dim_t->getPointerTo());
+            }
+        }
+
         for (size_t i = 0; i < f.args.size(); i++) {
             const LoweredArgument &a = f.args[i];
             Value *slot = builder->CreateGEP(i8ptr_t, args, builder->getInt64(i));
             Value *p = builder->CreateAlignedLoad(i8ptr_t, slot, llvm::Align(8), a.name + ".arg");
             if (a.is_buffer) {
-                Value *b = builder->CreateBitCast(p, buffer_t->getPointerTo());
-                Value *host = builder->CreateAlignedLoad(
-                    i8ptr_t, builder->CreateStructGEP(buffer_t, b, 2), llvm::Align(8), a.name);
-                Value *dims = builder->CreateAlignedLoad(dim_t->getPointerTo(),
-                                                         builder->CreateStructGEP(buffer_t, b, 6),
-                                                         llvm::Align(8), a.name + ".dim");
+                Value *given = builder->CreateBitCast(p, buffer_t->getPointerTo());
+                Value *is_null = builder->CreateIsNull(given, a.name + ".is_null");
+                Value *b = builder->CreateSelect(is_null, zero_buffer, given);
+                auto field = [&](llvm::Type *t, std::vector<unsigned> path, unsigned align,
+                                 const std::string &name) {
+                    std::vector<Value *> idx{builder->getInt32(0)};
+                    for (unsigned k : path) idx.push_back(builder->getInt32(k));
+                    Value *ptr = builder->CreateInBoundsGEP(buffer_t, b, idx);
+                    return builder->CreateAlignedLoad(t, ptr, llvm::Align(align), name);
+                };
+                Value *host = field(i8ptr_t, {2}, 8, a.name);
+                Value *code = field(i8_t, {4, 0}, 1, a.name + ".type.code");
+                Value *bits = field(i8_t, {4, 1}, 1, a.name + ".type.bits");
+                Value *lanes = field(i16_t, {4, 2}, 2, a.name + ".type.lanes");
+                Value *ndims = field(i32_t, {5}, 4, a.name + ".dimensions");
+                Value *dims = field(dim_t->getPointerTo(), {6}, 8, a.name + ".dim");
                 symbols.push(a.name, host);
                 symbols.push(a.name + ".buffer", p);
+                symbols.push(a.name + ".is_null", is_null);
+                symbols.push(a.name + ".host_is_null", builder->CreateIsNull(host));
+                symbols.push(a.name + ".type.code", builder->CreateZExt(code, i32_t));
+                symbols.push(a.name + ".type.bits", builder->CreateZExt(bits, i32_t));
+                symbols.push(a.name + ".type.lanes", builder->CreateZExt(lanes, i32_t));
+                symbols.push(a.name + ".dimensions", ndims);
+                symbols.push(a.name + ".dim_is_null", builder->CreateIsNull(dims));
+                if (a.dimensions > 0) {
+                    Value *dims_ok = builder->CreateAnd(
+                        builder->CreateICmpEQ(ndims, builder->getInt32(a.dimensions)),
+                        builder->CreateIsNotNull(dims));
+                    dims = builder->CreateSelect(dims_ok, dims, zero_dims);
+                }
                 static const char *fields[] = {"min", "extent", "stride"};
                 for (int k = 0; k < a.dimensions; k++) {
                     Value *d = builder->CreateGEP(dim_t, dims, builder->getInt32(k));
@@ -189,6 +232,7 @@ class CodeGen_LLVM : public IRVisitor {
 
   private:
     Target target;
+    bool portable;
     llvm::LLVMContext &ctx;
     std::unique_ptr<llvm::Module> module;
     std::unique_ptr<llvm::IRBuilder<>> builder;
@@ -235,8 +279,9 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     void set_function_attributes(llvm::Function *fn) {
-        fn->addFnAttr("target-cpu", llvm_cpu_name(target));
-        fn->addFnAttr("target-features", llvm_feature_string(target));
+        fn->addFnAttr("target-cpu", llvm_cpu_name(target, portable));
+        fn->addFnAttr("target-features", llvm_feature_string(target, portable));
+        if (portable) fn->addFnAttr("tune-cpu", llvm_tune_cpu_name(target));
         fn->addFnAttr(llvm::Attribute::NoUnwind);
         if (target.has_feature(Target::AVX512)) {
             // Without these, LLVM's Skylake-style tuning splits 512-bit vectors
@@ -396,9 +441,40 @@ class CodeGen_LLVM : public IRVisitor {
 
     enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, EQ, NE, LT, LE, GT, GE, And, Or };
 
+    // With Target::FastMath, float arithmetic written by the user may be
+    // reassociated and contracted into fused multiply-adds, as Halide allows
+    // by default: without it LLVM can neither vectorize a serial float
+    // reduction (a sum over an RDom runs one scalar add per element, bound by
+    // the add's latency) nor fuse a * b + c. A division by a constant may
+    // become a multiplication by the reciprocal. Only float32/float64: half
+    // arithmetic rounds every operation. The expansions of exp, log, tanh and
+    // friends build their instructions without these flags: they rely on
+    // exact rounding steps.
+    bool relaxed_float_ok = true;
+    Value *relaxed(Value *v, bool constant_divisor = false) {
+        if (!relaxed_float_ok || !target.has_feature(Target::FastMath)) return v;
+        auto *inst = llvm::dyn_cast<llvm::Instruction>(v);
+        if (!inst || !llvm::isa<llvm::FPMathOperator>(inst)) return v;
+        llvm::Type *st = inst->getType()->getScalarType();
+        if (!st->isFloatTy() && !st->isDoubleTy()) return v;
+        llvm::FastMathFlags f;
+        f.setAllowReassoc();
+        f.setAllowContract(true);
+        if (constant_divisor) f.setAllowReciprocal();
+        inst->setFastMathFlags(f);
+        return v;
+    }
+
     // a op b for LLVM values of Loom type t (the operand type).
     Value *binop(BinOp op, Type t, Value *a, Value *b) {
         if (t.is_float() && op == BinOp::Mod) {
+            // Each step rounded, as the interpreter does: no contraction here.
+            bool saved = relaxed_float_ok;
+            relaxed_float_ok = false;
+            struct Restore {
+                bool &flag, value;
+                ~Restore() { flag = value; }
+            } restore{relaxed_float_ok, saved};
             // a - b * floor(a / b), each step rounded to t (as the interpreter does).
             Value *q = binop(BinOp::Div, t, a, b);
             if (t.is_bfloat()) {
@@ -418,19 +494,21 @@ class CodeGen_LLVM : public IRVisitor {
         bool fl = t.is_float();
         bool sg = t.is_int();
         switch (op) {
-        case BinOp::Add: return fl ? builder->CreateFAdd(a, b) : builder->CreateAdd(a, b);
-        case BinOp::Sub: return fl ? builder->CreateFSub(a, b) : builder->CreateSub(a, b);
-        case BinOp::Mul: return fl ? builder->CreateFMul(a, b) : builder->CreateMul(a, b);
-        case BinOp::Div: return fl ? builder->CreateFDiv(a, b) : int_div(t, a, b, nullptr);
+        case BinOp::Add: return fl ? relaxed(builder->CreateFAdd(a, b)) : builder->CreateAdd(a, b);
+        case BinOp::Sub: return fl ? relaxed(builder->CreateFSub(a, b)) : builder->CreateSub(a, b);
+        case BinOp::Mul: return fl ? relaxed(builder->CreateFMul(a, b)) : builder->CreateMul(a, b);
+        case BinOp::Div:
+            return fl ? relaxed(builder->CreateFDiv(a, b), llvm::isa<llvm::Constant>(b))
+                      : int_div(t, a, b, nullptr);
         case BinOp::Mod: return int_mod(t, a, b, nullptr);
         case BinOp::Min: {
             // Floats: C's fmin (a NaN operand is ignored), like the interpreter.
-            if (fl) return builder->CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
+            if (fl) return relaxed(builder->CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b));
             Value *c = sg ? builder->CreateICmpSLT(a, b) : builder->CreateICmpULT(a, b);
             return builder->CreateSelect(c, a, b);
         }
         case BinOp::Max: {
-            if (fl) return builder->CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+            if (fl) return relaxed(builder->CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b));
             Value *c = sg ? builder->CreateICmpSGT(a, b) : builder->CreateICmpUGT(a, b);
             return builder->CreateSelect(c, a, b);
         }
@@ -1102,6 +1180,12 @@ class CodeGen_LLVM : public IRVisitor {
             builder->CreateCall(runtime_fn("loom_error_append_string", void_t, {i8ptr_t}), {str});
             return;
         }
+        if (t.is_handle() && t.is_scalar()) {
+            // A handle piece is a C string (e.g. loom_type_name's result).
+            Value *str = builder->CreatePointerCast(codegen(piece), i8ptr_t);
+            builder->CreateCall(runtime_fn("loom_error_append_string", void_t, {i8ptr_t}), {str});
+            return;
+        }
         if (t.is_vector()) {
             Value *str = builder->CreateGlobalStringPtr("<vector>", "msg", 0, module.get());
             builder->CreateCall(runtime_fn("loom_error_append_string", void_t, {i8ptr_t}), {str});
@@ -1455,9 +1539,9 @@ bool is_host_isa(const Target &t) {
 
 }  // namespace
 
-std::string llvm_cpu_name(const Target &t) {
+std::string llvm_cpu_name(const Target &t, bool portable) {
     // The host's own CPU gives the best tuning when we compile for exactly it.
-    if (is_host_isa(t)) {
+    if (!portable && is_host_isa(t)) {
         std::string cpu = llvm::sys::getHostCPUName().str();
         if (!cpu.empty() && cpu != "generic") return cpu;
     }
@@ -1467,8 +1551,16 @@ std::string llvm_cpu_name(const Target &t) {
     return "x86-64";
 }
 
-std::string llvm_feature_string(const Target &t) {
+std::string llvm_tune_cpu_name(const Target &t) {
     if (is_host_isa(t)) {
+        std::string cpu = llvm::sys::getHostCPUName().str();
+        if (!cpu.empty() && cpu != "generic") return cpu;
+    }
+    return llvm_cpu_name(t, true);
+}
+
+std::string llvm_feature_string(const Target &t, bool portable) {
+    if (!portable && is_host_isa(t)) {
         // Everything the host has (including features Loom does not name,
         // e.g. bmi2), so that the host CPU name and features agree.
         llvm::StringMap<bool> f;
@@ -1512,7 +1604,7 @@ bool host_supports_target(const Target &t, std::string *why) {
     return false;
 }
 
-std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t) {
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t, bool portable) {
     initialize_llvm();
     std::string err;
     const llvm::Target *llt = llvm::TargetRegistry::lookupTarget(kTriple, err);
@@ -1521,16 +1613,16 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t) {
     // fmuladd may fuse; plain fadd/fmul never reassociate or contract.
     opts.AllowFPOpFusion = llvm::FPOpFusion::Standard;
     std::unique_ptr<llvm::TargetMachine> tm(llt->createTargetMachine(
-        kTriple, llvm_cpu_name(t), llvm_feature_string(t), opts, llvm::Reloc::PIC_,
-        llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive));
+        kTriple, llvm_cpu_name(t, portable), llvm_feature_string(t, portable), opts,
+        llvm::Reloc::PIC_, llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive));
     internal_assert(tm) << "could not create an LLVM TargetMachine for " << t.to_string();
     return tm;
 }
 
 std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t,
-                                           llvm::LLVMContext &ctx) {
+                                           llvm::LLVMContext &ctx, bool portable) {
     initialize_llvm();
-    CodeGen_LLVM cg(t, ctx);
+    CodeGen_LLVM cg(t, ctx, portable);
     return cg.compile(f);
 }
 

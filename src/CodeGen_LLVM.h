@@ -58,21 +58,30 @@ namespace internal {
 /** Initializes LLVM's X86 target (once per process; thread-safe). */
 void initialize_llvm();
 
-/** The LLVM CPU name and feature string for a target. */
-std::string llvm_cpu_name(const Target &t);
-std::string llvm_feature_string(const Target &t);
+/** The LLVM CPU name and feature string for a target. When t has exactly
+ * the host's ISA features they describe the host CPU itself (its name and
+ * every feature it has), which is best for the JIT. `portable` code (AOT
+ * objects, which may run on any machine with t's features) gets a generic
+ * CPU (x86-64-v2/v3/v4) and only t's own features. */
+std::string llvm_cpu_name(const Target &t, bool portable = false);
+std::string llvm_feature_string(const Target &t, bool portable = false);
+/** The CPU whose scheduling model portable code for t is tuned for: the host
+ * CPU when t is the host's ISA (tuning does not change which instructions
+ * may be used), otherwise llvm_cpu_name(t, true). */
+std::string llvm_tune_cpu_name(const Target &t);
 
 /** A TargetMachine for t (position-independent code, small code model, -O3). */
-std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t);
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t, bool portable = false);
 
 /** Whether this machine can run code compiled for t; if not, *why says what
  * is missing. */
 bool host_supports_target(const Target &t, std::string *why);
 
 /** Generates an LLVM module that defines `int32_t f.name(void **args)` (and the
- * closures of its parallel loops), for target t, in context ctx. */
+ * closures of its parallel loops), for target t, in context ctx. `portable`
+ * as for llvm_cpu_name. */
 std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t,
-                                           llvm::LLVMContext &ctx);
+                                           llvm::LLVMContext &ctx, bool portable = false);
 
 /** Runs LLVM's -O3 module pipeline (with loop and SLP vectorization) on m. */
 void optimize_module(llvm::Module &m, llvm::TargetMachine &tm);

@@ -534,6 +534,9 @@ namespace {
 // Lets whose values are this cheap are substituted into their bodies.
 bool should_substitute(const Expr &v) {
     if (is_const(v) || v.as<Variable>() || v.as<StringImm>()) return true;
+    // x + c, as Halide does: it lets differences of lets such as
+    // (m + 7) - m fold to constants, e.g. the extent of a tile's loop.
+    if (const Add *a = v.as<Add>()) return a->a.as<Variable>() && is_const(a->b);
     if (const Broadcast *b = v.as<Broadcast>()) return should_substitute(b->value);
     if (const Ramp *r = v.as<Ramp>()) return should_substitute(r->base) && is_const(r->stride);
     return false;

@@ -1,6 +1,7 @@
 // Internals of the simplifier, shared by the Simplify_*.cpp files.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,12 @@ class Simplify : public IRMutator {
     /** Symbolic ranges of variables (loop variables, given bounds, learned
      * facts), for proofs through bounds_of_expr_in_scope. */
     Scope<Interval> sym_bounds;
+    /** The values of the enclosing LetStmts that are pure integer
+     * expressions, and their names: a later let with the same value (or
+     * that value plus a constant) becomes that name (plus the constant), so
+     * that differences such as the extent max - min + 1 of a tile's loop,
+     * whose bounds bounds inference writes out in full, fold to constants. */
+    std::map<Expr, std::string, ExprDeepCompare> let_values;
     int sym_count = 0;
     std::vector<Expr> true_facts, false_facts;
     int depth = 0;

@@ -33,6 +33,9 @@ bool has_side_effects(const Expr &e) {
 
 bool should_substitute(const Expr &v) {
     if (is_const(v) || v.as<Variable>() || v.as<StringImm>()) return true;
+    // x + c, as Halide does: differences of lets such as (m + 7) - m then
+    // fold to constants.
+    if (const Add *a = v.as<Add>()) return a->a.as<Variable>() && is_const(a->b);
     if (const Broadcast *b = v.as<Broadcast>()) return should_substitute(b->value);
     if (const Ramp *r = v.as<Ramp>()) return should_substitute(r->base) && is_const(r->stride);
     return false;
@@ -161,14 +164,49 @@ void Simplify::unlearn(std::vector<Undo> &undo) {
 // ---------------------------------------------------------------------------
 // Statements
 
+// Whether e is an integer expression of variables and constants only: no
+// loads, no calls, so that two occurrences of it have the same value wherever
+// the variables do.
+static bool is_pure_index_expr(const Expr &e) {
+    if (!e.type().is_int() || !e.type().is_scalar()) return false;
+    struct Check : IRVisitor {
+        bool ok = true;
+        void visit(const Load *) override { ok = false; }
+        void visit(const Call *) override { ok = false; }
+        void visit(const Let *) override { ok = false; }
+    } c;
+    e.accept(&c);
+    return c.ok;
+}
+
 Stmt Simplify::visit(const LetStmt *op) {
     Expr value = mutate(op->value);
+    // A value already bound by an enclosing let, or one plus a constant,
+    // becomes that let's variable (plus the constant).
+    bool numbered = false;
+    if (!should_substitute(value) && is_pure_index_expr(value)) {
+        const Add *add = value.as<Add>();
+        auto it = let_values.find(value);
+        if (it != let_values.end()) {
+            value = Variable::make(value.type(), it->second);
+        } else if (add && is_const(add->b) && (it = let_values.find(add->a)) != let_values.end()) {
+            value = Add::make(Variable::make(value.type(), it->second), add->b);
+        } else {
+            numbered = true;
+        }
+    }
     VarInfo vi;
     if (should_substitute(value)) {
         vi.replacement = value;
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
         return mutate(op->body);
     }
+    // A let that shadows an enclosing variable of the same name changes
+    // what the recorded values mean inside it: forget them there.
+    std::map<Expr, std::string, ExprDeepCompare> saved;
+    bool shadows = vars.contains(op->name) || sym_bounds.contains(op->name);
+    if (shadows) saved.swap(let_values);
+    if (numbered && !shadows) let_values.emplace(value, op->name);
     vi.info = info_of(value);
     Stmt body;
     {
@@ -178,6 +216,11 @@ Stmt Simplify::visit(const LetStmt *op) {
                              : Interval();
         ScopedBinding<Interval> sbind(sym_bounds, op->name, point);
         body = mutate(op->body);
+    }
+    if (shadows) {
+        let_values.swap(saved);
+    } else if (numbered) {
+        let_values.erase(value);
     }
     if (is_no_op(body) && !has_side_effects(value)) return no_op();
     if (remove_dead_lets && !stmt_uses_var(body, op->name) && !has_side_effects(value)) return body;

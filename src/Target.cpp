@@ -27,6 +27,7 @@ const FeatureName feature_names[] = {
     {Target::AVX512, "avx512"},
     {Target::NoAsserts, "no_asserts"},
     {Target::Debug, "debug"},
+    {Target::FastMath, "fast_math"},
 };
 
 // Features that come with another: every AVX2 machine has AVX, SSE4.1, FMA

@@ -28,16 +28,19 @@ struct Attention {
     /** A CPU schedule: blocks of queries in parallel; per block the scores,
      * probabilities and softmax statistics are materialized, vectorized
      * along the key and head dimensions. */
-    loom::Schedule cpu_schedule(int query_block = 16) {
+    void schedule_cpu(loom::Schedule &sch, int query_block = 16, int vector = 8) const {
         using namespace loom;
-        Schedule sch;
         Var io("io"), ii("ii"), t("t");
-        sch[out].split(i, io, ii, query_block).fuse(h, io, t).parallel(t).vectorize(d, 8);
-        sch[s].compute_at(out, t).vectorize(j, 8);
+        sch[out].split(i, io, ii, query_block).fuse(h, io, t).parallel(t).vectorize(d, vector);
+        sch[s].compute_at(out, t).vectorize(j, vector);
         sch[m].compute_at(out, t);
-        sch[p].compute_at(out, t).vectorize(j, 8);
+        sch[p].compute_at(out, t).vectorize(j, vector);
         sch[l].compute_at(out, t);
-        sch[o].compute_at(out, t).vectorize(d, 8);
+        sch[o].compute_at(out, t).vectorize(d, vector);
+    }
+    loom::Schedule cpu_schedule(int query_block = 16, int vector = 8) const {
+        loom::Schedule sch;
+        schedule_cpu(sch, query_block, vector);
         return sch;
     }
 };

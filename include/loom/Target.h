@@ -9,12 +9,28 @@ namespace loom {
 /** A compilation target, written as a string: "host" (this machine, with the
  * features it has), or "arch-os[-feature...]" such as "x86-64-linux-avx2" or
  * "x86-64-linux-avx512". Features: sse41, avx, avx2, fma, f16c, avx512,
- * no_asserts, debug. */
+ * no_asserts, debug, fast_math. */
 class Target {
   public:
     enum Arch { X86_64 };
     enum OS { Linux };
-    enum Feature { SSE41, AVX, AVX2, FMA, F16C, AVX512, NoAsserts, Debug, FeatureEnd };
+    enum Feature {
+        SSE41,
+        AVX,
+        AVX2,
+        FMA,
+        F16C,
+        AVX512,
+        NoAsserts,
+        Debug,
+        /** Lets float32/float64 arithmetic be reassociated and contracted into
+         * fused multiply-adds, and divisions by constants become
+         * multiplications by reciprocals, as Halide does by default. Results
+         * then differ from the interpreter in the last bits; serial float
+         * reductions vectorize and a * b + c fuses. */
+        FastMath,
+        FeatureEnd
+    };
 
     Target() : Target("host") {}
     Target(const char *s) : Target(std::string(s)) {}

@@ -1,0 +1,76 @@
+// LayerNorm over the last (contiguous) dimension of a float32 matrix:
+// out(r, c) = (in(r, c) - mean(r)) / sqrt(var(r) + eps) * gamma(c) + beta(c),
+// with the biased variance, as in PyTorch. The algorithm only; see
+// schedule_cpu for the schedule.
+#pragma once
+
+#include <cmath>
+
+#include <loom/loom.h>
+
+namespace layernorm {
+
+struct LayerNorm {
+    loom::BufferParam input;        // [rows, cols]
+    loom::BufferParam gamma, beta;  // [cols]
+    loom::Param<float> eps{"eps", 1e-5f};
+    loom::Var r{"r"}, c{"c"};
+    loom::RDom k;
+    loom::Func sum_x{"sum_x"}, mean{"mean"}, sum_sq{"sum_sq"}, inv_std{"inv_std"}, out{"out"};
+
+    explicit LayerNorm(loom::BufferParam in = loom::BufferParam(loom::Float(32), 2, "input"),
+                       loom::BufferParam g = loom::BufferParam(loom::Float(32), 1, "gamma"),
+                       loom::BufferParam b = loom::BufferParam(loom::Float(32), 1, "beta"))
+        : input(std::move(in)),
+          gamma(std::move(g)),
+          beta(std::move(b)),
+          k(0, input.dim(1).extent(), "k") {
+        using namespace loom;
+        Expr n = cast<float>(input.dim(1).extent());
+        sum_x(r) = 0.0f;
+        sum_x(r) += input(r, k);
+        mean(r) = sum_x(r) / n;
+        // Two passes (the mean first) rather than E[x^2] - E[x]^2, which
+        // cancels catastrophically for inputs far from zero.
+        sum_sq(r) = 0.0f;
+        Expr d = input(r, k) - mean(r);
+        sum_sq(r) += d * d;
+        inv_std(r) = 1.0f / sqrt(sum_sq(r) / n + eps);
+        out(r, c) = (input(r, c) - mean(r)) * inv_std(r) * gamma(c) + beta(c);
+    }
+
+    /** Blocks of rows in parallel; per row the two serial reductions and the
+     * row statistics, then the normalized row, vectorized along it. */
+    void schedule_cpu(loom::Schedule &sch, int rows_per_task = 8, int vector = 16) const {
+        using namespace loom;
+        Var ro("ro"), ri("ri");
+        sch[out].split(r, ro, ri, rows_per_task).parallel(ro).vectorize(c, vector);
+        sch[sum_x].compute_at(out, ri);
+        sch[mean].compute_at(out, ri);
+        sch[sum_sq].compute_at(out, ri);
+        sch[inv_std].compute_at(out, ri);
+    }
+    loom::Schedule cpu_schedule() const {
+        loom::Schedule sch;
+        schedule_cpu(sch);
+        return sch;
+    }
+};
+
+/** The plain C++ reference (double accumulation). */
+inline void reference(const float *in, const float *gamma, const float *beta, float eps, float *out,
+                      int rows, int cols) {
+    for (int rr = 0; rr < rows; rr++) {
+        const float *x = in + static_cast<size_t>(rr) * cols;
+        double s = 0, sq = 0;
+        for (int cc = 0; cc < cols; cc++) s += x[cc];
+        double m = s / cols;
+        for (int cc = 0; cc < cols; cc++) sq += (x[cc] - m) * (x[cc] - m);
+        double inv = 1.0 / std::sqrt(sq / cols + eps);
+        for (int cc = 0; cc < cols; cc++)
+            out[static_cast<size_t>(rr) * cols + cc] =
+                static_cast<float>((x[cc] - m) * inv * gamma[cc] + beta[cc]);
+    }
+}
+
+}  // namespace layernorm

@@ -1,0 +1,62 @@
+// Row softmax over the last (contiguous) dimension of a float32 matrix:
+// out(r, c) = exp(in(r, c) - max_c in(r, c)) / sum_c exp(in(r, c) - max).
+// The algorithm only; see schedule_cpu for the schedule.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include <loom/loom.h>
+
+namespace softmax {
+
+struct Softmax {
+    loom::BufferParam input;  // [rows, cols]
+    loom::Var r{"r"}, c{"c"};
+    loom::RDom k;
+    loom::Func row_max{"row_max"}, e{"e"}, row_sum{"row_sum"}, out{"out"};
+
+    explicit Softmax(loom::BufferParam in = loom::BufferParam(loom::Float(32), 2, "input"))
+        : input(std::move(in)), k(0, input.dim(1).extent(), "k") {
+        using namespace loom;
+        row_max(r) = -std::numeric_limits<float>::infinity();
+        row_max(r) = max(row_max(r), input(r, k));
+        e(r, c) = exp(input(r, c) - row_max(r));
+        row_sum(r) = 0.0f;
+        row_sum(r) += e(r, k);
+        out(r, c) = e(r, c) / row_sum(r);
+    }
+
+    /** Blocks of rows in parallel; per row the max, the exponentials (one row,
+     * in L1) and their sum, then the normalized row, vectorized along it. The
+     * two reductions stay serial: vectorizing them would reassociate. */
+    void schedule_cpu(loom::Schedule &sch, int rows_per_task = 8, int vector = 16) const {
+        using namespace loom;
+        Var ro("ro"), ri("ri");
+        sch[out].split(r, ro, ri, rows_per_task).parallel(ro).vectorize(c, vector);
+        sch[row_max].compute_at(out, ri);
+        sch[e].compute_at(out, ri).vectorize(c, vector);
+        sch[row_sum].compute_at(out, ri);
+    }
+    loom::Schedule cpu_schedule() const {
+        loom::Schedule sch;
+        schedule_cpu(sch);
+        return sch;
+    }
+};
+
+/** The plain C++ reference. */
+inline void reference(const float *in, float *out, int rows, int cols) {
+    for (int rr = 0; rr < rows; rr++) {
+        const float *x = in + static_cast<size_t>(rr) * cols;
+        float *y = out + static_cast<size_t>(rr) * cols;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int cc = 0; cc < cols; cc++) m = std::max(m, x[cc]);
+        double s = 0;
+        for (int cc = 0; cc < cols; cc++) s += std::exp(static_cast<double>(x[cc] - m));
+        for (int cc = 0; cc < cols; cc++)
+            y[cc] = static_cast<float>(std::exp(static_cast<double>(x[cc] - m)) / s);
+    }
+}
+
+}  // namespace softmax

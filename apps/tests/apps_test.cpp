@@ -1,0 +1,129 @@
+// Every app of apps/, compiled through the JIT with its CPU schedule and
+// compared with its plain C++ reference, on sizes that are not multiples of
+// the schedules' tile and vector sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "../attention/attention.h"
+#include "../blur/blur.h"
+#include "../gemm/gemm.h"
+#include "../layernorm/layernorm.h"
+#include "../softmax/softmax.h"
+
+using namespace loom;
+
+namespace {
+
+Buffer<float> random_buffer(const std::vector<int> &shape, float lo, float hi, unsigned seed) {
+    Buffer<float> b(shape);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (int64_t n = 0; n < b.number_of_elements(); n++) b.data()[n] = dist(rng);
+    return b;
+}
+
+// Max |a - b| / (1 + |b|): absolute near zero, relative for large values.
+double max_error(const Buffer<float> &a, const std::vector<float> &b) {
+    double worst = 0;
+    for (int64_t n = 0; n < a.number_of_elements(); n++) {
+        double d = std::abs(double(a.data()[n]) - b[n]) / (1 + std::abs(double(b[n])));
+        if (!(d <= worst)) worst = d;  // NaN-sticky
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST(Apps, Blur) {
+    const int H = 45, W = 301;  // neither a multiple of the 32 x 256 tile
+    blur::Blur app;
+    Buffer<float> in = random_buffer({H + 2, W + 2}, 0, 1, 1);
+    app.input.set(in);
+    Buffer<float> out({H, W});
+    Pipeline(app.blur_y).compile(app.cpu_schedule()).realize({out});
+    std::vector<float> ref(size_t(H) * W);
+    blur::reference(in.data(), W + 2, ref.data(), H, W);
+    EXPECT_LE(max_error(out, ref), 1e-6);
+}
+
+TEST(Apps, Gemm) {
+    const int M = 70, N = 50, K = 45;
+    gemm::Gemm app;
+    Buffer<float> a = random_buffer({M, K}, -1, 1, 2), b = random_buffer({K, N}, -1, 1, 3);
+    app.A.set(a);
+    app.B.set(b);
+    Buffer<float> out({M, N});
+    Pipeline(app.C).compile(app.cpu_schedule()).realize({out});
+    std::vector<float> ref(size_t(M) * N);
+    gemm::reference(a.data(), b.data(), ref.data(), M, N, K);
+    EXPECT_LE(max_error(out, ref), 1e-5);
+}
+
+TEST(Apps, Softmax) {
+    const int R = 13, C = 100;
+    softmax::Softmax app;
+    Buffer<float> in = random_buffer({R, C}, -20, 20, 4);
+    app.input.set(in);
+    Buffer<float> out({R, C});
+    Pipeline(app.out).compile(app.cpu_schedule()).realize({out});
+    std::vector<float> ref(size_t(R) * C);
+    softmax::reference(in.data(), ref.data(), R, C);
+    EXPECT_LE(max_error(out, ref), 1e-6);
+}
+
+TEST(Apps, LayerNorm) {
+    const int R = 13, C = 100;
+    layernorm::LayerNorm app;
+    // Far from zero on purpose: the two-pass variance must not cancel.
+    Buffer<float> in = random_buffer({R, C}, 90, 110, 5);
+    Buffer<float> gamma = random_buffer({C}, 0.5, 1.5, 6), beta = random_buffer({C}, -1, 1, 7);
+    app.input.set(in);
+    app.gamma.set(gamma);
+    app.beta.set(beta);
+    app.eps.set(1e-5f);
+    Buffer<float> out({R, C});
+    Pipeline(app.out).compile(app.cpu_schedule()).realize({out});
+    std::vector<float> ref(size_t(R) * C);
+    layernorm::reference(in.data(), gamma.data(), beta.data(), 1e-5f, ref.data(), R, C);
+    EXPECT_LE(max_error(out, ref), 1e-4);
+}
+
+TEST(Apps, Attention) {
+    const int B = 1, H = 2, S = 37, D = 20;
+    attention::Attention app(Float(32));
+    Buffer<float> q = random_buffer({B, H, S, D}, -1, 1, 8),
+                  k = random_buffer({B, H, S, D}, -1, 1, 9),
+                  v = random_buffer({B, H, S, D}, -1, 1, 10);
+    const float scale = 1.0f / std::sqrt(float(D));
+    app.q.set(q);
+    app.k.set(k);
+    app.v.set(v);
+    app.scale.set(scale);
+    Buffer<float> out({B, H, S, D});
+    Pipeline(app.out).compile(app.cpu_schedule(16, 16)).realize({out});
+    // The reference, in double.
+    std::vector<float> ref(out.number_of_elements());
+    for (int bh = 0; bh < B * H; bh++) {
+        const float *qb = q.data() + size_t(bh) * S * D, *kb = k.data() + size_t(bh) * S * D,
+                    *vb = v.data() + size_t(bh) * S * D;
+        for (int i = 0; i < S; i++) {
+            std::vector<double> p(S);
+            double m = -INFINITY, l = 0;
+            for (int j = 0; j < S; j++) {
+                double acc = 0;
+                for (int e = 0; e < D; e++) acc += double(qb[i * D + e]) * kb[j * D + e];
+                p[j] = acc * scale;
+                m = std::max(m, p[j]);
+            }
+            for (int j = 0; j < S; j++) l += (p[j] = std::exp(p[j] - m));
+            for (int d = 0; d < D; d++) {
+                double acc = 0;
+                for (int j = 0; j < S; j++) acc += p[j] * vb[j * D + d];
+                ref[(size_t(bh) * S + i) * D + d] = float(acc / l);
+            }
+        }
+    }
+    EXPECT_LE(max_error(out, ref), 1e-5);
+}
