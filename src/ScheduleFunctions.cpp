@@ -153,7 +153,19 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
                 break;
             }
             if (guard.defined()) body = IfThenElse::make(guard, body);
-            body = LetStmt::make(prefix + s.old_var, base + inner, body);
+            // The range every tail strategy keeps the variable in, stated in
+            // terms of loop_min or loop_max alone: interval analysis of the
+            // split arithmetic itself would see both and, when they are
+            // per-iteration lets, lose their correlation and overestimate.
+            Expr loop_min = var(s.old_var + ".loop_min"), loop_max = var(s.old_var + ".loop_max");
+            Expr lo = loop_min, hi = loop_max + (s.factor - 1);
+            if (s.tail == TailStrategy::ShiftInwards) {
+                lo = min(loop_min, loop_max - (s.factor - 1));
+                hi = loop_max;
+            }
+            body = LetStmt::make(prefix + s.old_var,
+                                 make_intrinsic(Int(32), Call::promise_clamped, {base + inner, lo, hi}),
+                                 body);
         } else if (s.kind == Split::FuseVars) {
             // Interval arithmetic cannot see that t / e and t % e stay within
             // the fused loops' ranges when e is symbolic; promise it.

@@ -268,3 +268,25 @@ TEST(Schedule, LoweredStmtAndLoopNest) {
     EXPECT_NE(stmt.find("allocate bx"), std::string::npos) << stmt;
     EXPECT_NE(stmt.find("ramp("), std::string::npos) << stmt;
 }
+
+// Found by the fuzzer: producers split with RoundUp, computed (and one stored
+// at root) inside the output's tiles. Interval arithmetic on per-tile bounds
+// once inflated the input region they read by tens of columns, so a
+// correctly sized input was refused.
+TEST(Schedule, RoundUpProducersInsideTiles) {
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    Func f0("f0"), f1("f1"), out("out");
+    f0(y, x) = max(in(y, x + 2), -0.5f);
+    f1(y, x) = f0(y, x) + f0(y, x + 1) + f0(y, x + 2);
+    out(y, x) = f1(y, x) * 0.5f + f1(y + 1, x + 3);
+    Schedule s;
+    s[out].tile(y, x, yo, xo, yi, xi, 2, 4);
+    s[f0].compute_at(out, xo).vectorize(x, 8, TailStrategy::RoundUp);
+    s[f1].store_root().compute_at(out, xo).vectorize(x, 4, TailStrategy::RoundUp);
+    // Enough columns for what RoundUp can really over-read (3 + 7 + 2 + 3).
+    const int h = 13, w = 29;
+    Buffer<float> input = random_buffer<float>({h + 1, w + 3 + 2 + 2 + 3 + 7 + 4});
+    in.set(input);
+    check_schedule(out, s, {h, w});
+}
