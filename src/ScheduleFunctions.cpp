@@ -153,19 +153,22 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
                 break;
             }
             if (guard.defined()) body = IfThenElse::make(guard, body);
-            // The range every tail strategy keeps the variable in, stated in
-            // terms of loop_min or loop_max alone: interval analysis of the
-            // split arithmetic itself would see both and, when they are
-            // per-iteration lets, lose their correlation and overestimate.
-            Expr loop_min = var(s.old_var + ".loop_min"), loop_max = var(s.old_var + ".loop_max");
-            Expr lo = loop_min, hi = loop_max + (s.factor - 1);
-            if (s.tail == TailStrategy::ShiftInwards) {
-                lo = min(loop_min, loop_max - (s.factor - 1));
-                hi = loop_max;
+            Expr value = base + inner;
+            if (s.tail != TailStrategy::ShiftInwards) {
+                // The split arithmetic loop_min + xo * f + xi is bounded by
+                // interval analysis through both loop_min and loop_max (via
+                // xo's extent); when those are per-iteration lets it loses
+                // their correlation and overestimates, in both directions.
+                // State the range these tails really keep, [loop_min,
+                // loop_max + f - 1], through each bound alone. ShiftInwards'
+                // arithmetic is already bounded that way, and a promise there
+                // would hide the constant extents of tiles from the simplifier.
+                Expr loop_min = var(s.old_var + ".loop_min"),
+                     loop_max = var(s.old_var + ".loop_max");
+                value = make_intrinsic(Int(32), Call::promise_clamped,
+                                       {value, loop_min, loop_max + (s.factor - 1)});
             }
-            body = LetStmt::make(prefix + s.old_var,
-                                 make_intrinsic(Int(32), Call::promise_clamped, {base + inner, lo, hi}),
-                                 body);
+            body = LetStmt::make(prefix + s.old_var, value, body);
         } else if (s.kind == Split::FuseVars) {
             // Interval arithmetic cannot see that t / e and t % e stay within
             // the fused loops' ranges when e is symbolic; promise it.
