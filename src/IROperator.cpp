@@ -30,6 +30,7 @@ Expr make_const(Type t, uint64_t v) {
     return t.lanes > 1 ? Broadcast::make(s, t.lanes) : s;
 }
 Expr make_const(Type t, int v) { return make_const(t, static_cast<int64_t>(v)); }
+Expr make_const(Type t, unsigned v) { return make_const(t, static_cast<uint64_t>(v)); }
 Expr make_const(Type t, double v) {
     Expr s;
     Type e = t.element_of();

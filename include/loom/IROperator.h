@@ -85,6 +85,7 @@ namespace internal {
 Expr make_const(Type t, int64_t v);
 Expr make_const(Type t, uint64_t v);
 Expr make_const(Type t, int v);
+Expr make_const(Type t, unsigned v);
 Expr make_const(Type t, double v);
 Expr make_zero(Type t);
 Expr make_one(Type t);

@@ -76,3 +76,11 @@ TEST(Substitute, RespectsShadowing) {
 }
 
 }  // namespace
+
+TEST(IROperator, MakeConstOfUnsignedLiteral) {
+    // 0x80000000u once matched several overloads equally well.
+    loom::Expr e = loom::internal::make_const(loom::UInt(32), 0x80000000u);
+    const uint64_t *v = loom::internal::as_const_uint(e);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(*v, 0x80000000ull);
+}
