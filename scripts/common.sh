@@ -82,7 +82,8 @@ loom_configure() {
     cmake "${args[@]}"
 }
 
+# With arguments, builds only those targets (scripts/bench.sh needs one).
 loom_build() {
-    loom_log "building with $LOOM_JOBS jobs"
-    cmake --build "$LOOM_BUILD_DIR" --parallel "$LOOM_JOBS"
+    loom_log "building ${*:-everything} with $LOOM_JOBS jobs"
+    cmake --build "$LOOM_BUILD_DIR" --parallel "$LOOM_JOBS" ${1:+--target "$@"}
 }

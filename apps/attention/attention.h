@@ -4,6 +4,8 @@
 
 #include <loom/loom.h>
 
+#include "attention_reference.h"
+
 namespace attention {
 
 struct Attention {
@@ -15,6 +17,19 @@ struct Attention {
 
     explicit Attention(loom::Type input_type)
         : q(input_type, 4, "q"), k(input_type, 4, "k"), v(input_type, 4, "v") {
+        define(input_type);
+    }
+    /** Over parameters made elsewhere, e.g. a generator's Inputs, so that the
+     * generated function takes them as its arguments. q, k and v must have
+     * the same element type, which is also the output's. */
+    Attention(loom::BufferParam q_, loom::BufferParam k_, loom::BufferParam v_,
+              loom::Param<float> scale_)
+        : q(std::move(q_)), k(std::move(k_)), v(std::move(v_)), scale(std::move(scale_)) {
+        define(q.type());
+    }
+
+  private:
+    void define(loom::Type input_type) {
         using namespace loom;
         RDom r(0, k.dim(2).extent(), "r"), e(0, q.dim(3).extent(), "e");
         s(b, h, i, j) = sum(cast<float>(q(b, h, i, e)) * cast<float>(k(b, h, j, e))) * scale;
@@ -25,6 +40,7 @@ struct Attention {
         out(b, h, i, d) = cast(input_type, o(b, h, i, d) / l(b, h, i));
     }
 
+  public:
     /** A CPU schedule: blocks of queries in parallel; per block the scores,
      * probabilities and softmax statistics are materialized, vectorized
      * along the key and head dimensions. */

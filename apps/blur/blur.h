@@ -5,6 +5,8 @@
 
 #include <loom/loom.h>
 
+#include "blur_reference.h"
+
 namespace blur {
 
 struct Blur {
@@ -34,19 +36,5 @@ struct Blur {
         return sch;
     }
 };
-
-/** The plain C++ reference. */
-inline void reference(const float *in, int in_cols, float *out, int rows, int cols) {
-    for (int yy = 0; yy < rows; yy++) {
-        for (int xx = 0; xx < cols; xx++) {
-            float acc = 0;
-            for (int dy = 0; dy < 3; dy++) {
-                const float *row = in + static_cast<size_t>(yy + dy) * in_cols + xx;
-                acc += (row[0] + row[1] + row[2]) / 3.0f;
-            }
-            out[static_cast<size_t>(yy) * cols + xx] = acc / 3.0f;
-        }
-    }
-}
 
 }  // namespace blur

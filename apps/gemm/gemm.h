@@ -4,6 +4,8 @@
 
 #include <loom/loom.h>
 
+#include "gemm_reference.h"
+
 namespace gemm {
 
 struct Gemm {
@@ -65,18 +67,5 @@ struct Gemm {
         return sch;
     }
 };
-
-/** The plain C++ reference (i-k-j order, so it is not too slow). */
-inline void reference(const float *a, const float *b, float *c, int m, int n, int kk) {
-    for (int ii = 0; ii < m; ii++) {
-        float *row = c + static_cast<size_t>(ii) * n;
-        for (int jj = 0; jj < n; jj++) row[jj] = 0;
-        for (int r = 0; r < kk; r++) {
-            float av = a[static_cast<size_t>(ii) * kk + r];
-            const float *brow = b + static_cast<size_t>(r) * n;
-            for (int jj = 0; jj < n; jj++) row[jj] += av * brow[jj];
-        }
-    }
-}
 
 }  // namespace gemm

@@ -8,22 +8,28 @@
 
 #include <loom/loom.h>
 
+#include "layernorm_reference.h"
+
 namespace layernorm {
 
 struct LayerNorm {
     loom::BufferParam input;        // [rows, cols]
     loom::BufferParam gamma, beta;  // [cols]
-    loom::Param<float> eps{"eps", 1e-5f};
+    loom::Param<float> eps;
     loom::Var r{"r"}, c{"c"};
     loom::RDom k;
     loom::Func sum_x{"sum_x"}, mean{"mean"}, sum_sq{"sum_sq"}, inv_std{"inv_std"}, out{"out"};
 
     explicit LayerNorm(loom::BufferParam in = loom::BufferParam(loom::Float(32), 2, "input"),
                        loom::BufferParam g = loom::BufferParam(loom::Float(32), 1, "gamma"),
-                       loom::BufferParam b = loom::BufferParam(loom::Float(32), 1, "beta"))
+                       loom::BufferParam b = loom::BufferParam(loom::Float(32), 1, "beta"),
+                       // A parameter made elsewhere (a generator's Input) so that
+                       // the generated function takes eps as its argument.
+                       loom::Param<float> epsilon = loom::Param<float>("eps", 1e-5f))
         : input(std::move(in)),
           gamma(std::move(g)),
           beta(std::move(b)),
+          eps(std::move(epsilon)),
           k(0, input.dim(1).extent(), "k") {
         using namespace loom;
         Expr n = cast<float>(input.dim(1).extent());
@@ -56,21 +62,5 @@ struct LayerNorm {
         return sch;
     }
 };
-
-/** The plain C++ reference (double accumulation). */
-inline void reference(const float *in, const float *gamma, const float *beta, float eps, float *out,
-                      int rows, int cols) {
-    for (int rr = 0; rr < rows; rr++) {
-        const float *x = in + static_cast<size_t>(rr) * cols;
-        double s = 0, sq = 0;
-        for (int cc = 0; cc < cols; cc++) s += x[cc];
-        double m = s / cols;
-        for (int cc = 0; cc < cols; cc++) sq += (x[cc] - m) * (x[cc] - m);
-        double inv = 1.0 / std::sqrt(sq / cols + eps);
-        for (int cc = 0; cc < cols; cc++)
-            out[static_cast<size_t>(rr) * cols + cc] =
-                static_cast<float>((x[cc] - m) * inv * gamma[cc] + beta[cc]);
-    }
-}
 
 }  // namespace layernorm

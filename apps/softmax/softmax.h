@@ -8,6 +8,8 @@
 
 #include <loom/loom.h>
 
+#include "softmax_reference.h"
+
 namespace softmax {
 
 struct Softmax {
@@ -44,19 +46,5 @@ struct Softmax {
         return sch;
     }
 };
-
-/** The plain C++ reference. */
-inline void reference(const float *in, float *out, int rows, int cols) {
-    for (int rr = 0; rr < rows; rr++) {
-        const float *x = in + static_cast<size_t>(rr) * cols;
-        float *y = out + static_cast<size_t>(rr) * cols;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int cc = 0; cc < cols; cc++) m = std::max(m, x[cc]);
-        double s = 0;
-        for (int cc = 0; cc < cols; cc++) s += std::exp(static_cast<double>(x[cc] - m));
-        for (int cc = 0; cc < cols; cc++)
-            y[cc] = static_cast<float>(std::exp(static_cast<double>(x[cc] - m)) / s);
-    }
-}
 
 }  // namespace softmax

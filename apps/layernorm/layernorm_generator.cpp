@@ -1,0 +1,45 @@
+// The LayerNorm of layernorm.h as a generator: the algorithm comes from
+// layernorm::LayerNorm, the Inputs (eps included, a scalar argument) and the
+// Output bind to it, and the schedule's block and vector sizes are
+// GeneratorParams.
+//
+//     loom_add_generator(layernorm_generator SOURCES layernorm_generator.cpp)
+//     loom_add_library(layernorm_cpu GENERATOR layernorm_generator PARAMS vector=8)
+//
+// layernorm_cpu(input, gamma, beta, eps, out): input and out are
+// [rows, cols], gamma and beta [cols].
+#include <memory>
+
+#include <loom/loom.h>
+
+#include "layernorm.h"
+
+namespace {
+
+using namespace loom;
+
+class LayerNormGenerator : public Generator {
+  public:
+    GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
+    GeneratorParam<int> vector{"vector", 16, 1, 64};
+
+    Input<Buffer<float>> input{"input", 2};
+    Input<Buffer<float>> gamma{"gamma", 1};
+    Input<Buffer<float>> beta{"beta", 1};
+    Input<float> eps{"eps", 1e-5f};
+    // Named like the Func it is bound to: a Func's name names its argument.
+    Output<Buffer<float>> out{"out", 2};
+
+    std::unique_ptr<layernorm::LayerNorm> algo;
+
+    void generate() override {
+        algo = std::make_unique<layernorm::LayerNorm>(input.param(), gamma.param(), beta.param(),
+                                                      eps.param());
+        out = algo->out;
+    }
+    void schedule() override { algo->schedule_cpu(sched, rows_per_task, vector); }
+};
+
+}  // namespace
+
+LOOM_REGISTER_GENERATOR(LayerNormGenerator, layernorm)
