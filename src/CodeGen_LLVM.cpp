@@ -100,6 +100,25 @@ class CollectUsedNames : public IRVisitor {
     }
 };
 
+// Whether a statement contains vector code: then Loom has already
+// vectorized it (vectorize_loops) and LLVM's loop vectorizer has nothing to
+// add.
+class ContainsVectorCode : public IRVisitor {
+  public:
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Ramp *) override { found = true; }
+    void visit(const Broadcast *) override { found = true; }
+    void visit(const Load *op) override {
+        if (op->type.is_vector()) found = true;
+        if (!found) IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        if (op->value.type().is_vector()) found = true;
+        if (!found) IRVisitor::visit(op);
+    }
+};
+
 class CodeGen_LLVM : public IRVisitor {
   public:
     CodeGen_LLVM(const Target &t, llvm::LLVMContext &c, bool portable)
@@ -412,8 +431,10 @@ class CodeGen_LLVM : public IRVisitor {
         }
         llvm::Type *dst = llvm_type(to);
         if (to.is_bool()) {
-            if (from.is_float())
-                return builder->CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+            if (from.is_float()) {
+                return freeze_float_result(
+                    builder->CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0)));
+            }
             return builder->CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
         }
         if (from.is_float() && to.is_float()) {
@@ -465,6 +486,38 @@ class CodeGen_LLVM : public IRVisitor {
         return v;
     }
 
+    // Float min and max under Target::FastMath also get nnan and nsz: LLVM
+    // 14 vectorizes a min/max reduction (a row maximum) only with both, and
+    // otherwise runs it one scalar maxnum per element. The price is that a
+    // NaN operand gives an unspecified result (poison) instead of fmin/fmax's
+    // "NaN is ignored"; fast_math's users accept non-IEEE float semantics.
+    // Poison must not reach control flow or an address: see
+    // freeze_float_result.
+    Value *relaxed_min_max(Value *v) {
+        if (!relaxed_float_ok || !target.has_feature(Target::FastMath)) return v;
+        relaxed(v);
+        auto *inst = llvm::dyn_cast<llvm::Instruction>(v);
+        if (!inst || !llvm::isa<llvm::FPMathOperator>(inst)) return v;
+        llvm::Type *st = inst->getType()->getScalarType();
+        if (!st->isFloatTy() && !st->isDoubleTy()) return v;
+        inst->setHasNoNaNs(true);
+        inst->setHasNoSignedZeros(true);
+        return v;
+    }
+
+    // With Target::FastMath a float value may be poison (relaxed_min_max).
+    // Where a float becomes a non-float (a comparison, a cast to bool, a
+    // reinterpret; float-to-int casts always freeze) the result is frozen to
+    // some fixed value, so that a branch on it or an index computed from it
+    // is never undefined behaviour: indices are integers, and every integer
+    // derived from a float passes through one of these points. Bounds checks
+    // and guards compare integers only, so a frozen arbitrary value can
+    // produce a wrong result but never an access out of bounds.
+    Value *freeze_float_result(Value *v) {
+        if (!target.has_feature(Target::FastMath)) return v;
+        return builder->CreateFreeze(v);
+    }
+
     // a op b for LLVM values of Loom type t (the operand type).
     Value *binop(BinOp op, Type t, Value *a, Value *b) {
         if (t.is_float() && op == BinOp::Mod) {
@@ -502,32 +555,41 @@ class CodeGen_LLVM : public IRVisitor {
                       : int_div(t, a, b, nullptr);
         case BinOp::Mod: return int_mod(t, a, b, nullptr);
         case BinOp::Min: {
-            // Floats: C's fmin (a NaN operand is ignored), like the interpreter.
-            if (fl) return relaxed(builder->CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b));
+            // Floats: C's fmin (a NaN operand is ignored), like the
+            // interpreter; with fast_math, see relaxed_min_max.
+            if (fl)
+                return relaxed_min_max(
+                    builder->CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b));
             Value *c = sg ? builder->CreateICmpSLT(a, b) : builder->CreateICmpULT(a, b);
             return builder->CreateSelect(c, a, b);
         }
         case BinOp::Max: {
-            if (fl) return relaxed(builder->CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b));
+            if (fl)
+                return relaxed_min_max(
+                    builder->CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b));
             Value *c = sg ? builder->CreateICmpSGT(a, b) : builder->CreateICmpUGT(a, b);
             return builder->CreateSelect(c, a, b);
         }
-        case BinOp::EQ: return fl ? builder->CreateFCmpOEQ(a, b) : builder->CreateICmpEQ(a, b);
-        case BinOp::NE: return fl ? builder->CreateFCmpUNE(a, b) : builder->CreateICmpNE(a, b);
+        case BinOp::EQ:
+            return fl ? freeze_float_result(builder->CreateFCmpOEQ(a, b))
+                      : builder->CreateICmpEQ(a, b);
+        case BinOp::NE:
+            return fl ? freeze_float_result(builder->CreateFCmpUNE(a, b))
+                      : builder->CreateICmpNE(a, b);
         case BinOp::LT:
-            return fl   ? builder->CreateFCmpOLT(a, b)
+            return fl   ? freeze_float_result(builder->CreateFCmpOLT(a, b))
                    : sg ? builder->CreateICmpSLT(a, b)
                         : builder->CreateICmpULT(a, b);
         case BinOp::LE:
-            return fl   ? builder->CreateFCmpOLE(a, b)
+            return fl   ? freeze_float_result(builder->CreateFCmpOLE(a, b))
                    : sg ? builder->CreateICmpSLE(a, b)
                         : builder->CreateICmpULE(a, b);
         case BinOp::GT:
-            return fl   ? builder->CreateFCmpOGT(a, b)
+            return fl   ? freeze_float_result(builder->CreateFCmpOGT(a, b))
                    : sg ? builder->CreateICmpSGT(a, b)
                         : builder->CreateICmpUGT(a, b);
         case BinOp::GE:
-            return fl   ? builder->CreateFCmpOGE(a, b)
+            return fl   ? freeze_float_result(builder->CreateFCmpOGE(a, b))
                    : sg ? builder->CreateICmpSGE(a, b)
                         : builder->CreateICmpUGE(a, b);
         case BinOp::And: return builder->CreateAnd(a, b);
@@ -651,6 +713,8 @@ class CodeGen_LLVM : public IRVisitor {
         llvm::Type *dst = llvm_type(to);
         if (from.is_handle() && !to.is_handle()) value = builder->CreatePtrToInt(v, dst);
         else if (!from.is_handle() && to.is_handle()) value = builder->CreateIntToPtr(v, dst);
+        else if (from.is_float() && !to.is_float())
+            value = freeze_float_result(builder->CreateBitCast(v, dst));
         else value = builder->CreateBitCast(v, dst);
     }
     void visit(const Variable *op) override {
@@ -1245,8 +1309,33 @@ class CodeGen_LLVM : public IRVisitor {
         // The loop variable stays below min + extent, so the increment cannot wrap.
         Value *next = builder->CreateNSWAdd(phi, llvm::ConstantInt::get(lt, 1), op->name + ".next");
         phi->addIncoming(next, builder->GetInsertBlock());
-        builder->CreateCondBr(builder->CreateICmpNE(next, end), loop, after);
+        llvm::BranchInst *back =
+            builder->CreateCondBr(builder->CreateICmpNE(next, end), loop, after);
+        if (contains_vector_code(op->body)) {
+            // Loom vectorized this loop's body as its schedule said. LLVM's
+            // loop vectorizer would only analyze it again to find nothing,
+            // and its unroller would copy the vector body (and a remainder
+            // loop for unknown trip counts) without a schedule asking for
+            // it: tell both to leave the loop alone. Loops without vector
+            // code are left to LLVM, which may vectorize reductions.
+            llvm::SmallVector<llvm::Metadata *, 3> md;
+            md.push_back(nullptr);  // the loop ID refers to itself
+            md.push_back(llvm::MDNode::get(
+                ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
+                      llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))}));
+            md.push_back(
+                llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
+            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, md);
+            id->replaceOperandWith(0, id);
+            back->setMetadata(llvm::LLVMContext::MD_loop, id);
+        }
         builder->SetInsertPoint(after);
+    }
+
+    static bool contains_vector_code(const Stmt &s) {
+        ContainsVectorCode c;
+        s.accept(&c);
+        return c.found;
     }
 
     void codegen_parallel_for(const For *op) {

@@ -326,8 +326,8 @@ class PartitionLoops : public IRMutator {
     using IRMutator::visit;
 
     // Outer loops first: partitioning an outer loop removes the condition
-    // from its steady state entirely, while the inner loops of its prologue
-    // and epilogue can still be partitioned on what remains.
+    // from its steady state entirely, and the inner loops of that steady
+    // state are then partitioned on what remains.
     Stmt visit(const For *op) override {
         if (op->for_type == ForType::Serial || op->for_type == ForType::Parallel) {
             Stmt p = partition(op);
@@ -432,8 +432,15 @@ class PartitionLoops : public IRMutator {
                 bind(n + ".steady_end", Max::make(Min::make(end, loop_end), steady_min), lets);
         }
 
-        // Inner loops are partitioned too, on the conditions that remain.
-        Stmt body = mutate(op->body);
+        // Only the steady state's inner loops are partitioned further, on the
+        // conditions that remain (as Halide does). The prologue and epilogue
+        // keep the original body: for the tail of a split they run one
+        // iteration at most, and partitioning their inner loops too would
+        // copy every inner loop nest once more per level, which multiplies
+        // the size of the module (and LLVM's compile time) without making the
+        // steady state any faster. Their guards stay as branches, or masks
+        // once vectorized.
+        const Stmt &body = op->body;
         std::vector<Stmt> loops;
         if (steady.lo.defined()) {
             loops.push_back(

@@ -27,7 +27,10 @@ class Target {
          * fused multiply-adds, and divisions by constants become
          * multiplications by reciprocals, as Halide does by default. Results
          * then differ from the interpreter in the last bits; serial float
-         * reductions vectorize and a * b + c fuses. */
+         * reductions vectorize and a * b + c fuses. Float min and max may
+         * also assume that no operand is NaN (so that min/max reductions
+         * vectorize): with a NaN operand their result is unspecified, but
+         * never makes compiled code branch or index out of bounds. */
         FastMath,
         FeatureEnd
     };

@@ -237,6 +237,83 @@ TEST(CodeGenArith, FloatDivModMinMaxAndComparisons) {
     EXPECT_EQ(mv[2], -0.5f);
 }
 
+TEST(CodeGenArith, FastMathMinMaxReductionAndNaNSafety) {
+    // Under fast_math, float min/max may assume no NaN (so that LLVM can
+    // vectorize a max reduction): with NaN inputs their result is
+    // unspecified. Without NaN it is exact; with NaN, whatever flows from it
+    // into an integer (a comparison, a cast) is some fixed value, so clamped
+    // indices stay in bounds and nothing crashes.
+    Target fm = Target("host").with_feature(Target::FastMath);
+    float inf = std::numeric_limits<float>::infinity();
+    float nan = std::numeric_limits<float>::quiet_NaN();
+
+    // m[0] = max over i of a[i]; m[1] = min over i of a[i].
+    Expr i = var("i");
+    Expr a = load(Float(32), "a", i);
+    Stmt red = Block::make(
+        {store("m", f32(-inf), i32(0)), store("m", f32(inf), i32(1)),
+         loop("i", i32(0), var("a.extent.0"),
+              Block::make(store("m", Max::make(load(Float(32), "m", i32(0)), a), i32(0)),
+                          store("m", Min::make(load(Float(32), "m", i32(1)), a), i32(1))))});
+    auto mr = compile("fm_minmax", {buffer_arg("a", Float(32), 1), buffer_arg("m", Float(32), 1)},
+                      red, fm);
+    // The point of the relaxation: LLVM turns both into vector reductions.
+    EXPECT_NE(mr->llvm_ir().find("llvm.vector.reduce.fmax"), std::string::npos) << mr->llvm_ir();
+    EXPECT_NE(mr->llvm_ir().find("llvm.vector.reduce.fmin"), std::string::npos) << mr->llvm_ir();
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-100.f, 100.f);
+    for (int n : {1, 7, 64, 1000, 1003}) {
+        std::vector<float> av(n), mv(2);
+        for (float &v : av) v = dist(rng);
+        Buf b0(av.data(), Float(32), {n}), b1(mv.data(), Float(32), {2});
+        ASSERT_EQ(run(mr, {b0.arg(), b1.arg()}), 0);
+        float wmax = -inf, wmin = inf;
+        for (float v : av) {
+            wmax = std::max(wmax, v);
+            wmin = std::min(wmin, v);
+        }
+        EXPECT_EQ(mv[0], wmax) << n;
+        EXPECT_EQ(mv[1], wmin) << n;
+    }
+
+    // Indices derived from max(a, b): through a float-to-int cast, a
+    // comparison, and a cast to bool; each clamped or selected into [0, 3].
+    Expr b = load(Float(32), "b", i);
+    Expr mx = Max::make(a, b);
+    Expr clamped = Min::make(Max::make(Cast::make(Int(32), mx), i32(0)), i32(3));
+    Expr by_cmp = Select::make(GT::make(mx, f32(1)), i32(3), i32(0));
+    Expr by_bool = Select::make(Cast::make(Bool(), mx), i32(2), i32(1));
+    Stmt idx = loop("i", i32(0), var("a.extent.0"),
+                    Block::make({store("o1", load(Int(32), "lut", clamped), i),
+                                 store("o2", load(Int(32), "lut", by_cmp), i),
+                                 store("o3", load(Int(32), "lut", by_bool), i)}));
+    auto mi = compile("fm_index",
+                      {buffer_arg("a", Float(32), 1), buffer_arg("b", Float(32), 1),
+                       buffer_arg("lut", Int(32), 1), buffer_arg("o1", Int(32), 1),
+                       buffer_arg("o2", Int(32), 1), buffer_arg("o3", Int(32), 1)},
+                      idx, fm);
+    EXPECT_NE(mi->llvm_ir().find("freeze"), std::string::npos) << mi->llvm_ir();
+    std::vector<float> av = {nan, 2.5f, nan, -1.f, 0.f, nan, 7.f, 1.f};
+    std::vector<float> bv = {nan, nan, 3.f, -2.f, nan, -inf, 1.f, 1.f};
+    int n = static_cast<int>(av.size());
+    std::vector<int> lut = {10, 11, 12, 13}, o1(n), o2(n), o3(n);
+    Buf b0(av.data(), Float(32), {n}), b1(bv.data(), Float(32), {n}), b2(lut.data(), Int(32), {4}),
+        b3(o1.data(), Int(32), {n}), b4(o2.data(), Int(32), {n}), b5(o3.data(), Int(32), {n});
+    ASSERT_EQ(run(mi, {b0.arg(), b1.arg(), b2.arg(), b3.arg(), b4.arg(), b5.arg()}), 0);
+    for (int k = 0; k < n; k++) {
+        EXPECT_GE(o1[k], 10) << k;
+        EXPECT_LE(o1[k], 13) << k;
+        EXPECT_TRUE(o2[k] == 10 || o2[k] == 13) << k;
+        EXPECT_TRUE(o3[k] == 11 || o3[k] == 12) << k;
+        if (!std::isnan(av[k]) && !std::isnan(bv[k])) {
+            float w = std::max(av[k], bv[k]);
+            EXPECT_EQ(o1[k], lut[std::min(std::max(static_cast<int>(w), 0), 3)]) << k;
+            EXPECT_EQ(o2[k], w > 1 ? 13 : 10) << k;
+            EXPECT_EQ(o3[k], w != 0 ? 12 : 11) << k;
+        }
+    }
+}
+
 TEST(CodeGenArith, IntMinMaxUnsignedCompareAndBitwise) {
     Expr i = var("i");
     Expr a = load(UInt(32), "a", i), b = load(UInt(32), "b", i);

@@ -158,6 +158,32 @@ TEST(PartitionLoops, ConjunctOfAnotherLoopIsKept) {
     }
 }
 
+TEST(PartitionLoops, OnlyTheSteadyStateIsPartitionedFurther) {
+    // Two guarded splits, as a 2-D tiling with GuardWithIf gives:
+    //   for yo: for yi: for xo: for xi:
+    //     if (likely_(yo*4 + yi < h && xo*4 + xi < w)) out[...] = 1
+    // Partitioning yo removes y's guard from its steady state, where xo is
+    // then partitioned on x's guard. The epilogue of yo keeps the original
+    // nest: partitioning its inner loops too would copy the whole nest once
+    // more per guarded level, for iterations that rarely run.
+    Expr yo = var("yo"), yi = var("yi"), xo = var("xo"), xi = var("xi");
+    Expr w = var("w"), h = var("h");
+    Expr y = yo * 4 + yi, x = xo * 4 + xi;
+    Stmt body = IfThenElse::make(likely_(y < h && x < w), store("out", 1, y * 16 + x));
+    Stmt s = For::make("xi", 0, 4, ForType::Serial, body);
+    s = For::make("xo", 0, (w + 3) / 4, ForType::Serial, s);
+    s = For::make("yi", 0, 4, ForType::Serial, s);
+    s = For::make("yo", 0, (h + 3) / 4, ForType::Serial, s);
+    Stmt p = partition_loops(s);
+    EXPECT_EQ(loops_named(p, "yo").size(), 2u) << p;  // steady state, epilogue
+    EXPECT_EQ(loops_named(p, "xo").size(), 3u) << p;  // 2 in yo's steady state, 1 after
+    for (int wv : {0, 3, 8, 13, 16}) {
+        for (int hv : {0, 5, 12, 16}) {
+            expect_same(s, p, {{"out", std::vector<double>(256, 0)}}, {{"w", wv}, {"h", hv}});
+        }
+    }
+}
+
 TEST(PartitionLoops, UnsolvableConditionLeavesLoopAlone) {
     Expr x = var("x"), n = var("n");
     Stmt s = For::make("x", 0, 10, ForType::Serial,
