@@ -121,19 +121,7 @@ bool uses_any(const Expr &e, const std::set<std::string> &names) {
 
 // Whether e reads memory or has side effects: its value could change while
 // the loop runs, so it cannot be evaluated once before it.
-bool reads_memory(const Expr &e) {
-    struct Check : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Load *) override { found = true; }
-        void visit(const Call *op) override {
-            if (!op->is_pure()) found = true;
-            IRVisitor::visit(op);
-        }
-    } check;
-    e.accept(&check);
-    return check.found;
-}
+bool reads_memory(const Expr &e) { return !is_pure(e); }
 
 Expr fold_add(const Expr &a, const Expr &b) {
     if (!a.defined() || is_const_zero(a)) return b;
