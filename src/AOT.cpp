@@ -310,7 +310,7 @@ AOTModule compile_aot(const std::vector<Func> &outputs, const Schedule &schedule
         internal_error << "AOT entry points generated for " << fn_name << " are invalid: " << err;
     }
     r.tm = make_target_machine(target, /*portable=*/true);
-    optimize_module(*r.module, *r.tm);
+    optimize_module(*r.module, *r.tm, target);
     return r;
 }
 

@@ -16,10 +16,13 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -28,9 +31,11 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "IRVisitor.h"
@@ -1612,6 +1617,17 @@ void initialize_llvm() {
         LLVMInitializeX86TargetMC();
         LLVMInitializeX86AsmPrinter();
         LLVMInitializeX86AsmParser();
+        // LOOM_LLVM_ARGS passes options to LLVM itself, as if on llc's
+        // command line (e.g. "-time-passes" to see where compile time goes).
+        if (const char *env = std::getenv("LOOM_LLVM_ARGS")) {
+            std::vector<std::string> words{"loom"};
+            std::istringstream in(env);
+            for (std::string w; in >> w;) words.push_back(w);
+            std::vector<const char *> argv;
+            for (const std::string &w : words) argv.push_back(w.c_str());
+            llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "Loom",
+                                              &llvm::errs());
+        }
     });
 }
 
@@ -1715,15 +1731,26 @@ std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t
     return cg.compile(f);
 }
 
-void optimize_module(llvm::Module &m, llvm::TargetMachine &tm) {
+void optimize_module(llvm::Module &m, llvm::TargetMachine &tm, const Target &t) {
     m.setDataLayout(tm.createDataLayout());
     m.setTargetTriple(tm.getTargetTriple().str());
+    // Loop vectorization and unrolling belong to the schedule (see
+    // Target::LLVMLoopOpt); straight-line SLP vectorization does not.
+    const bool loop_opt = t.has_feature(Target::LLVMLoopOpt);
     llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
+    pto.LoopVectorization = loop_opt;
     pto.SLPVectorization = true;
-    pto.LoopInterleaving = true;
-    pto.LoopUnrolling = true;
-    llvm::PassBuilder pb(&tm, pto);
+    pto.LoopInterleaving = loop_opt;
+    pto.LoopUnrolling = loop_opt;
+    // Forgetting all SCEV results after unrolling, rather than those of the
+    // unrolled loop only, is much cheaper on the deep loop nests lowering
+    // produces.
+    pto.ForgetAllSCEVInLoopUnroll = true;
+    // Instrumentation only when timing passes (LOOM_LLVM_ARGS=-time-passes).
+    llvm::PassInstrumentationCallbacks pic;
+    llvm::StandardInstrumentations si(/*DebugLogging=*/false);
+    if (llvm::TimePassesIsEnabled) si.registerCallbacks(pic);
+    llvm::PassBuilder pb(&tm, pto, llvm::None, llvm::TimePassesIsEnabled ? &pic : nullptr);
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;

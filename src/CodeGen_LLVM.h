@@ -84,7 +84,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t
                                            llvm::LLVMContext &ctx, bool portable = false);
 
 /** Runs LLVM's -O3 module pipeline (with loop and SLP vectorization) on m. */
-void optimize_module(llvm::Module &m, llvm::TargetMachine &tm);
+void optimize_module(llvm::Module &m, llvm::TargetMachine &tm, const Target &t);
 
 /** The module as LLVM IR text / target assembly text (m is not changed). */
 std::string module_to_llvm_ir(const llvm::Module &m);

@@ -16,6 +16,7 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <dlfcn.h>
@@ -138,7 +139,7 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
         m->getFunction(f.name)->setName(entry_name);
     }
     std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(t);
-    optimize_module(*m, *tm);
+    optimize_module(*m, *tm, t);
 
     std::shared_ptr<JITModule> result(new JITModule());
     result->llvm_ir_ = module_to_llvm_ir(*m);
@@ -185,6 +186,9 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
         internal_error << "JIT compilation of " << f.name
                        << " failed: " << llvm_error_string(sym.takeError());
     }
+    // With LOOM_LLVM_ARGS=-time-passes, report this module's pass timings
+    // (LLVM would otherwise print them only at exit, if at all).
+    if (llvm::TimePassesIsEnabled) llvm::reportAndResetTimings(&llvm::errs());
     result->entry_ = reinterpret_cast<Entry>(static_cast<uintptr_t>(sym->getAddress()));
     result->impl_ = std::make_unique<Impl>();
     result->impl_->jit = std::move(*jit);

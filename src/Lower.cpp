@@ -3,6 +3,7 @@
 #include "Lower.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <set>
@@ -31,10 +32,17 @@ namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
+// When the previous pass ended, for LOOM_DEBUG's per-pass times.
+thread_local std::chrono::steady_clock::time_point last_pass_end;
+
 void debug_print(const char *pass, const Stmt &s) {
     // Read on every call (it is cheap) so a program can turn it on at will.
-    if (std::getenv("LOOM_DEBUG") != nullptr)
-        std::cerr << "---- after " << pass << " ----\n" << s << "\n";
+    auto now = std::chrono::steady_clock::now();
+    if (std::getenv("LOOM_DEBUG") != nullptr) {
+        double ms = std::chrono::duration<double, std::milli>(now - last_pass_end).count();
+        std::cerr << "---- after " << pass << " (" << ms << " ms) ----\n" << s << "\n";
+    }
+    last_pass_end = std::chrono::steady_clock::now();
 }
 
 /** Every Func read must be read inside its realization, after it is
@@ -192,6 +200,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
             << "The output Func " << (f ? f->name : std::string("?"))
             << " has no definition. Define it before compiling the pipeline.";
     }
+    last_pass_end = std::chrono::steady_clock::now();
     LoweringEnv env = make_lowering_env(outputs, schedule);
 
     Stmt s = schedule_functions(env);

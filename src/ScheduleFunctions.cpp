@@ -258,9 +258,11 @@ bool stmt_calls(const Stmt &s, const std::string &func) {
     return finder.found;
 }
 
-/** The name of the innermost serial or parallel loop that encloses every
- * call to `func`, or "" if no loop does. Vector and unrolled loops are
- * skipped: a Func computed there would be recomputed per lane. */
+/** The name of the innermost loop that encloses every call to `func`, or ""
+ * if no loop does. Unrolled loops are skipped: a Func computed there would
+ * be recomputed once per unrolled copy. Vectorized loops are not: there the
+ * vectorizer widens the Func's storage and its loops run once for all lanes,
+ * so a reduction used by a vectorized stage becomes a vector reduction. */
 std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &func) {
     struct Finder : IRVisitor {
         const std::string *name;
@@ -269,7 +271,7 @@ std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &fun
         bool any = false;
         using IRVisitor::visit;
         void visit(const For *op) override {
-            bool push = op->for_type == ForType::Serial || op->for_type == ForType::Parallel;
+            bool push = op->for_type != ForType::Unrolled;
             if (push) loops.push_back(op->name);
             IRVisitor::visit(op);
             if (push) loops.pop_back();

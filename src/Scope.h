@@ -2,6 +2,7 @@
 // (let values, loop bounds). Pushing a name again shadows the previous value.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,8 +14,12 @@ namespace internal {
 
 template <typename T> class Scope {
   public:
-    void push(const std::string &name, T value) { table[name].push_back(std::move(value)); }
+    void push(const std::string &name, T value) {
+        table[name].push_back(std::move(value));
+        generation_++;
+    }
     void pop(const std::string &name) {
+        generation_++;
         auto it = table.find(name);
         internal_assert(it != table.end() && !it->second.empty()) << "Scope::pop of " << name;
         it->second.pop_back();
@@ -31,6 +36,9 @@ template <typename T> class Scope {
         return it == table.end() ? nullptr : &it->second.back();
     }
     bool empty() const { return table.empty(); }
+    /** Changes whenever a binding is pushed or popped, so that a cache of
+     * facts derived from the bindings can tell when it is stale. */
+    uint64_t generation() const { return generation_; }
     /** Visits the innermost binding of each name. */
     template <typename F> void for_each(F f) const {
         for (const auto &kv : table) f(kv.first, kv.second.back());
@@ -38,6 +46,7 @@ template <typename T> class Scope {
 
   private:
     std::map<std::string, std::vector<T>> table;
+    uint64_t generation_ = 0;
 };
 
 /** Pushes a binding for the lifetime of this object. */

@@ -173,6 +173,25 @@ void ExprInfo::intersect(const ExprInfo &o) {
 // info_of: constant bounds and alignment of a (simplified) integer expression.
 
 ExprInfo Simplify::info_of(const Expr &e) {
+    if (!e.type().is_int_or_uint()) return ExprInfo();
+    switch (e.node_type()) {
+    case IRNodeType::IntImm:
+    case IRNodeType::UIntImm:
+    case IRNodeType::Variable: return compute_info_of(e);
+    default: break;
+    }
+    if (info_cache_generation != vars.generation() || info_cache.size() > 100000) {
+        info_cache.clear();
+        info_cache_generation = vars.generation();
+    }
+    auto it = info_cache.find(e.get());
+    if (it != info_cache.end()) return it->second.second;
+    ExprInfo r = compute_info_of(e);
+    info_cache.emplace(e.get(), std::make_pair(e, r));
+    return r;
+}
+
+ExprInfo Simplify::compute_info_of(const Expr &e) {
     Type t = e.type();
     if (!t.is_int_or_uint()) return ExprInfo();
     ExprInfo r;
@@ -557,9 +576,7 @@ Expr Simplify::visit(const Let *op) {
     {
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
         // Shadow any outer symbolic range; a known value is a point range.
-        Interval point = value.type().is_int() && value.type().is_scalar()
-                             ? Interval::single_point(value)
-                             : Interval();
+        Interval point = sym_point(op->name, value);
         ScopedBinding<Interval> sbind(sym_bounds, op->name, point);
         body = mutate(op->body);
     }

@@ -8,6 +8,9 @@
 #include "IRVisitor.h"
 #include "Simplify_Internal.h"
 
+#include <set>
+#include <tuple>
+
 namespace loom {
 namespace internal {
 
@@ -42,6 +45,16 @@ bool split_const(const Expr &e, Expr *rest, int64_t *c) {
 }
 
 thread_local int sym_depth = 0;
+
+std::set<std::string> free_variables(const Expr &e) {
+    struct Collect : IRVisitor {
+        std::set<std::string> names;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override { names.insert(op->name); }
+    } c;
+    e.accept(&c);
+    return c.names;
+}
 
 class FindVars : public IRVisitor {
   public:
@@ -86,10 +99,10 @@ class CountNodes : public IRVisitor {
     }
 };
 
-bool small_enough(const Expr &e) {
-    CountNodes c(40);
+bool small_enough(const Expr &e, int limit = 40) {
+    CountNodes c(limit);
     e.accept(&c);
-    return c.count <= 40;
+    return c.count <= limit;
 }
 
 bool uses_scope(const Expr &e, const Scope<Interval> &s) {
@@ -103,49 +116,105 @@ bool uses_scope(const Expr &e, const Scope<Interval> &s) {
 // ---------------------------------------------------------------------------
 // Symbolic proofs through interval analysis
 
+Interval Simplify::sym_point(const std::string &name, const Expr &value) const {
+    if (!value.type().is_int() || !value.type().is_scalar()) return Interval();
+    // A large value (the nested bounds of a split loop, say) would be
+    // substituted into every interval computed under it, which makes the
+    // proofs slow and almost never decides them: keep the name opaque.
+    if (!small_enough(value, 24)) return Interval::single_point(Variable::make(value.type(), name));
+    return Interval::single_point(value);
+}
+
+Simplify::SymKey Simplify::sym_key(const Expr &e) const {
+    // The answer of sym_prove depends on e and on what is known of the
+    // variables it reaches: those of e and, as it iterates, those in their
+    // ranges. A range is identified by its nodes, which the key keeps alive.
+    SymKey key;
+    key.e = e;
+    std::set<std::string> seen;
+    std::vector<Expr> frontier{e};
+    for (int level = 0; level < 4 && !frontier.empty(); level++) {
+        std::vector<Expr> next;
+        for (const Expr &x : frontier) {
+            for (const std::string &name : free_variables(x)) {
+                if (!seen.insert(name).second) continue;
+                key.names.push_back(name);
+                const Interval *i = sym_bounds.find(name);
+                const VarInfo *vi = vars.find(name);
+                for (const Expr &n :
+                     {i ? i->min : Expr(), i ? i->max : Expr(), vi ? vi->replacement : Expr()}) {
+                    key.nodes.push_back(n.get());
+                    if (n.defined()) key.keep_alive.push_back(n);
+                }
+                if (vi) {
+                    const ExprInfo &f = vi->info;
+                    key.numbers.insert(key.numbers.end(),
+                                       {f.min_defined, f.max_defined, f.min, f.max,
+                                        f.alignment.modulus, f.alignment.remainder});
+                } else {
+                    key.numbers.push_back(-1);
+                }
+                if (i && i->min.defined()) next.push_back(i->min);
+                if (i && i->max.defined() && !i->max.same_as(i->min)) next.push_back(i->max);
+            }
+        }
+        frontier.swap(next);
+    }
+    return key;
+}
+
+bool Simplify::SymKeyLess::operator()(const SymKey &a, const SymKey &b) const {
+    if (std::tie(a.names, a.nodes, a.numbers) != std::tie(b.names, b.nodes, b.numbers))
+        return std::tie(a.names, a.nodes, a.numbers) < std::tie(b.names, b.nodes, b.numbers);
+    return ExprDeepCompare()(a.e, b.e);
+}
+
 bool Simplify::can_use_sym() const { return sym_depth == 0 && !sym_bounds.empty(); }
 
 bool Simplify::sym_prove_nonpositive(const Expr &e, bool strict) {
-    // Interval analysis of big expressions is costly and rarely decisive.
-    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds))
-        return false;
-    sym_depth++;
-    bool result = false;
-    Expr cur = e;
-    for (int iter = 0; iter < 3; iter++) {
-        Interval i = bounds_of_expr_in_scope(cur, sym_bounds);
-        if (!i.max.defined()) break;
-        ExprInfo info = info_of(i.max);
-        if (info.max_defined && (strict ? info.max < 0 : info.max <= 0)) {
-            result = true;
-            break;
-        }
-        if (is_const(i.max) || !uses_scope(i.max, sym_bounds)) break;
-        cur = i.max;
-    }
-    sym_depth--;
-    return result;
+    return sym_prove(e, strict ? SymProof::Negative : SymProof::NonPositive);
 }
 
 bool Simplify::sym_prove_nonnegative(const Expr &e, bool strict) {
-    // Interval analysis of big expressions is costly and rarely decisive.
-    if (!can_use_sym() || !e.type().is_int() || !small_enough(e) || !uses_scope(e, sym_bounds))
+    return sym_prove(e, strict ? SymProof::Positive : SymProof::NonNegative);
+}
+
+bool Simplify::sym_prove(const Expr &e, SymProof goal) {
+    // Interval analysis of big expressions is costly and rarely decisive, and
+    // it bounds scalars: vector code is simplified lane-wise by the rules.
+    if (!can_use_sym() || !e.type().is_int() || !e.type().is_scalar() || !small_enough(e) ||
+        !uses_scope(e, sym_bounds))
         return false;
+    // The nested bounds of a split loop repeat the same comparisons many
+    // times over, in scopes that differ only in bindings e does not use.
+    SymKey key = sym_key(e);
+    auto cached = sym_cache.find(key);
+    if (cached != sym_cache.end() && cached->second.answer[static_cast<int>(goal)] >= 0)
+        return cached->second.answer[static_cast<int>(goal)] == 1;
+    const bool upper = goal == SymProof::NonPositive || goal == SymProof::Negative;
+    const bool strict = goal == SymProof::Negative || goal == SymProof::Positive;
     sym_depth++;
     bool result = false;
     Expr cur = e;
     for (int iter = 0; iter < 3; iter++) {
         Interval i = bounds_of_expr_in_scope(cur, sym_bounds);
-        if (!i.min.defined()) break;
-        ExprInfo info = info_of(i.min);
-        if (info.min_defined && (strict ? info.min > 0 : info.min >= 0)) {
+        const Expr &end = upper ? i.max : i.min;
+        if (!end.defined()) break;
+        ExprInfo info = info_of(end);
+        if (upper && info.max_defined && (strict ? info.max < 0 : info.max <= 0)) {
             result = true;
             break;
         }
-        if (is_const(i.min) || !uses_scope(i.min, sym_bounds)) break;
-        cur = i.min;
+        if (!upper && info.min_defined && (strict ? info.min > 0 : info.min >= 0)) {
+            result = true;
+            break;
+        }
+        if (is_const(end) || !small_enough(end) || !uses_scope(end, sym_bounds)) break;
+        cur = end;
     }
     sym_depth--;
+    if (sym_cache.size() > 10000) sym_cache.clear();
+    sym_cache[key].answer[static_cast<int>(goal)] = result;
     return result;
 }
 

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "IREquality.h"
@@ -69,6 +70,7 @@ class Simplify : public IRMutator {
 
     /** Constant bounds and alignment of an already simplified expression. */
     ExprInfo info_of(const Expr &e);
+    ExprInfo compute_info_of(const Expr &e);
 
     // ---- rewrites on already simplified operands (Simplify_Arith.cpp) ----
     Expr rewrite_add(const Expr &a, const Expr &b);
@@ -110,9 +112,37 @@ class Simplify : public IRMutator {
         ExprInfo info;
     };
     Scope<VarInfo> vars;
+    /** info_of's results for compound expressions while `vars` is unchanged:
+     * compare() asks for the info of the same nested min/max bounds many
+     * times. The Expr keeps its node alive, so its address stays its key. */
+    std::unordered_map<const IRNode *, std::pair<Expr, ExprInfo>> info_cache;
+    uint64_t info_cache_generation = 0;
     /** Symbolic ranges of variables (loop variables, given bounds, learned
      * facts), for proofs through bounds_of_expr_in_scope. */
     Scope<Interval> sym_bounds;
+    enum class SymProof { NonPositive, Negative, NonNegative, Positive };
+    bool sym_prove(const Expr &e, SymProof goal);
+    /** The symbolic range to record for a let binding name = value. */
+    Interval sym_point(const std::string &name, const Expr &value) const;
+    /** sym_prove's answers per goal (-1: not asked yet), keyed by the
+     * expression and the ranges of the variables the proof can reach. */
+    struct SymAnswers {
+        int8_t answer[4] = {-1, -1, -1, -1};
+    };
+    struct SymKey {
+        Expr e;
+        // Per variable reached: its name; its range's ends and replacement
+        // (by identity); its constant bounds and alignment.
+        std::vector<std::string> names;
+        std::vector<const IRNode *> nodes;
+        std::vector<int64_t> numbers;
+        std::vector<Expr> keep_alive;  // the nodes, so their addresses stay theirs
+    };
+    struct SymKeyLess {
+        bool operator()(const SymKey &a, const SymKey &b) const;
+    };
+    SymKey sym_key(const Expr &e) const;
+    std::map<SymKey, SymAnswers, SymKeyLess> sym_cache;
     /** The values of the enclosing LetStmts that are pure integer
      * expressions, and their names: a later let with the same value (or
      * that value plus a constant) becomes that name (plus the constant), so

@@ -211,9 +211,7 @@ Stmt Simplify::visit(const LetStmt *op) {
     Stmt body;
     {
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
-        Interval point = value.type().is_int() && value.type().is_scalar()
-                             ? Interval::single_point(value)
-                             : Interval();
+        Interval point = sym_point(op->name, value);
         ScopedBinding<Interval> sbind(sym_bounds, op->name, point);
         body = mutate(op->body);
     }

@@ -28,6 +28,7 @@ const FeatureName feature_names[] = {
     {Target::NoAsserts, "no_asserts"},
     {Target::Debug, "debug"},
     {Target::FastMath, "fast_math"},
+    {Target::LLVMLoopOpt, "llvm_loop_opt"},
 };
 
 // Features that come with another: every AVX2 machine has AVX, SSE4.1, FMA

@@ -130,14 +130,27 @@ struct Row {
     double diff_lh = 0, diff_ref = 0, tol = 0;
 };
 
+/** The Loom target that matches the Halide JIT target's code generation
+ * settings. Halide's float semantics by default are reassociation,
+ * contraction and reciprocals of constants, Loom's are exact unless asked:
+ * hence fast_math. Halide 14 lets LLVM's loop vectorizer and unroller run
+ * unless its target says disable_llvm_loop_opt, Loom only when asked: hence
+ * llvm_loop_opt, following Halide's target. */
+loom::Target loom_target() {
+    HL::Target ht = HL::get_jit_target_from_environment();
+    loom::Target t = loom::Target::host().with_feature(loom::Target::FastMath);
+    if (ht.has_feature(HL::Target::EnableLLVMLoopOpt) ||
+        !ht.has_feature(HL::Target::DisableLLVMLoopOpt)) {
+        t = t.with_feature(loom::Target::LLVMLoopOpt);
+    }
+    return t;
+}
+
 /** Compiles the Loom pipeline (timed), optionally dumping stmt and assembly. */
 loom::CompiledPipeline compile_loom(const loom::Func &out, const loom::Schedule &sch,
                                     const std::string &name, const Options &opt, double *secs) {
     double t0 = now_seconds();
-    // Halide's float semantics by default are reassociation, contraction
-    // and reciprocals of constants; Loom's are exact unless asked.
-    loom::CompiledPipeline k =
-        loom::Pipeline(out).compile(sch, loom::Target::host().with_feature(loom::Target::FastMath));
+    loom::CompiledPipeline k = loom::Pipeline(out).compile(sch, loom_target());
     *secs = now_seconds() - t0;
     if (!opt.dump_dir.empty()) {
         std::ofstream(opt.dump_dir + "/" + name + ".loom.stmt") << k.lowered_stmt();
@@ -514,9 +527,11 @@ int main(int argc, char **argv) {
     setenv("LOOM_NUM_THREADS", nt.c_str(), 1);
     setenv("HL_NUM_THREADS", nt.c_str(), 1);
 
-    std::printf("Loom vs Halide %s, CPU, %d threads, median of %d runs; Halide target %s\n",
+    std::printf("Loom vs Halide %s, CPU, %d threads, median of %d runs\n"
+                "Halide target %s\nLoom target   %s\n",
                 LOOM_HALIDE_VERSION, opt.threads, opt.reps,
-                HL::get_jit_target_from_environment().to_string().c_str());
+                HL::get_jit_target_from_environment().to_string().c_str(),
+                loom_target().to_string().c_str());
     std::fflush(stdout);
 
     struct Entry {

@@ -9,7 +9,7 @@ namespace loom {
 /** A compilation target, written as a string: "host" (this machine, with the
  * features it has), or "arch-os[-feature...]" such as "x86-64-linux-avx2" or
  * "x86-64-linux-avx512". Features: sse41, avx, avx2, fma, f16c, avx512,
- * no_asserts, debug, fast_math. */
+ * no_asserts, debug, fast_math, llvm_loop_opt. */
 class Target {
   public:
     enum Arch { X86_64 };
@@ -32,6 +32,13 @@ class Target {
          * vectorize): with a NaN operand their result is unspecified, but
          * never makes compiled code branch or index out of bounds. */
         FastMath,
+        /** Lets LLVM's loop vectorizer, interleaver and unroller run on the
+         * generated code. Off by default, as in Halide: the schedule decides
+         * which loops are vectorized and unrolled, so these passes would
+         * mostly cost compile time (they are the largest part of it) and
+         * rewrite loops the user chose to leave scalar. LLVM's SLP
+         * vectorizer, which has no counterpart in the schedule, always runs. */
+        LLVMLoopOpt,
         FeatureEnd
     };
 

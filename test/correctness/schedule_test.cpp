@@ -156,6 +156,33 @@ TEST(Schedule, InlineReductionsDefaultPlacement) {
     check_schedule(norm, s, {9, 27}, 1e-5);
 }
 
+TEST(Schedule, InlineReductionInsideVectorLoopIsVectorized) {
+    // A sum() whose value differs along the consumer's vectorized loop is
+    // computed inside that loop, one copy per lane, so its serial loop over
+    // the RDom runs once for all lanes on vectors (as in Halide). The sizes
+    // leave a ragged tail, where the copies of the lanes past the end are
+    // computed but never stored.
+    BufferParam a(Float(32), 2, "a"), b(Float(32), 2, "b");
+    Var i("i"), j("j"), jo("jo"), ji("ji");
+    RDom e(0, a.dim(1).extent(), "e");
+    Func dot("dot");
+    dot(i, j) = sum(a(i, e) * b(j, e)) * 0.5f;
+    a.set(random_buffer<float>({5, 19}));
+    b.set(random_buffer<float>({29, 19}));
+    Schedule s;
+    s[dot].split(j, jo, ji, 8).vectorize(ji);
+    check_schedule(dot, s, {5, 29}, 1e-5);
+    std::string stmt = Pipeline(dot).compile_to_lowered_stmt(s);
+    // The reduction's update is a vector statement: its accumulator is read
+    // and written as 8 lanes, inside the serial loop over e.
+    EXPECT_NE(stmt.find("for (sum"), std::string::npos) << stmt;
+    EXPECT_NE(stmt.find("ramp("), std::string::npos) << stmt;
+    size_t loop = stmt.find("for (sum");
+    ASSERT_NE(loop, std::string::npos);
+    std::string update = stmt.substr(loop, stmt.find('}', loop) - loop);
+    EXPECT_NE(update.find("x8("), std::string::npos) << update;
+}
+
 TEST(Schedule, HistogramAndScan) {
     BufferParam in(Int(32), 1, "in");
     Var x("x");
