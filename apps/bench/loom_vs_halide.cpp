@@ -527,11 +527,12 @@ int main(int argc, char **argv) {
     setenv("LOOM_NUM_THREADS", nt.c_str(), 1);
     setenv("HL_NUM_THREADS", nt.c_str(), 1);
 
-    std::printf("Loom vs Halide %s, CPU, %d threads, median of %d runs\n"
-                "Halide target %s\nLoom target   %s\n",
-                LOOM_HALIDE_VERSION, opt.threads, opt.reps,
-                HL::get_jit_target_from_environment().to_string().c_str(),
-                loom_target().to_string().c_str());
+    std::printf(
+        "Loom vs Halide %s, CPU, %d threads, median of %d runs\n"
+        "Halide target %s\nLoom target   %s\n",
+        LOOM_HALIDE_VERSION, opt.threads, opt.reps,
+        HL::get_jit_target_from_environment().to_string().c_str(),
+        loom_target().to_string().c_str());
     std::fflush(stdout);
 
     struct Entry {
