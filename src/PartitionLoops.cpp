@@ -15,12 +15,14 @@
 // correct; at worst the loop is left as it was.
 #include "PartitionLoops.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "Bounds.h"
+#include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
 #include "Simplify.h"
@@ -309,6 +311,192 @@ class ReplaceLikely : public IRMutator {
     }
 };
 
+// Finds, for a loop body, every statement whose effect outlives an
+// iteration (a store to memory not allocated inside the body, a call with
+// side effects) and the likely() conditions that guard it, with the lets of
+// the body substituted in.
+class CollectEffectGuards : public IRVisitor {
+  public:
+    explicit CollectEffectGuards(const std::string &loop_var) : loop_var(loop_var) {}
+
+    // The guard conjuncts of each effect, and whether some effect is not
+    // under any likely() condition at all.
+    std::vector<std::vector<Expr>> effect_guards;
+    bool unguarded = false;
+    // Each likely() call of the body, with its conjuncts as seen where it
+    // occurs (lets substituted); a call seen twice keeps both.
+    std::map<const Call *, std::vector<std::vector<Expr>>> likely_conjuncts;
+    // Variables bound inside the body (inner loops, lets): a guard that
+    // mentions one cannot be solved for the loop variable alone.
+    std::set<std::string> inner_names;
+
+    using IRVisitor::visit;
+
+  private:
+    std::string loop_var;
+    std::vector<std::string> allocations;
+    std::map<std::string, std::vector<Expr>> lets;
+    std::vector<Expr> guards;
+
+    Expr subst(const Expr &e) const {
+        std::map<std::string, Expr> m;
+        for (const auto &kv : lets) {
+            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
+        }
+        return m.empty() ? e : substitute(m, e);
+    }
+    bool internal(const std::string &buffer) const {
+        return std::find(allocations.begin(), allocations.end(), buffer) != allocations.end();
+    }
+    void effect() {
+        if (guards.empty()) unguarded = true;
+        effect_guards.push_back(guards);
+    }
+    template <typename LetT> void visit_let(const LetT *op) {
+        op->value.accept(this);
+        inner_names.insert(op->name);
+        lets[op->name].push_back(subst(op->value));
+        op->body.accept(this);
+        lets[op->name].pop_back();
+    }
+
+  public:
+    void visit(const Let *op) override { visit_let(op); }
+    void visit(const LetStmt *op) override { visit_let(op); }
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        inner_names.insert(op->name);
+        lets[op->name].push_back(Expr());  // shadows a let of the same name
+        op->body.accept(this);
+        lets[op->name].pop_back();
+    }
+    void visit(const Allocate *op) override {
+        for (const Expr &e : op->extents) e.accept(this);
+        allocations.push_back(op->name);
+        op->body.accept(this);
+        allocations.pop_back();
+    }
+    void visit(const Store *op) override {
+        IRVisitor::visit(op);
+        if (!internal(op->name)) effect();
+    }
+    void visit(const Evaluate *op) override {
+        IRVisitor::visit(op);
+        if (!is_pure(op->value)) effect();
+    }
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        std::vector<Expr> added;
+        if (const Call *c = op->condition.as<Call>(); c && c->is_intrinsic(Call::likely)) {
+            split_conjuncts(subst(c->args[0]), added);
+        }
+        guards.insert(guards.end(), added.begin(), added.end());
+        op->then_case.accept(this);
+        guards.resize(guards.size() - added.size());
+        if (op->else_case.defined()) op->else_case.accept(this);
+    }
+    void visit(const Call *op) override {
+        if (op->is_intrinsic(Call::likely) && op->args.size() == 1) {
+            std::vector<Expr> conj;
+            split_conjuncts(subst(op->args[0]), conj);
+            likely_conjuncts[op].push_back(conj);
+        }
+        IRVisitor::visit(op);
+    }
+};
+
+// Trims loops to the iterations that do something. A loop whose every
+// effect outside its iteration is guarded by a condition on the loop
+// variable alone, such as likely(ro * 8 + ri <= r.max) around the only
+// store of a GuardWithIf split (its producers computed inside the
+// iteration write memory allocated there), does nothing where the condition
+// fails: it runs over the range where the condition holds, and the condition
+// becomes true. Partitioning would instead keep a copy of the whole body for
+// the tail, computing producers whose values nobody stores. Inner loops are
+// trimmed first, so their conditions no longer ask outer loops to partition.
+class TrimGuardedLoops : public IRMutator {
+  protected:
+    using IRMutator::visit;
+
+    Stmt visit(const For *op) override {
+        Stmt s = IRMutator::visit(op);
+        const For *loop = s.as<For>();
+        if (!loop || (loop->for_type != ForType::Serial && loop->for_type != ForType::Parallel))
+            return s;
+        Type t = loop->min.type();
+        if (!t.is_int() || !t.is_scalar()) return s;
+        CollectEffectGuards collect(loop->name);
+        loop->body.accept(&collect);
+        if (collect.unguarded || collect.effect_guards.empty()) return s;
+
+        // The conditions on the loop variable alone that guard every effect.
+        Solution range;
+        std::vector<Expr> solved;
+        for (const Expr &c : collect.effect_guards[0]) {
+            if (!expr_uses_var(c, loop->name) || uses_any(c, collect.inner_names)) continue;
+            bool everywhere = true;
+            for (const std::vector<Expr> &g : collect.effect_guards) {
+                bool found = false;
+                for (const Expr &h : g) found = found || equal(h, c);
+                everywhere = everywhere && found;
+            }
+            Solution sol;
+            if (!everywhere || !solve_comparison(c, loop->name, t, Occurrence(), sol)) continue;
+            range.lo = max_of(range.lo, sol.lo);
+            range.hi = min_of(range.hi, sol.hi);
+            solved.push_back(c);
+        }
+        if (solved.empty()) return s;
+
+        // Within the range the solved conditions hold: drop them from every
+        // likely() they appear in (where each occurrence agrees).
+        ReplaceLikely drop;
+        for (const auto &kv : collect.likely_conjuncts) {
+            size_t unsolved = 0;
+            bool consistent = true;
+            for (size_t j = 0; j < kv.second[0].size(); j++) {
+                auto is_solved = [&](const Expr &e) {
+                    for (const Expr &c : solved) {
+                        if (equal(c, e)) return true;
+                    }
+                    return false;
+                };
+                bool first = is_solved(kv.second[0][j]);
+                for (const std::vector<Expr> &occ : kv.second) {
+                    consistent = consistent && occ.size() == kv.second[0].size() &&
+                                 is_solved(occ[j]) == first;
+                }
+                if (!first) unsolved++;
+            }
+            if (!consistent || unsolved == kv.second[0].size()) continue;
+            // Rebuild from the original (unsubstituted) conjuncts.
+            std::vector<Expr> original;
+            split_conjuncts(kv.first->args[0], original);
+            if (original.size() != kv.second[0].size()) continue;
+            Expr residual;
+            for (size_t j = 0; j < original.size(); j++) {
+                bool solved_here = false;
+                for (const Expr &c : solved) solved_here = solved_here || equal(c, kv.second[0][j]);
+                if (solved_here) continue;
+                residual = residual.defined() ? And::make(residual, original[j]) : original[j];
+            }
+            drop.replacements[kv.first] =
+                residual.defined()
+                    ? Call::make(residual.type(), Call::likely, {residual}, Call::PureIntrinsic)
+                    : const_true();
+        }
+        Stmt body = drop.mutate(loop->body);
+
+        Expr end = fold_add(loop->min, loop->extent);  // one past the last iteration
+        Expr new_min = loop->min, new_end = end;
+        if (range.lo.defined()) new_min = Max::make(loop->min, range.lo);
+        if (range.hi.defined()) new_end = Min::make(end, Add::make(range.hi, make_one(t)));
+        Expr extent = simplify(Max::make(Sub::make(new_end, new_min), make_zero(t)));
+        return For::make(loop->name, simplify(new_min), extent, loop->for_type, body);
+    }
+};
+
 class PartitionLoops : public IRMutator {
   protected:
     using IRMutator::visit;
@@ -450,7 +638,9 @@ class PartitionLoops : public IRMutator {
 
 }  // namespace
 
-Stmt partition_loops(const Stmt &s) { return PartitionLoops().mutate(s); }
+Stmt partition_loops(const Stmt &s) {
+    return PartitionLoops().mutate(TrimGuardedLoops().mutate(s));
+}
 
 }  // namespace internal
 }  // namespace loom

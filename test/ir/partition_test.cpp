@@ -61,12 +61,21 @@ void expect_same(const Stmt &a, const Stmt &b, std::map<std::string, std::vector
     for (const auto &kv : bufs) EXPECT_EQ(ea.buffers[kv.first], eb.buffers[kv.first]) << b;
 }
 
+// Work every iteration does whatever the guards say (work[0] += 1): an
+// effect outside the guard, so the loop cannot simply be trimmed to the
+// iterations where the guard holds, and must be partitioned.
+Stmt with_unguarded_work(const Stmt &guarded) {
+    return Block::make(store("work", load("work", 0) + 1, 0), guarded);
+}
+
 // for xo in [0, (n + 7) / 8): for xi in [0, 8) (of type t):
+//   [work[0] += 1]
 //   if (likely_(xo * 8 + xi < n)) out[xo * 8 + xi] = in[xo * 8 + xi] * 2
-Stmt split_tail(ForType inner_type) {
+Stmt split_tail(ForType inner_type, bool unguarded_work = true) {
     Expr xo = var("xo"), xi = var("xi"), n = var("n");
     Expr idx = xo * 8 + xi;
     Stmt guarded = IfThenElse::make(likely_(idx < n), store("out", load("in", idx) * 2, idx));
+    if (unguarded_work) guarded = with_unguarded_work(guarded);
     return For::make("xo", 0, (n + 7) / 8, ForType::Serial,
                      For::make("xi", 0, 8, inner_type, guarded));
 }
@@ -86,13 +95,53 @@ TEST(PartitionLoops, SplitTailGetsSteadyStateAndEpilogue) {
     // The interpreter checks bounds: a steady state that ran too far would
     // read or write past the end of the buffers.
     for (int n : {0, 1, 7, 8, 9, 16, 23}) {
+        expect_same(
+            s, p,
+            {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}, {"work", {0}}},
+            {{"n", n}});
+    }
+}
+
+TEST(PartitionLoops, GuardOfEveryEffectTrimsTheLoop) {
+    // Without the unguarded work, iterations where the guard fails do
+    // nothing: the inner loop runs only where it holds (no epilogue copy),
+    // the guard disappears, and the outer loop has nothing to partition.
+    Stmt s = split_tail(ForType::Serial, /*unguarded_work=*/false);
+    Stmt p = partition_loops(s);
+    EXPECT_EQ(loops_named(p, "xo").size(), 1u) << p;
+    EXPECT_EQ(loops_named(p, "xi").size(), 1u) << p;
+    EXPECT_FALSE(has_likely_(p)) << p;
+    EXPECT_FALSE(any_node(p, [](const Stmt &n) { return n.as<IfThenElse>(); })) << p;
+    for (int n : {0, 1, 7, 8, 9, 16, 23}) {
+        expect_same(s, p, {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}},
+                    {{"n", n}});
+    }
+}
+
+TEST(PartitionLoops, ScratchWorkInsideTheIterationDoesNotPreventTrimming) {
+    // A producer computed inside each iteration (into memory allocated
+    // there), consumed under the guard, as compute_at inside a GuardWithIf
+    // split gives: its work is wasted where the guard fails, so the loop is
+    // trimmed.
+    Expr x = var("x"), n = var("n");
+    Stmt produce = store("tmp", load("in", Min::make(x, n - 1)) + 1, 0);
+    Stmt consume = IfThenElse::make(likely_(x < n), store("out", load("tmp", 0) * 3, x));
+    Stmt body = Allocate::make("tmp", Int(32), MemoryType::Auto, {Expr(1)}, const_true(),
+                               Block::make(produce, consume));
+    Stmt s = For::make("x", 0, (n + 3) / 4 * 4, ForType::Parallel, body);
+    Stmt p = partition_loops(s);
+    auto loops = loops_named(p, "x");
+    ASSERT_EQ(loops.size(), 1u) << p;
+    EXPECT_EQ(loops[0]->for_type, ForType::Parallel);
+    EXPECT_FALSE(has_likely_(p)) << p;
+    for (int n : {1, 4, 6, 9}) {
         expect_same(s, p, {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}},
                     {{"n", n}});
     }
 }
 
 TEST(PartitionLoops, ThenVectorizeGivesCleanSteadyState) {
-    Stmt s = split_tail(ForType::Vectorized);
+    Stmt s = split_tail(ForType::Vectorized, /*unguarded_work=*/false);
     Stmt v = vectorize_loops(partition_loops(s), Target("host"));
     auto stores = collect_nodes<Store>(v);
     ASSERT_EQ(stores.size(), 2u) << v;
@@ -124,19 +173,26 @@ TEST(PartitionLoops, LowerBoundGivesPrologue) {
 
 TEST(PartitionLoops, BothBoundsAndLets) {
     // for x in [lo, lo + 30): let i = x - 2 in
+    //   [work[0] += 1]
     //   if (likely_(i >= 0 && i < n)) out[i] = x
+    // Partitioned in three with the work, trimmed at both ends without it.
     Expr x = var("x"), i = var("i"), n = var("n"), lo = var("lo");
-    Stmt body =
-        LetStmt::make("i", x - 2, IfThenElse::make(likely_(i >= 0 && i < n), store("out", x, i)));
-    Stmt s = For::make("x", lo, 30, ForType::Parallel, body);
-    Stmt p = partition_loops(s);
-    auto loops = loops_named(p, "x");
-    ASSERT_EQ(loops.size(), 3u) << p;
-    for (const For *f : loops) EXPECT_EQ(f->for_type, ForType::Parallel);
-    EXPECT_FALSE(any_node(loops[1]->body, [](const Stmt &st) { return st.as<IfThenElse>(); })) << p;
-    for (int lov : {-10, 0, 5}) {
-        for (int nv : {0, 4, 12, 40}) {
-            expect_same(s, p, {{"out", std::vector<double>(nv, 0)}}, {{"n", nv}, {"lo", lov}});
+    for (bool work : {true, false}) {
+        Stmt guarded = IfThenElse::make(likely_(i >= 0 && i < n), store("out", x, i));
+        Stmt body = LetStmt::make("i", x - 2, work ? with_unguarded_work(guarded) : guarded);
+        Stmt s = For::make("x", lo, 30, ForType::Parallel, body);
+        Stmt p = partition_loops(s);
+        auto loops = loops_named(p, "x");
+        ASSERT_EQ(loops.size(), work ? 3u : 1u) << p;
+        for (const For *f : loops) EXPECT_EQ(f->for_type, ForType::Parallel);
+        EXPECT_FALSE(any_node(loops[work ? 1 : 0]->body, [](const Stmt &st) {
+            return st.as<IfThenElse>();
+        })) << p;
+        for (int lov : {-10, 0, 5}) {
+            for (int nv : {0, 4, 12, 40}) {
+                expect_same(s, p, {{"out", std::vector<double>(nv, 0)}, {"work", {0}}},
+                            {{"n", nv}, {"lo", lov}});
+            }
         }
     }
 }
@@ -145,15 +201,17 @@ TEST(PartitionLoops, ConjunctOfAnotherLoopIsKept) {
     // for y: for x: if (likely_(x < w && y < h)) out[y * 8 + x] = 1
     // Partitioning x solves x < w; y < h stays (as likely) for the y loop.
     Expr x = var("x"), y = var("y"), w = var("w"), h = var("h");
-    Stmt inner = For::make("x", 0, 8, ForType::Serial,
-                           IfThenElse::make(likely_(x < w && y < h), store("out", 1, y * 8 + x)));
+    Stmt inner = For::make(
+        "x", 0, 8, ForType::Serial,
+        with_unguarded_work(IfThenElse::make(likely_(x < w && y < h), store("out", 1, y * 8 + x))));
     Stmt s = For::make("y", 0, 8, ForType::Serial, inner);
     Stmt p = partition_loops(s);
     EXPECT_GE(loops_named(p, "x").size(), 2u) << p;
     EXPECT_GE(loops_named(p, "y").size(), 2u) << p;
     for (int wv : {0, 3, 8}) {
         for (int hv : {0, 5, 9}) {
-            expect_same(s, p, {{"out", std::vector<double>(64, 0)}}, {{"w", wv}, {"h", hv}});
+            expect_same(s, p, {{"out", std::vector<double>(64, 0)}, {"work", {0}}},
+                        {{"w", wv}, {"h", hv}});
         }
     }
 }
@@ -169,7 +227,8 @@ TEST(PartitionLoops, OnlyTheSteadyStateIsPartitionedFurther) {
     Expr yo = var("yo"), yi = var("yi"), xo = var("xo"), xi = var("xi");
     Expr w = var("w"), h = var("h");
     Expr y = yo * 4 + yi, x = xo * 4 + xi;
-    Stmt body = IfThenElse::make(likely_(y < h && x < w), store("out", 1, y * 16 + x));
+    Stmt body =
+        with_unguarded_work(IfThenElse::make(likely_(y < h && x < w), store("out", 1, y * 16 + x)));
     Stmt s = For::make("xi", 0, 4, ForType::Serial, body);
     s = For::make("xo", 0, (w + 3) / 4, ForType::Serial, s);
     s = For::make("yi", 0, 4, ForType::Serial, s);
@@ -179,7 +238,8 @@ TEST(PartitionLoops, OnlyTheSteadyStateIsPartitionedFurther) {
     EXPECT_EQ(loops_named(p, "xo").size(), 3u) << p;  // 2 in yo's steady state, 1 after
     for (int wv : {0, 3, 8, 13, 16}) {
         for (int hv : {0, 5, 12, 16}) {
-            expect_same(s, p, {{"out", std::vector<double>(256, 0)}}, {{"w", wv}, {"h", hv}});
+            expect_same(s, p, {{"out", std::vector<double>(256, 0)}, {"work", {0}}},
+                        {{"w", wv}, {"h", hv}});
         }
     }
 }
