@@ -58,6 +58,9 @@ TEST(Runtime, MallocIsAligned) {
         loom_free(p);
     }
     loom_free(nullptr);
+    // A size whose bookkeeping would overflow is refused, not wrapped.
+    EXPECT_EQ(loom_malloc(SIZE_MAX), nullptr);
+    EXPECT_EQ(loom_malloc(SIZE_MAX - 8), nullptr);
 }
 
 namespace {
