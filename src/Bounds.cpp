@@ -34,11 +34,11 @@ Interval bounds_of_type(Type t) {
 // intervals stay small; anything left is simplified at the end.
 Expr bmin(const Expr &a, const Expr &b) {
     if (!a.defined() || !b.defined()) return Expr();
-    return simplify(Min::make(a, b));
+    return simplify_shallow(Min::make(a, b));
 }
 Expr bmax(const Expr &a, const Expr &b) {
     if (!a.defined() || !b.defined()) return Expr();
-    return simplify(Max::make(a, b));
+    return simplify_shallow(Max::make(a, b));
 }
 
 Expr as_scalar(const Expr &e) {
@@ -62,12 +62,15 @@ class BoundsOf : public IRVisitor {
     Scope<Interval> lets;
 
     // Folds the ends as we go, so constant ends are recognized by the rules
-    // of enclosing nodes (and the expressions stay small).
+    // of enclosing nodes (and the expressions stay small). The arithmetic
+    // nodes, casts and variables tidy their ends; as those are built from
+    // their operands' tidied ends, only the new root needs simplifying.
     void tidy() {
-        if (result.min.defined() && !is_const(result.min)) result.min = simplify(result.min);
+        if (result.min.defined() && !is_const(result.min))
+            result.min = simplify_shallow(result.min);
         if (result.max.defined()) {
             if (result.max.same_as(result.min)) return;
-            if (!is_const(result.max)) result.max = simplify(result.max);
+            if (!is_const(result.max)) result.max = simplify_shallow(result.max);
         }
     }
 
@@ -93,7 +96,9 @@ class BoundsOf : public IRVisitor {
         if (const Interval *i = lets.find(op->name)) {
             result = *i;
         } else if (const Interval *i = scope.find(op->name)) {
+            // Ranges in the scope come from callers and may be unsimplified.
             result = *i;
+            tidy();
             Interval tb = bounds_of_type(op->type);
             if (!result.min.defined()) result.min = tb.min;
             if (!result.max.defined()) result.max = tb.max;
@@ -138,6 +143,7 @@ class BoundsOf : public IRVisitor {
             result.max =
                 a.max.defined() ? Cast::make(to.with_lanes(a.max.type().lanes), a.max) : tb.max;
             if (!result.min.defined() && to.is_uint()) result.min = make_zero(to);
+            tidy();
         } else {
             result = tb;
         }
@@ -537,8 +543,13 @@ Expr scalarize(const Expr &e) {
 
 Interval simplify_interval(const Interval &i) {
     Interval r;
-    if (i.min.defined()) r.min = scalarize(simplify(i.min));
-    if (i.max.defined()) r.max = scalarize(simplify(i.max));
+    // The ends were simplified as they were built, all but their roots; a
+    // vector end is simplified in full, to let it reduce to a broadcast.
+    auto tidy = [](const Expr &e) {
+        return scalarize(e.type().is_scalar() ? simplify_shallow(e) : simplify(e));
+    };
+    if (i.min.defined()) r.min = tidy(i.min);
+    if (i.max.defined()) r.max = tidy(i.max);
     if (r.min.defined() && r.max.defined() && equal(r.min, r.max)) r.max = r.min;
     return r;
 }
@@ -566,9 +577,10 @@ Box box_union(const Box &a, const Box &b) {
     internal_assert(a.size() == b.size()) << "box_union of boxes of different dimensions";
     Box r(a.size());
     for (size_t i = 0; i < a.size(); i++) {
+        // The ends of a and b are simplified: only the new min/max is not.
         r[i] = Interval::make_union(a[i], b[i]);
-        if (r[i].min.defined()) r[i].min = simplify(r[i].min);
-        if (r[i].max.defined()) r[i].max = simplify(r[i].max);
+        if (r[i].min.defined()) r[i].min = simplify_shallow(r[i].min);
+        if (r[i].max.defined()) r[i].max = simplify_shallow(r[i].max);
     }
     if (a.used.defined() && b.used.defined()) r.used = simplify(a.used || b.used);
     return r;

@@ -470,6 +470,9 @@ Simplify::Simplify(bool rdl, const Scope<Interval> &bounds,
 
 Expr Simplify::mutate(const Expr &e) {
     if (!e.defined()) return e;
+    for (const IRNode *t : trusted) {
+        if (t == e.get()) return e;
+    }
     // A hard stop on recursion depth: rules that rebuild and re-simplify can
     // never loop forever; past the limit we simply stop rewriting.
     if (depth > 400) return e;
@@ -651,6 +654,25 @@ Stmt simplify(const Stmt &st, bool remove_dead_lets, const Scope<Interval> &boun
     Stmt r = s.mutate(st);
     if (!r.defined()) r = Evaluate::make(0);
     return r;
+}
+
+Expr simplify_shallow(const Expr &e) {
+    if (!e.defined()) return e;
+    Simplify s(true, Scope<Interval>(), Scope<ModulusRemainder>());
+    // The operands of the root, which the rules take as simplified. (Roots
+    // of other kinds are simplified in full.)
+    std::vector<const IRNode *> &t = s.trusted;
+    auto binary = [&](const auto *op) {
+        if (op) t.insert(t.end(), {op->a.get(), op->b.get()});
+    };
+    binary(e.as<Add>()), binary(e.as<Sub>()), binary(e.as<Mul>()), binary(e.as<Div>());
+    binary(e.as<Mod>()), binary(e.as<Min>()), binary(e.as<Max>()), binary(e.as<EQ>());
+    binary(e.as<NE>()), binary(e.as<LT>()), binary(e.as<LE>()), binary(e.as<GT>());
+    binary(e.as<GE>()), binary(e.as<And>()), binary(e.as<Or>());
+    if (const Select *op = e.as<Select>())
+        t.insert(t.end(), {op->condition.get(), op->true_value.get(), op->false_value.get()});
+    if (const Cast *op = e.as<Cast>()) t.push_back(op->value.get());
+    return s.mutate(e);
 }
 
 bool can_prove(const Expr &e, const Scope<Interval> &bounds) {

@@ -17,6 +17,12 @@ namespace internal {
 Expr simplify(const Expr &e, bool remove_dead_lets = true,
               const Scope<Interval> &bounds = Scope<Interval>(),
               const Scope<ModulusRemainder> &alignment = Scope<ModulusRemainder>());
+/** Simplifies e assuming its operands are simplified already: only the rules
+ * at its root run (which may still rewrite the operands they combine). For
+ * code that builds expressions bottom-up from simplified parts, such as
+ * interval arithmetic, where simplify() would walk every operand again at
+ * every level. */
+Expr simplify_shallow(const Expr &e);
 /** Simplifies a statement: also folds constant branches, drops empty loops,
  * and uses loop bounds and if conditions as facts inside their bodies. */
 Stmt simplify(const Stmt &s, bool remove_dead_lets = true,

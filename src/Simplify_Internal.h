@@ -112,6 +112,9 @@ class Simplify : public IRMutator {
         ExprInfo info;
     };
     Scope<VarInfo> vars;
+    /** Expressions known to be simplified already (simplify_shallow's
+     * operands): mutate returns them as they are. */
+    std::vector<const IRNode *> trusted;
     /** info_of's results for compound expressions while `vars` is unchanged:
      * compare() asks for the info of the same nested min/max bounds many
      * times. The Expr keeps its node alive, so its address stays its key. */
