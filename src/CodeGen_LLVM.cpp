@@ -785,6 +785,26 @@ class CodeGen_LLVM : public IRVisitor {
         return true;
     }
 
+    // A scalar element index, computed in 64 bits: sums, differences and
+    // products are done in i64 from sign-extended leaves. Every in-bounds
+    // index and its terms fit in 32 bits (the argument and allocation checks
+    // guarantee it), so this is the value the i32 arithmetic would give; but
+    // LLVM's induction-variable analysis can see through i64 sums of extended
+    // values, where the extension of an i32 sum (which might wrap) blocks it.
+    // Strength reduction then finds the pointer increments, instead of
+    // rebuilding every address from 32-bit pieces (and it is much faster).
+    Value *codegen_index(const Expr &e) {
+        if (e.type() != Int(32)) return codegen(e);
+        if (const IntImm *imm = e.as<IntImm>()) return builder->getInt64(imm->value);
+        if (const Add *op = e.as<Add>())
+            return builder->CreateAdd(codegen_index(op->a), codegen_index(op->b));
+        if (const Sub *op = e.as<Sub>())
+            return builder->CreateSub(codegen_index(op->a), codegen_index(op->b));
+        if (const Mul *op = e.as<Mul>())
+            return builder->CreateMul(codegen_index(op->a), codegen_index(op->b));
+        return builder->CreateSExt(codegen(e), i64_t);
+    }
+
     void visit(const Load *op) override {
         Type t = op->type;
         Type et = t.element_of();
@@ -796,7 +816,7 @@ class CodeGen_LLVM : public IRVisitor {
         int64_t stride = 0;
         Expr base;
         if (t.is_scalar()) {
-            Value *idx = codegen(op->index);
+            Value *idx = codegen_index(op->index);
             Value *addr = builder->CreateGEP(st, ptr, idx);
             if (all_true) {
                 result = builder->CreateAlignedLoad(st, addr, llvm::Align(align));
@@ -822,7 +842,7 @@ class CodeGen_LLVM : public IRVisitor {
             llvm::Type *vt = storage_type(t);
             if (is_const_stride(op->index, &stride, &base) &&
                 (stride == 1 || (stride == -1 && all_true))) {
-                Value *b = codegen(base);
+                Value *b = codegen_index(base);
                 if (stride == -1) {
                     b = builder->CreateSub(b, llvm::ConstantInt::get(b->getType(), t.lanes - 1));
                 }
@@ -842,7 +862,7 @@ class CodeGen_LLVM : public IRVisitor {
                     result = builder->CreateShuffleVector(result, result, rev);
                 }
             } else if (const Broadcast *bc = op->index.as<Broadcast>(); bc && all_true) {
-                Value *idx = codegen(bc->value);
+                Value *idx = codegen_index(bc->value);
                 Value *l = builder->CreateAlignedLoad(st, builder->CreateGEP(st, ptr, idx),
                                                       llvm::Align(align));
                 add_alias_info(l, op->name);
@@ -1513,7 +1533,7 @@ class CodeGen_LLVM : public IRVisitor {
         Expr base;
         Value *inst = nullptr;
         if (t.is_scalar()) {
-            Value *idx = codegen(op->index);
+            Value *idx = codegen_index(op->index);
             Value *addr = builder->CreateGEP(st, ptr, idx);
             if (all_true) {
                 inst = builder->CreateAlignedStore(v, addr, llvm::Align(align));
@@ -1534,7 +1554,7 @@ class CodeGen_LLVM : public IRVisitor {
         llvm::Type *vt = storage_type(t);
         if (is_const_stride(op->index, &stride, &base) &&
             (stride == 1 || (stride == -1 && all_true))) {
-            Value *b = codegen(base);
+            Value *b = codegen_index(base);
             if (stride == -1) {
                 b = builder->CreateSub(b, llvm::ConstantInt::get(b->getType(), t.lanes - 1));
                 std::vector<int> rev;

@@ -180,14 +180,22 @@ ExprInfo Simplify::info_of(const Expr &e) {
     case IRNodeType::Variable: return compute_info_of(e);
     default: break;
     }
-    if (info_cache_generation != vars.generation() || info_cache.size() > 100000) {
-        info_cache.clear();
-        info_cache_generation = vars.generation();
+    // With no variable facts in scope, the info of a node is a property of
+    // the node alone, and nodes are immutable: such results are shared by
+    // every simplifier of this thread (interval arithmetic runs thousands of
+    // small ones over the same subexpressions).
+    thread_local InfoCache scope_free;
+    const bool free_of_scope = vars.empty();
+    InfoCache &cache = free_of_scope ? scope_free : info_cache;
+    if ((!free_of_scope && cache.generation != vars.generation()) ||
+        cache.entries.size() > 100000) {
+        cache.entries.clear();
+        cache.generation = vars.generation();
     }
-    auto it = info_cache.find(e.get());
-    if (it != info_cache.end()) return it->second.second;
+    auto it = cache.entries.find(e.get());
+    if (it != cache.entries.end()) return it->second.second;
     ExprInfo r = compute_info_of(e);
-    info_cache.emplace(e.get(), std::make_pair(e, r));
+    cache.entries.emplace(e.get(), std::make_pair(e, r));
     return r;
 }
 

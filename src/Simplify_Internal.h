@@ -118,8 +118,11 @@ class Simplify : public IRMutator {
     /** info_of's results for compound expressions while `vars` is unchanged:
      * compare() asks for the info of the same nested min/max bounds many
      * times. The Expr keeps its node alive, so its address stays its key. */
-    std::unordered_map<const IRNode *, std::pair<Expr, ExprInfo>> info_cache;
-    uint64_t info_cache_generation = 0;
+    struct InfoCache {
+        std::unordered_map<const IRNode *, std::pair<Expr, ExprInfo>> entries;
+        uint64_t generation = 0;
+    };
+    InfoCache info_cache;
     /** Symbolic ranges of variables (loop variables, given bounds, learned
      * facts), for proofs through bounds_of_expr_in_scope. */
     Scope<Interval> sym_bounds;
