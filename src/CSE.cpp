@@ -182,6 +182,16 @@ class CSEStmt : public IRMutator {
     int counter = 0;
     using IRMutator::mutate;
     Expr mutate(const Expr &e) override { return cse(e, names, counter); }
+
+  protected:
+    using IRMutator::visit;
+    // An assert's message is the error() call codegen expects to find there,
+    // built only on the failure path: it stays as it is.
+    Stmt visit(const AssertStmt *op) override {
+        Expr c = mutate(op->condition);
+        if (c.same_as(op->condition)) return op;
+        return AssertStmt::make(c, op->message);
+    }
 };
 
 }  // namespace

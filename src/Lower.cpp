@@ -11,6 +11,7 @@
 
 #include "ArgumentChecks.h"
 #include "Bounds.h"
+#include "CSE.h"
 #include "BoundsInference.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
@@ -250,6 +251,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     s = simplify(s);
     debug_print("final simplify", s);
+
+    s = common_subexpression_elimination(s);
+    debug_print("common_subexpression_elimination", s);
 
     LoweredFunc f;
     f.name = name;
