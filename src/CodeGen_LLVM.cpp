@@ -1744,10 +1744,33 @@ bool is_host_isa(const Target &t) {
 
 }  // namespace
 
+// The host's CPU name and full LLVM feature string, asked once: the queries
+// cost more than lowering a small pipeline.
+const std::string &host_cpu_name() {
+    static const std::string name = llvm::sys::getHostCPUName().str();
+    return name;
+}
+const std::string &host_feature_string() {
+    static const std::string features = [] {
+        // Everything the host has (including features Loom does not name,
+        // e.g. bmi2), so that the host CPU name and features agree.
+        llvm::StringMap<bool> f;
+        std::string s;
+        if (llvm::sys::getHostCPUFeatures(f)) {
+            for (const auto &kv : f) {
+                if (!s.empty()) s += ",";
+                s += (kv.second ? "+" : "-") + kv.first().str();
+            }
+        }
+        return s;
+    }();
+    return features;
+}
+
 std::string llvm_cpu_name(const Target &t, bool portable) {
     // The host's own CPU gives the best tuning when we compile for exactly it.
     if (!portable && is_host_isa(t)) {
-        std::string cpu = llvm::sys::getHostCPUName().str();
+        const std::string &cpu = host_cpu_name();
         if (!cpu.empty() && cpu != "generic") return cpu;
     }
     if (t.has_feature(Target::AVX512)) return "x86-64-v4";
@@ -1758,25 +1781,15 @@ std::string llvm_cpu_name(const Target &t, bool portable) {
 
 std::string llvm_tune_cpu_name(const Target &t) {
     if (is_host_isa(t)) {
-        std::string cpu = llvm::sys::getHostCPUName().str();
+        const std::string &cpu = host_cpu_name();
         if (!cpu.empty() && cpu != "generic") return cpu;
     }
     return llvm_cpu_name(t, true);
 }
 
 std::string llvm_feature_string(const Target &t, bool portable) {
-    if (!portable && is_host_isa(t)) {
-        // Everything the host has (including features Loom does not name,
-        // e.g. bmi2), so that the host CPU name and features agree.
-        llvm::StringMap<bool> f;
-        if (llvm::sys::getHostCPUFeatures(f)) {
-            std::string s;
-            for (const auto &kv : f) {
-                if (!s.empty()) s += ",";
-                s += (kv.second ? "+" : "-") + kv.first().str();
-            }
-            return s;
-        }
+    if (!portable && is_host_isa(t) && !host_feature_string().empty()) {
+        return host_feature_string();
     }
     std::string s;
     auto add = [&](bool on, const char *name) {

@@ -56,7 +56,9 @@ std::vector<std::string> split(const std::string &s, char sep) {
     return out;
 }
 
-unsigned host_features() {
+// The host does not change while we run: ask the CPU once (the query costs
+// more than lowering a small pipeline, and every compile asks).
+unsigned query_host_features() {
     llvm::StringMap<bool> f;
     unsigned bits = 0;
     if (!llvm::sys::getHostCPUFeatures(f)) return bits;
@@ -79,6 +81,11 @@ unsigned host_features() {
         !((bits & (1u << Target::FMA)) && (bits & (1u << Target::F16C)))) {
         bits &= ~((1u << Target::AVX2) | (1u << Target::AVX512));
     }
+    return bits;
+}
+
+unsigned host_features() {
+    static const unsigned bits = query_host_features();
     return bits;
 }
 
