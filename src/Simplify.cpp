@@ -576,8 +576,12 @@ bool should_substitute(const Expr &v) {
 
 Expr Simplify::visit(const Let *op) {
     Expr value = mutate(op->value);
+    // See the LetStmt case: a let may rebind a name in terms of itself.
+    if (const Variable *v = value.as<Variable>(); v && v->name == op->name) {
+        return mutate(op->body);
+    }
     VarInfo vi;
-    if (should_substitute(value)) {
+    if (should_substitute(value) && !expr_uses_var(value, op->name)) {
         vi.replacement = value;
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
         return mutate(op->body);

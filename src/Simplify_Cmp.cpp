@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "Bounds.h"
+#include "Substitute.h"
 #include "IRVisitor.h"
 #include "Simplify_Internal.h"
 
@@ -121,7 +122,10 @@ Interval Simplify::sym_point(const std::string &name, const Expr &value) const {
     // A large value (the nested bounds of a split loop, say) would be
     // substituted into every interval computed under it, which makes the
     // proofs slow and almost never decides them: keep the name opaque.
-    if (!small_enough(value, 24)) return Interval::single_point(Variable::make(value.type(), name));
+    // A value that refers to an enclosing binding of the same name (let x =
+    // x + 1) would be read as referring to itself.
+    if (!small_enough(value, 24) || expr_uses_var(value, name))
+        return Interval::single_point(Variable::make(value.type(), name));
     return Interval::single_point(value);
 }
 

@@ -195,8 +195,15 @@ Stmt Simplify::visit(const LetStmt *op) {
             numbered = true;
         }
     }
+    // A let may rebind a name in terms of its enclosing binding (the
+    // vectorizer's per-lane copies do: let x = x + 1), or the rewrite above
+    // may have turned its value into that binding itself.
+    if (const Variable *v = value.as<Variable>(); v && v->name == op->name) {
+        return mutate(op->body);  // let x = x: the enclosing x, unchanged
+    }
+    const bool self_referent = expr_uses_var(value, op->name);
     VarInfo vi;
-    if (should_substitute(value)) {
+    if (should_substitute(value) && !self_referent) {
         vi.replacement = value;
         ScopedBinding<VarInfo> bind(vars, op->name, vi);
         return mutate(op->body);

@@ -6,6 +6,7 @@
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
+#include "IRVisitor.h"
 #include "Simplify.h"
 #include "Substitute.h"
 #include "loom/IROperator.h"
@@ -107,11 +108,12 @@ struct Eval {
         op = ch;                  \
     }
         BIN(Add, '+')
-        BIN(Sub, '-') BIN(Mul, '*') BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm') BIN(Max, 'M')
-            BIN(EQ, '=') BIN(NE, '!') BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>') BIN(GE, 'g')
-                BIN(And, '&') BIN(Or, '|')
+        BIN(Sub, '-')
+        BIN(Mul, '*')
+        BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm') BIN(Max, 'M') BIN(EQ, '=') BIN(NE, '!')
+            BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>') BIN(GE, 'g') BIN(And, '&') BIN(Or, '|')
 #undef BIN
-                    if (!op) {
+                if (!op) {
             ADD_FAILURE() << "cannot evaluate " << e;
             return splat(0, n);
         }
@@ -572,3 +574,50 @@ TEST(Simplify, Terminates) {
 }
 
 }  // namespace
+
+TEST(Simplify, LetRebindingItsOwnName) {
+    // The vectorizer's per-lane copies rebind a name in terms of its
+    // enclosing binding: let x = min(a, b) in (let x = min(a, b) + 1 in ...).
+    // The simplifier rewrites the inner value to the outer x plus 1, or to the
+    // outer x itself; it must then read x in that value as the outer one (it
+    // used to recurse forever through x -> x + 1 -> ...).
+    Expr a = Variable::make(Int(32), "a"), b = Variable::make(Int(32), "b");
+    Expr x = Variable::make(Int(32), "x");
+    for (int k : {0, 1, 5}) {
+        // min(x, 7) makes the simplifier ask what it knows about x.
+        Stmt inner =
+            LetStmt::make("x", Min::make(a, b) + k,
+                          Store::make("out", Min::make(x, 7) * 2, make_zero(Int(32)), Expr()));
+        Stmt s =
+            LetStmt::make("x", Min::make(a, b),
+                          Block::make(Store::make("out", x, make_one(Int(32)), Expr()), inner));
+        Stmt r = simplify(s);
+        // out[0] = min(min(a, b) + k, 7) * 2 and out[1] = min(a, b), whatever
+        // the lets became.
+        std::vector<Expr> stored(2);
+        struct Find : IRVisitor {
+            std::vector<Expr> *stored;
+            std::map<std::string, std::vector<Expr>> lets;
+            using IRVisitor::visit;
+            void visit(const LetStmt *op) override {
+                std::map<std::string, Expr> m;
+                for (auto &kv : lets)
+                    if (!kv.second.empty()) m[kv.first] = kv.second.back();
+                lets[op->name].push_back(substitute(m, op->value));
+                op->body.accept(this);
+                lets[op->name].pop_back();
+            }
+            void visit(const Store *op) override {
+                std::map<std::string, Expr> m;
+                for (auto &kv : lets)
+                    if (!kv.second.empty()) m[kv.first] = kv.second.back();
+                (*stored)[*as_const_int(op->index)] = substitute(m, op->value);
+            }
+        } find;
+        find.stored = &stored;
+        r.accept(&find);
+        ASSERT_TRUE(stored[0].defined() && stored[1].defined()) << r;
+        EXPECT_TRUE(can_prove(stored[0] == Min::make(Min::make(a, b) + k, 7) * 2)) << r;
+        EXPECT_TRUE(can_prove(stored[1] == Min::make(a, b))) << r;
+    }
+}
