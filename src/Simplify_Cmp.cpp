@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "Bounds.h"
-#include "Substitute.h"
 #include "IRVisitor.h"
 #include "Simplify_Internal.h"
+#include "Substitute.h"
 
 #include <set>
 #include <tuple>
