@@ -3,14 +3,13 @@
 // come from info_of and, failing that, from the symbolic ranges in scope.
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "Bounds.h"
 #include "IRVisitor.h"
 #include "Simplify_Internal.h"
 #include "Substitute.h"
-
-#include <set>
-#include <tuple>
 
 namespace loom {
 namespace internal {
