@@ -21,14 +21,24 @@ std::vector<Expr> children(const Expr &e) {
     case IRNodeType::Cast: return {e.as<Cast>()->value};
     case IRNodeType::Reinterpret: return {e.as<Reinterpret>()->value};
 #define LOOM_BIN(T) \
-    case IRNodeType::T: return {e.as<T>()->a, e.as<T>()->b};
-        LOOM_BIN(Add)
-        LOOM_BIN(Sub)
-        LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min) LOOM_BIN(Max) LOOM_BIN(EQ)
-            LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT) LOOM_BIN(GE) LOOM_BIN(And)
-                LOOM_BIN(Or)
+    case IRNodeType::T: return {e.as<T>()->a, e.as<T>()->b}
+        LOOM_BIN(Add);
+        LOOM_BIN(Sub);
+        LOOM_BIN(Mul);
+        LOOM_BIN(Div);
+        LOOM_BIN(Mod);
+        LOOM_BIN(Min);
+        LOOM_BIN(Max);
+        LOOM_BIN(EQ);
+        LOOM_BIN(NE);
+        LOOM_BIN(LT);
+        LOOM_BIN(LE);
+        LOOM_BIN(GT);
+        LOOM_BIN(GE);
+        LOOM_BIN(And);
+        LOOM_BIN(Or);
 #undef LOOM_BIN
-                    case IRNodeType::Not : return {e.as<Not>()->a};
+    case IRNodeType::Not: return {e.as<Not>()->a};
     case IRNodeType::Select: {
         const Select *s = e.as<Select>();
         return {s->condition, s->true_value, s->false_value};

@@ -39,13 +39,24 @@ class Comparer {
             return cmp(a.as<Reinterpret>()->value, b.as<Reinterpret>()->value);
         case IRNodeType::Variable: return cmp_str(a.as<Variable>()->name, b.as<Variable>()->name);
 #define LOOM_BIN(T) \
-    case IRNodeType::T: return cmp2(a.as<T>()->a, a.as<T>()->b, b.as<T>()->a, b.as<T>()->b);
-            LOOM_BIN(Add)
-            LOOM_BIN(Sub) LOOM_BIN(Mul) LOOM_BIN(Div) LOOM_BIN(Mod) LOOM_BIN(Min) LOOM_BIN(Max)
-                LOOM_BIN(EQ) LOOM_BIN(NE) LOOM_BIN(LT) LOOM_BIN(LE) LOOM_BIN(GT) LOOM_BIN(GE)
-                    LOOM_BIN(And) LOOM_BIN(Or)
+    case IRNodeType::T: return cmp2(a.as<T>()->a, a.as<T>()->b, b.as<T>()->a, b.as<T>()->b)
+            LOOM_BIN(Add);
+            LOOM_BIN(Sub);
+            LOOM_BIN(Mul);
+            LOOM_BIN(Div);
+            LOOM_BIN(Mod);
+            LOOM_BIN(Min);
+            LOOM_BIN(Max);
+            LOOM_BIN(EQ);
+            LOOM_BIN(NE);
+            LOOM_BIN(LT);
+            LOOM_BIN(LE);
+            LOOM_BIN(GT);
+            LOOM_BIN(GE);
+            LOOM_BIN(And);
+            LOOM_BIN(Or);
 #undef LOOM_BIN
-                        case IRNodeType::Not : return cmp(a.as<Not>()->a, b.as<Not>()->a);
+        case IRNodeType::Not: return cmp(a.as<Not>()->a, b.as<Not>()->a);
         case IRNodeType::Select: {
             const Select *x = a.as<Select>(), *y = b.as<Select>();
             if (int c = cmp(x->condition, y->condition)) return c;

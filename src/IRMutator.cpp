@@ -9,19 +9,39 @@ Expr IRMutator::mutate(const Expr &e) {
     if (!e.defined()) return e;
     switch (e.node_type()) {
 #define LOOM_CASE(T) \
-    case IRNodeType::T: return visit(e.as<T>());
-        LOOM_CASE(IntImm)
-            LOOM_CASE(UIntImm) LOOM_CASE(FloatImm) LOOM_CASE(StringImm) LOOM_CASE(Cast)
-                LOOM_CASE(Reinterpret) LOOM_CASE(Variable) LOOM_CASE(Add) LOOM_CASE(Sub)
-                    LOOM_CASE(Mul) LOOM_CASE(Div) LOOM_CASE(Mod) LOOM_CASE(Min) LOOM_CASE(Max)
-                        LOOM_CASE(EQ) LOOM_CASE(NE) LOOM_CASE(LT) LOOM_CASE(LE) LOOM_CASE(GT)
-                            LOOM_CASE(GE) LOOM_CASE(And) LOOM_CASE(Or) LOOM_CASE(Not)
-                                LOOM_CASE(Select) LOOM_CASE(Load) LOOM_CASE(Ramp)
-                                    LOOM_CASE(Broadcast) LOOM_CASE(Let) LOOM_CASE(Call)
-                                        LOOM_CASE(VectorReduce)
+    case IRNodeType::T: return visit(e.as<T>())
+        LOOM_CASE(IntImm);
+        LOOM_CASE(UIntImm);
+        LOOM_CASE(FloatImm);
+        LOOM_CASE(StringImm);
+        LOOM_CASE(Cast);
+        LOOM_CASE(Reinterpret);
+        LOOM_CASE(Variable);
+        LOOM_CASE(Add);
+        LOOM_CASE(Sub);
+        LOOM_CASE(Mul);
+        LOOM_CASE(Div);
+        LOOM_CASE(Mod);
+        LOOM_CASE(Min);
+        LOOM_CASE(Max);
+        LOOM_CASE(EQ);
+        LOOM_CASE(NE);
+        LOOM_CASE(LT);
+        LOOM_CASE(LE);
+        LOOM_CASE(GT);
+        LOOM_CASE(GE);
+        LOOM_CASE(And);
+        LOOM_CASE(Or);
+        LOOM_CASE(Not);
+        LOOM_CASE(Select);
+        LOOM_CASE(Load);
+        LOOM_CASE(Ramp);
+        LOOM_CASE(Broadcast);
+        LOOM_CASE(Let);
+        LOOM_CASE(Call);
+        LOOM_CASE(VectorReduce);
 #undef LOOM_CASE
-                                            default : internal_error
-                                                      << "mutate(Expr) called on a statement";
+    default: internal_error << "mutate(Expr) called on a statement";
     }
 }
 
@@ -29,14 +49,21 @@ Stmt IRMutator::mutate(const Stmt &s) {
     if (!s.defined()) return s;
     switch (s.node_type()) {
 #define LOOM_CASE(T) \
-    case IRNodeType::T: return visit(s.as<T>());
-        LOOM_CASE(LetStmt)
-            LOOM_CASE(AssertStmt) LOOM_CASE(ProducerConsumer) LOOM_CASE(For) LOOM_CASE(Store)
-                LOOM_CASE(Provide) LOOM_CASE(Allocate) LOOM_CASE(Free) LOOM_CASE(Realize)
-                    LOOM_CASE(Block) LOOM_CASE(IfThenElse) LOOM_CASE(Evaluate)
+    case IRNodeType::T: return visit(s.as<T>())
+        LOOM_CASE(LetStmt);
+        LOOM_CASE(AssertStmt);
+        LOOM_CASE(ProducerConsumer);
+        LOOM_CASE(For);
+        LOOM_CASE(Store);
+        LOOM_CASE(Provide);
+        LOOM_CASE(Allocate);
+        LOOM_CASE(Free);
+        LOOM_CASE(Realize);
+        LOOM_CASE(Block);
+        LOOM_CASE(IfThenElse);
+        LOOM_CASE(Evaluate);
 #undef LOOM_CASE
-                        default : internal_error
-                                  << "mutate(Stmt) called on an expression";
+    default: internal_error << "mutate(Stmt) called on an expression";
     }
 }
 

@@ -11,8 +11,8 @@
 
 #include "ArgumentChecks.h"
 #include "Bounds.h"
-#include "CSE.h"
 #include "BoundsInference.h"
+#include "CSE.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"

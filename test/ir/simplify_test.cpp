@@ -106,14 +106,26 @@ struct Eval {
         ea = x->a;                \
         eb = x->b;                \
         op = ch;                  \
-    }
-        BIN(Add, '+')
-        BIN(Sub, '-')
-        BIN(Mul, '*')
-        BIN(Div, '/') BIN(Mod, '%') BIN(Min, 'm') BIN(Max, 'M') BIN(EQ, '=') BIN(NE, '!')
-            BIN(LT, '<') BIN(LE, 'l') BIN(GT, '>') BIN(GE, 'g') BIN(And, '&') BIN(Or, '|')
+    }                             \
+    do {                          \
+    } while (0)
+        BIN(Add, '+');
+        BIN(Sub, '-');
+        BIN(Mul, '*');
+        BIN(Div, '/');
+        BIN(Mod, '%');
+        BIN(Min, 'm');
+        BIN(Max, 'M');
+        BIN(EQ, '=');
+        BIN(NE, '!');
+        BIN(LT, '<');
+        BIN(LE, 'l');
+        BIN(GT, '>');
+        BIN(GE, 'g');
+        BIN(And, '&');
+        BIN(Or, '|');
 #undef BIN
-                if (!op) {
+        if (!op) {
             ADD_FAILURE() << "cannot evaluate " << e;
             return splat(0, n);
         }
