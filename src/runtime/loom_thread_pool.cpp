@@ -3,8 +3,10 @@
 // One process-wide pool of LOOM_NUM_THREADS - 1 workers (default: the
 // number of online processors); the thread calling loom_do_par_for is the
 // last participant, so a pool of N threads runs N tasks at once. Iterations
-// are handed out in chunks from an atomic counter, so uneven tasks balance
-// themselves. Several threads may run parallel loops at the same time: each
+// are handed out from an atomic counter in shrinking chunks (each claim takes
+// half of an equal share of what is left: guided self-scheduling), so the
+// claims are few when tasks are small, and the last ones are single tasks,
+// which balances uneven tasks and threads that the machine slows down. Several threads may run parallel loops at the same time: each
 // call is a Job in a shared queue and idle workers join whichever job still
 // has iterations left.
 //
@@ -33,7 +35,7 @@ struct Job {
     loom_task_t task = nullptr;
     uint8_t *closure = nullptr;
     int64_t end = 0;
-    int64_t chunk = 1;
+    int64_t share_divisor = 2;  // a claim takes (what is left) / this, at least 1
     std::atomic<int64_t> next{0};
     std::atomic<int32_t> result{0};
     int active = 0;           // workers inside run(); guarded by the pool mutex
@@ -46,10 +48,14 @@ struct Job {
     bool has_work() const { return next.load(std::memory_order_relaxed) < end; }
 
     void run(bool is_worker) {
+        int64_t start = next.load(std::memory_order_relaxed);
         while (true) {
-            int64_t start = next.fetch_add(chunk, std::memory_order_relaxed);
             if (start >= end) return;
-            int64_t stop = start + chunk < end ? start + chunk : end;
+            int64_t take = (end - start) / share_divisor;
+            if (take < 1) take = 1;
+            if (!next.compare_exchange_weak(start, start + take, std::memory_order_relaxed))
+                continue;  // start now holds the current counter
+            int64_t stop = start + take;
             for (int64_t i = start; i < stop; i++) {
                 if (result.load(std::memory_order_relaxed) != 0) {
                     // Another task failed: stop handing out work.
@@ -67,6 +73,7 @@ struct Job {
                     return;
                 }
             }
+            start = next.load(std::memory_order_relaxed);
         }
     }
 };
@@ -155,9 +162,7 @@ int32_t run_on_pool(loom_task_t task, int32_t min, int32_t extent, uint8_t *clos
     job.closure = closure;
     job.next.store(min);
     job.end = static_cast<int64_t>(min) + extent;
-    // Several chunks per thread, so that threads finishing early can help.
-    int64_t chunk = extent / (static_cast<int64_t>(pool_threads) * 4);
-    job.chunk = chunk > 1 ? chunk : 1;
+    job.share_divisor = 2 * static_cast<int64_t>(pool_threads);
 
     pthread_mutex_lock(&pool_mutex);
     job.next_job = queue_head;
