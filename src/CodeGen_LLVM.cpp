@@ -802,7 +802,35 @@ class CodeGen_LLVM : public IRVisitor {
             return builder->CreateSub(codegen_index(op->a), codegen_index(op->b));
         if (const Mul *op = e.as<Mul>())
             return builder->CreateMul(codegen_index(op->a), codegen_index(op->b));
-        return builder->CreateSExt(codegen(e), i64_t);
+        return sign_extend_to_64(codegen(e));
+    }
+
+    // v as i64, extended once per value: right after its definition (or at
+    // the function's entry for arguments), where it dominates every use of
+    // v. Unrolled bodies use the same let variables in hundreds of indices.
+    std::map<Value *, Value *> extended_to_64;
+    Value *sign_extend_to_64(Value *v) {
+        if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+            return builder->getInt64(c->getSExtValue());
+        auto it = extended_to_64.find(v);
+        if (it != extended_to_64.end()) return it->second;
+        llvm::IRBuilderBase::InsertPointGuard guard(*builder);
+        if (auto *inst = llvm::dyn_cast<llvm::Instruction>(v)) {
+            if (llvm::isa<llvm::PHINode>(inst)) {
+                builder->SetInsertPoint(inst->getParent(),
+                                        inst->getParent()->getFirstInsertionPt());
+            } else {
+                builder->SetInsertPoint(inst->getNextNode());
+            }
+        } else if (llvm::isa<llvm::Argument>(v)) {
+            llvm::BasicBlock &entry = builder->GetInsertBlock()->getParent()->getEntryBlock();
+            builder->SetInsertPoint(&entry, entry.getFirstInsertionPt());
+        } else {
+            return builder->CreateSExt(v, i64_t);  // (restored insertion point)
+        }
+        Value *x = builder->CreateSExt(v, i64_t, v->getName() + ".i64");
+        extended_to_64[v] = x;
+        return x;
     }
 
     void visit(const Load *op) override {
