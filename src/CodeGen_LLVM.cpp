@@ -819,8 +819,10 @@ class CodeGen_LLVM : public IRVisitor {
             if (llvm::isa<llvm::PHINode>(inst)) {
                 builder->SetInsertPoint(inst->getParent(),
                                         inst->getParent()->getFirstInsertionPt());
+            } else if (llvm::Instruction *after = inst->getNextNode()) {
+                builder->SetInsertPoint(after);
             } else {
-                builder->SetInsertPoint(inst->getNextNode());
+                builder->SetInsertPoint(inst->getParent());  // v was just emitted: append
             }
         } else if (llvm::isa<llvm::Argument>(v)) {
             llvm::BasicBlock &entry = builder->GetInsertBlock()->getParent()->getEntryBlock();
