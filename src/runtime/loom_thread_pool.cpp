@@ -4,9 +4,10 @@
 // number of online processors); the thread calling loom_do_par_for is the
 // last participant, so a pool of N threads runs N tasks at once. Iterations
 // are handed out from an atomic counter in shrinking chunks (each claim takes
-// half of an equal share of what is left: guided self-scheduling), so the
-// claims are few when tasks are small, and the last ones are single tasks,
-// which balances uneven tasks and threads that the machine slows down. Several threads may run parallel loops at the same time: each
+// an eighth of an equal share of what is left: guided self-scheduling). The
+// claims are few when tasks are small, no thread ever holds much of the work
+// (a thread the machine deschedules while it holds a big chunk makes the
+// others wait), and the last claims are single tasks. Several threads may run parallel loops at the same time: each
 // call is a Job in a shared queue and idle workers join whichever job still
 // has iterations left.
 //
@@ -162,7 +163,7 @@ int32_t run_on_pool(loom_task_t task, int32_t min, int32_t extent, uint8_t *clos
     job.closure = closure;
     job.next.store(min);
     job.end = static_cast<int64_t>(min) + extent;
-    job.share_divisor = 2 * static_cast<int64_t>(pool_threads);
+    job.share_divisor = 8 * static_cast<int64_t>(pool_threads);
 
     pthread_mutex_lock(&pool_mutex);
     job.next_job = queue_head;
