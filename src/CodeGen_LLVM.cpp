@@ -897,6 +897,23 @@ class CodeGen_LLVM : public IRVisitor {
                                                       llvm::Align(align));
                 add_alias_info(l, op->name);
                 result = splat(l, t.lanes);
+            } else if (const Ramp *r = op->index.as<Ramp>(); r && all_true) {
+                // A strided load: one scalar load per lane at base + i *
+                // stride, as Halide emits it. Each address is a pointer
+                // increment; x86's vgather is no faster than the loads it
+                // stands for, and much slower where the microcode mitigates
+                // Gather Data Sampling (and under contention).
+                Value *base = codegen_index(r->base), *stride = codegen_index(r->stride);
+                Value *lane_ptr = builder->CreateGEP(st, ptr, base);
+                Value *v = llvm::UndefValue::get(vt);
+                for (int i = 0; i < t.lanes; i++) {
+                    if (i > 0) lane_ptr = builder->CreateGEP(st, lane_ptr, stride);
+                    llvm::LoadInst *l =
+                        builder->CreateAlignedLoad(st, lane_ptr, llvm::Align(align));
+                    add_alias_info(l, op->name);
+                    v = builder->CreateInsertElement(v, l, (uint64_t)i);
+                }
+                result = v;
             } else {
                 Value *idx = codegen(op->index);
                 Value *ptrs = builder->CreateGEP(st, ptr, idx);

@@ -106,6 +106,29 @@ TEST(CodeGenVector, StridedGatherScatterAndReverse) {
     }
 }
 
+TEST(CodeGenVector, StridedLoadIsScalarLoadsNotAGather) {
+    // out[ramp(x*16, 1, 16)] = in[ramp(x*16*s + 1, s, 16)] with a stride s known
+    // only at run time (a column of a row-major matrix): one scalar load per
+    // lane at pointer increments of s, as Halide emits it, not a vgather.
+    Expr xo = var("xo"), st = var("s");
+    Expr dense = Ramp::make(xo * i32(16), i32(1), 16);
+    Expr strided = Ramp::make(xo * i32(16) * st + i32(1), st, 16);
+    Stmt s = loop("xo", i32(0), i32(2), store("out", load(Float(32, 16), "in", strided), dense));
+    auto m = compile(
+        "strided",
+        {buffer_arg("in", Float(32), 1), scalar_arg("s", Int(32)), buffer_arg("out", Float(32), 1)},
+        s, Target("host"));
+    EXPECT_EQ(m->llvm_ir().find("masked.gather"), std::string::npos) << m->llvm_ir();
+    for (int stride : {1, 3, 7}) {
+        std::vector<float> in(32 * stride + 2), out(32, -1);
+        for (size_t i = 0; i < in.size(); i++) in[i] = i * 0.5f;
+        Buf a(in.data(), Float(32), {static_cast<int>(in.size())}), c(out.data(), Float(32), {32});
+        int32_t sv = stride;
+        ASSERT_EQ(run(m, {a.arg(), &sv, c.arg()}), 0);
+        for (int i = 0; i < 32; i++) EXPECT_EQ(out[i], in[i * stride + 1]) << stride << " " << i;
+    }
+}
+
 TEST(CodeGenVector, PredicatedLoadsAndStores) {
     // A ragged tail done with masks: for xo in [0, ceil(n/8)):
     //   m = ramp(xo*8, 1, 8) < n
