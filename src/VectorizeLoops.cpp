@@ -136,6 +136,7 @@ struct ContextEntry {
     bool is_vector = false;  // Let: whether the value became a vector
     Expr mask;               // Condition: the widened condition
     Expr replacement;        // Let: what uses of a ramp-valued let become
+    bool single_element = false;  // Allocation: one element per lane
 };
 
 class VectorSubs : public IRMutator {
@@ -187,11 +188,14 @@ class VectorSubs : public IRMutator {
         }
         return nullptr;
     }
-    bool is_widened_allocation(const std::string &name) const {
+    const ContextEntry *widened_allocation(const std::string &name) const {
         for (auto it = context.rbegin(); it != context.rend(); ++it) {
-            if (it->kind == ContextEntry::Allocation && it->name == name) return true;
+            if (it->kind == ContextEntry::Allocation && it->name == name) return &*it;
         }
-        return false;
+        return nullptr;
+    }
+    bool is_widened_allocation(const std::string &name) const {
+        return widened_allocation(name) != nullptr;
     }
     // The conjunction of the lane masks in effect, or undefined if none.
     Expr current_mask() const {
@@ -203,8 +207,15 @@ class VectorSubs : public IRMutator {
     }
 
     // Each lane owns a copy of a per-lane allocation: element i of lane l is
-    // at i * lanes + l.
-    Expr widened_index(const Expr &index) const {
+    // at i * lanes + l. A copy of one element (an inline reduction's
+    // accumulator) has only index 0, so whatever the index expression, each
+    // lane's element is its own: a dense access, not a gather.
+    Expr widened_index(const std::string &name, const Expr &index) const {
+        const ContextEntry *a = widened_allocation(name);
+        if (a && a->single_element) {
+            return Ramp::make(make_zero(index.type().element_of()),
+                              make_one(index.type().element_of()), lanes);
+        }
         Expr L = make_const(index.type().element_of(), lanes);
         if (index.type().is_scalar()) {
             return Ramp::make(scalar_mul(index, L), make_one(index.type()), lanes);
@@ -383,7 +394,7 @@ class VectorSubs : public IRMutator {
         Expr index = mutate(op->index), pred = mutate(op->predicate);
         Expr mask = current_mask();
         bool per_lane = is_widened_allocation(op->name);
-        if (per_lane) index = widened_index(index);
+        if (per_lane) index = widened_index(op->name, index);
         int l = max_lanes({index, pred, mask});
         if (l == 1) {
             if (index.same_as(op->index) && pred.same_as(op->predicate)) return op;
@@ -473,7 +484,7 @@ class VectorSubs : public IRMutator {
         Expr value = mutate(op->value), index = mutate(op->index), pred = mutate(op->predicate);
         Expr mask = current_mask();
         if (is_widened_allocation(op->name)) {
-            index = widened_index(index);
+            index = widened_index(op->name, index);
         } else if (index.type().is_scalar()) {
             // Every lane writes the same element.
             user_assert(!reads_buffer(op->value, op->name))
@@ -544,7 +555,13 @@ class VectorSubs : public IRMutator {
             if (e.type().is_vector()) throw NeedsScalarization();
         }
         if (cond.type().is_vector()) throw NeedsScalarization();
-        context.push_back({ContextEntry::Allocation, op->name, Expr(), false, Expr(), Expr()});
+        ContextEntry entry{ContextEntry::Allocation, op->name, Expr(), false, Expr(), Expr()};
+        entry.single_element = true;
+        for (const Expr &e : extents) {
+            const int64_t *c = as_const_int(e);
+            entry.single_element = entry.single_element && c && *c == 1;
+        }
+        context.push_back(entry);
         Stmt body = mutate(op->body);
         context.pop_back();
         extents.push_back(make_const(Int(32), lanes));

@@ -181,6 +181,16 @@ TEST(Schedule, InlineReductionInsideVectorLoopIsVectorized) {
     ASSERT_NE(loop, std::string::npos);
     std::string update = stmt.substr(loop, stmt.find('}', loop) - loop);
     EXPECT_NE(update.find("x8("), std::string::npos) << update;
+    // Each lane's accumulator is one element, so every access to it, the
+    // consumer's read included, is the dense ramp(0, 1, 8), not a gather.
+    auto count = [&](const std::string &needle) {
+        size_t n = 0;
+        for (size_t p = stmt.find(needle); p != std::string::npos; p = stmt.find(needle, p + 1))
+            n++;
+        return n;
+    };
+    EXPECT_GT(count("sum$0["), 0u) << stmt;
+    EXPECT_EQ(count("sum$0["), count("sum$0[ramp(0, 1, 8)]")) << stmt;
 }
 
 TEST(Schedule, HistogramAndScan) {
