@@ -311,6 +311,61 @@ class ReplaceLikely : public IRMutator {
     }
 };
 
+// Replaces by false each likely() whose condition includes one of the given
+// conditions (compared with the lets of the body substituted, as
+// CollectLikely sees them), and folds the branches that become constant.
+class FalsifyConditions : public ReplaceLikely {
+  public:
+    std::vector<Expr> false_conditions;
+
+  protected:
+    using IRMutator::visit;
+    std::map<std::string, std::vector<Expr>> lets;
+
+    Expr subst(const Expr &e) const {
+        std::map<std::string, Expr> m;
+        for (const auto &kv : lets) {
+            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
+        }
+        return m.empty() ? e : substitute(m, e);
+    }
+    Stmt visit(const LetStmt *op) override {
+        Expr v = mutate(op->value);
+        lets[op->name].push_back(subst(op->value));
+        Stmt body = mutate(op->body);
+        lets[op->name].pop_back();
+        if (v.same_as(op->value) && body.same_as(op->body)) return op;
+        return LetStmt::make(op->name, v, body);
+    }
+    Expr visit(const Let *op) override {
+        Expr v = mutate(op->value);
+        lets[op->name].push_back(subst(op->value));
+        Expr body = mutate(op->body);
+        lets[op->name].pop_back();
+        if (v.same_as(op->value) && body.same_as(op->body)) return op;
+        return Let::make(op->name, v, body);
+    }
+    Stmt visit(const For *op) override {
+        lets[op->name].push_back(Expr());  // the loop variable shadows a let
+        Stmt s = ReplaceLikely::visit(op);
+        lets[op->name].pop_back();
+        return s;
+    }
+    Expr visit(const Call *op) override {
+        if (op->is_intrinsic(Call::likely) && op->args.size() == 1) {
+            std::vector<Expr> conjuncts;
+            split_conjuncts(op->args[0], conjuncts);
+            for (const Expr &c : conjuncts) {
+                Expr seen = substitute_in_all_lets(subst(c));
+                for (const Expr &f : false_conditions) {
+                    if (equal(seen, f)) return const_false();
+                }
+            }
+        }
+        return ReplaceLikely::visit(op);
+    }
+};
+
 // Finds, for a loop body, every statement whose effect outlives an
 // iteration (a store to memory not allocated inside the body, a call with
 // side effects) and the likely() conditions that guard it, with the lets of
@@ -537,6 +592,16 @@ class PartitionLoops : public IRMutator {
         Solution steady;  // the intersection of every solved condition's range
         ReplaceLikely steady_body;
         bool any = false;
+        // The solved conditions that bound the steady range from above (or
+        // below): a condition of the loop variable alone whose bound is the
+        // tightest one is false past the steady range, so the epilogue (or
+        // prologue) drops what it guards.
+        struct Bounding {
+            Expr condition;  // as seen at one occurrence, lets substituted
+            Expr bound;      // the condition holds up to (from) here
+            bool on_loop_variable_alone;
+        };
+        std::vector<Bounding> upper, lower;
         for (const Call *call : collect.order) {
             std::vector<Expr> conjuncts;
             split_conjuncts(call->args[0], conjuncts);
@@ -545,6 +610,7 @@ class PartitionLoops : public IRMutator {
             for (size_t j = 0; j < conjuncts.size(); j++) {
                 bool ok = true;
                 Solution sj;
+                std::vector<Bounding> his, los;
                 for (const Occurrence &occ : collect.found[call]) {
                     Expr c = occ.lets.empty() ? conjuncts[j] : substitute(occ.lets, conjuncts[j]);
                     c = substitute_in_all_lets(c);
@@ -555,10 +621,16 @@ class PartitionLoops : public IRMutator {
                     }
                     sj.lo = max_of(sj.lo, so.lo);
                     sj.hi = min_of(sj.hi, so.hi);
+                    bool alone = true;
+                    for (const InnerLoop &l : occ.loops) alone = alone && !expr_uses_var(c, l.name);
+                    if (so.hi.defined()) his.push_back({c, simplify(so.hi), alone});
+                    if (so.lo.defined()) los.push_back({c, simplify(so.lo), alone});
                 }
                 if (ok) {
                     solved[j] = true;
                     sols[j] = sj;
+                    upper.insert(upper.end(), his.begin(), his.end());
+                    lower.insert(lower.end(), los.begin(), los.end());
                 }
             }
             Expr residual;
@@ -616,17 +688,34 @@ class PartitionLoops : public IRMutator {
         // the size of the module (and LLVM's compile time) without making the
         // steady state any faster. Their guards stay as branches, or masks
         // once vectorized.
-        const Stmt &body = op->body;
+        // Past the steady range, a condition of the loop variable alone with
+        // the tightest bound fails: its guards are false there (the tail of a
+        // split by 2 with an unrolled inner loop keeps only the first half).
+        auto outside = [&](const std::vector<Bounding> &bs, bool is_upper) {
+            FalsifyConditions r;
+            for (const Bounding &b : bs) {
+                if (!b.on_loop_variable_alone) continue;
+                bool tightest = true;
+                for (const Bounding &other : bs) {
+                    if (!tightest) break;
+                    if (equal(other.bound, b.bound)) continue;
+                    tightest = can_prove(is_upper ? LE::make(b.bound, other.bound)
+                                                  : GE::make(b.bound, other.bound));
+                }
+                if (tightest) r.false_conditions.push_back(b.condition);
+            }
+            return r.false_conditions.empty() ? op->body : r.mutate(op->body);
+        };
         std::vector<Stmt> loops;
         if (steady.lo.defined()) {
-            loops.push_back(
-                For::make(n, loop_min, extent_between(loop_min, steady_min), op->for_type, body));
+            loops.push_back(For::make(n, loop_min, extent_between(loop_min, steady_min),
+                                      op->for_type, outside(lower, false)));
         }
         loops.push_back(For::make(n, steady_min, extent_between(steady_min, steady_end),
                                   op->for_type, mutate(steady_body.mutate(op->body))));
         if (steady.hi.defined()) {
-            loops.push_back(
-                For::make(n, steady_end, extent_between(steady_end, loop_end), op->for_type, body));
+            loops.push_back(For::make(n, steady_end, extent_between(steady_end, loop_end),
+                                      op->for_type, outside(upper, true)));
         }
         Stmt result = Block::make(loops);
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {

@@ -235,8 +235,47 @@ void Simplify::compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *g
         *ge = ia.min >= ib.max;
     }
     if (!no_overflow_int(t) || *lt || *gt) return;
+    // (Floor) division by the same positive constant is monotone: a <= b
+    // implies a / c <= b / c (the bounds of split loops compare such
+    // quotients, e.g. (n + 1) / 2 against n / 2).
+    if (const Div *da = a.as<Div>(), *db = b.as<Div>(); da && db && equal(da->b, db->b)) {
+        const int64_t *c = as_const_int(da->b);
+        if (c && *c > 0) {
+            bool l2, le2, g2, ge2;
+            compare(da->a, db->a, &l2, &le2, &g2, &ge2);
+            *le |= le2;
+            *ge |= ge2;
+            if (*le && *ge) return;
+        }
+    }
     Expr d = rewrite_sub(a, b);
     ExprInfo id = info_of(d);
+    // d = p / c - q / c + k, with p - q a constant D: floor division keeps
+    // the difference within [floor(D / c), ceil(D / c)], so d is bounded
+    // (e.g. n / 2 - (n + 1) / 2 <= 0, which split tails need).
+    {
+        LinearForm f(t);
+        f.add(d, 1);
+        const Div *pos = nullptr, *neg = nullptr;
+        if (f.terms.size() == 2) {
+            for (const LinearForm::Term &term : f.terms) {
+                const Div *q = term.e.as<Div>();
+                if (q && term.coeff == 1) pos = q;
+                if (q && term.coeff == -1) neg = q;
+            }
+        }
+        const int64_t *c = pos && neg && equal(pos->b, neg->b) ? as_const_int(pos->b) : nullptr;
+        if (c && *c > 0) {
+            const int64_t *D = as_const_int(rewrite_sub(pos->a, neg->a));
+            if (D && *D > INT32_MIN && *D < INT32_MAX) {
+                int64_t lo = div_imp(*D, *c), hi = div_imp(*D + *c - 1, *c);
+                lo += f.constant;
+                hi += f.constant;
+                if (!id.max_defined || hi < id.max) id.max = hi, id.max_defined = true;
+                if (!id.min_defined || lo > id.min) id.min = lo, id.min_defined = true;
+            }
+        }
+    }
     if (id.max_defined) {
         *lt |= id.max < 0;
         *le |= id.max <= 0;

@@ -263,3 +263,32 @@ TEST(PartitionLoops, ConditionOnLoadedValueIsNotHoisted) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PartitionLoops, SplitTailByTwoKeepsOnlyTheFirstHalf) {
+    // An RVar split by 2 with the inner loop unrolled, as GEMM's k:
+    //   for ko in [0, (n + 1) / 2):
+    //     let k = ko * 2 in if (likely_(k < n)) acc[0] += in[k]
+    //     let k = ko * 2 + 1 in if (likely_(k < n)) acc[0] += in[k]
+    // The steady state holds both halves unguarded; the epilogue (one
+    // iteration, when n is odd) fails the second half's condition, so it
+    // keeps only the first half, as Halide's does.
+    Expr ko = var("ko"), k = var("k"), n = var("n");
+    auto half = [&](int j) {
+        return LetStmt::make(
+            "k", ko * 2 + j,
+            IfThenElse::make(likely_(k < n), store("acc", load("acc", 0) + load("in", k), 0)));
+    };
+    Stmt s = For::make("ko", 0, (n + 1) / 2, ForType::Serial, Block::make(half(0), half(1)));
+    Stmt p = partition_loops(s);
+    auto loops = loops_named(p, "ko");
+    ASSERT_EQ(loops.size(), 2u) << p;
+    EXPECT_EQ(collect_nodes<Store>(loops[0]->body).size(), 2u) << p;
+    EXPECT_EQ(collect_nodes<Store>(loops[1]->body).size(), 1u) << p;
+    for (int nv : {0, 1, 2, 5, 8, 11}) {
+        expect_same(s, p, {{"in", std::vector<double>(nv, 2)}, {"acc", {0}}}, {{"n", nv}});
+    }
+}
+
+}  // namespace

@@ -633,3 +633,17 @@ TEST(Simplify, LetRebindingItsOwnName) {
         EXPECT_TRUE(can_prove(stored[1] == Min::make(a, b))) << r;
     }
 }
+
+TEST(Simplify, QuotientsByTheSameConstant) {
+    // Floor division by a positive constant is monotone, and quotients of
+    // numerators a constant apart differ by at most one: the bounds of split
+    // loops compare such quotients.
+    Expr n = Variable::make(Int(32), "n");
+    EXPECT_TRUE(can_prove((n - 2) / 2 <= (n - 1) / 2));
+    EXPECT_TRUE(can_prove(n / 2 <= (n + 1) / 2));
+    EXPECT_TRUE(can_prove((n + 1) / 2 - n / 2 <= 1));
+    EXPECT_TRUE(can_prove((n + 1) / 2 - n / 2 >= 0));
+    EXPECT_TRUE(is_const(simplify(min(n / 2, (n + 1) / 2) - n / 2)));
+    EXPECT_FALSE(can_prove((n + 1) / 2 <= n / 2));  // false for odd n
+    EXPECT_FALSE(can_prove((n + 3) / 2 - n / 2 <= 1));
+}
