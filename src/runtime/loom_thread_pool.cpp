@@ -7,9 +7,9 @@
 // an eighth of an equal share of what is left: guided self-scheduling). The
 // claims are few when tasks are small, no thread ever holds much of the work
 // (a thread the machine deschedules while it holds a big chunk makes the
-// others wait), and the last claims are single tasks. Several threads may run parallel loops at the same time: each
-// call is a Job in a shared queue and idle workers join whichever job still
-// has iterations left.
+// others wait), and the last claims are single tasks. Several threads may run parallel loops at the
+// same time: each call is a Job in a shared queue and idle workers join whichever job still has
+// iterations left.
 //
 // A parallel loop inside a task (nested parallelism) runs serially on the
 // thread that reaches it. That cannot deadlock (no thread ever waits for work
