@@ -169,6 +169,11 @@ TEST(TargetString, ParseAndPrint) {
     Target hn("host-no_asserts");
     EXPECT_TRUE(hn.has_feature(Target::NoAsserts));
     EXPECT_EQ(hn.without_feature(Target::NoAsserts), Target::host());
+    Target fl("host-fast_math-llvm_loop_opt");
+    EXPECT_TRUE(fl.has_feature(Target::FastMath));
+    EXPECT_TRUE(fl.has_feature(Target::LLVMLoopOpt));
+    EXPECT_FALSE(Target::host().has_feature(Target::LLVMLoopOpt));  // off by default
+    EXPECT_EQ(Target(fl.to_string()), fl);
 
     EXPECT_THROW(Target("arm-linux"), loom::CompileError);
     EXPECT_THROW(Target("x86-64-windows"), loom::CompileError);
