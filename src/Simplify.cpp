@@ -559,9 +559,6 @@ Expr Simplify::visit(const VectorReduce *op) {
     return VectorReduce::make(op->op, v, out_lanes);
 }
 
-namespace {
-
-// Lets whose values are this cheap are substituted into their bodies.
 bool should_substitute(const Expr &v) {
     if (is_const(v) || v.as<Variable>() || v.as<StringImm>()) return true;
     // x + c, as Halide does: it lets differences of lets such as
@@ -571,8 +568,6 @@ bool should_substitute(const Expr &v) {
     if (const Ramp *r = v.as<Ramp>()) return should_substitute(r->base) && is_const(r->stride);
     return false;
 }
-
-}  // namespace
 
 Expr Simplify::visit(const Let *op) {
     Expr value = mutate(op->value);

@@ -20,6 +20,11 @@ namespace internal {
  * types wrap, so only ring identities (which hold modulo 2^bits) apply. */
 inline bool no_overflow_int(Type t) { return t.is_int() && t.bits >= 32; }
 
+/** Whether a let's value is cheap and simple enough to substitute for its
+ * name: constants, variables, x + c (as Halide does: differences of lets
+ * such as (m + 7) - m then fold to constants), and vectors of those. */
+bool should_substitute(const Expr &v);
+
 /** Constant bounds and a (modulus, remainder) fact about an integer value.
  * modulus 0 means the value is exactly `remainder`. */
 struct ExprInfo {

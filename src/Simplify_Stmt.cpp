@@ -31,16 +31,6 @@ bool has_side_effects(const Expr &e) {
     return c.found;
 }
 
-bool should_substitute(const Expr &v) {
-    if (is_const(v) || v.as<Variable>() || v.as<StringImm>()) return true;
-    // x + c, as Halide does: differences of lets such as (m + 7) - m then
-    // fold to constants.
-    if (const Add *a = v.as<Add>()) return a->a.as<Variable>() && is_const(a->b);
-    if (const Broadcast *b = v.as<Broadcast>()) return should_substitute(b->value);
-    if (const Ramp *r = v.as<Ramp>()) return should_substitute(r->base) && is_const(r->stride);
-    return false;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
