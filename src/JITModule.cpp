@@ -10,10 +10,13 @@
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/Support/SourceMgr.h>
 
+#include <llvm/ExecutionEngine/JITEventListener.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassTimingInfo.h>
@@ -22,6 +25,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "CodeGen_LLVM.h"
@@ -153,7 +157,23 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
     jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Standard;
 
-    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
+    llvm::orc::LLJITBuilder builder;
+    builder.setJITTargetMachineBuilder(std::move(jtmb));
+    // LOOM_PERF_JIT=1 describes the compiled code to `perf` (jit-<pid>.dump
+    // files for `perf inject --jit`), so profiles name the pipelines' code.
+    if (std::getenv("LOOM_PERF_JIT") != nullptr) {
+        builder.setObjectLinkingLayerCreator(
+            [](llvm::orc::ExecutionSession &es, const llvm::Triple &) {
+                auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                    es, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+                if (llvm::JITEventListener *perf =
+                        llvm::JITEventListener::createPerfJITEventListener()) {
+                    layer->registerJITEventListener(*perf);
+                }
+                return layer;
+            });
+    }
+    auto jit = builder.create();
     if (!jit)
         internal_error << "Could not create the LLVM JIT: " << llvm_error_string(jit.takeError());
     llvm::orc::LLJIT &J = **jit;

@@ -3,6 +3,9 @@
 // multiples of the split factors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "test_util.h"
 
 using namespace loom;
@@ -263,6 +266,31 @@ TEST(Schedule, SameScheduleIsNotRecompiled) {
     CompiledPipeline first = Pipeline(b.by).compile(s);
     CompiledPipeline second = Pipeline(b.by).compile(s);
     EXPECT_EQ(&first.assembly(), &second.assembly());
+}
+
+TEST(Schedule, PerfJitListenerCompilesAndRuns) {
+    // LOOM_PERF_JIT=1 links the JIT's code through a layer that describes it
+    // to perf (jit-<pid>.dump, here in a temporary directory); the code must
+    // run the same. (A schedule no other test uses, so it is not cached.)
+    std::string dir = testing::TempDir() + "loom_perf_jit";
+    std::string mk = "mkdir -p " + dir;
+    ASSERT_EQ(std::system(mk.c_str()), 0);
+    setenv("JITDUMPDIR", dir.c_str(), 1);
+    setenv("LOOM_PERF_JIT", "1", 1);
+    Blur b;
+    b.bind(13, 21);
+    Schedule s;
+    Var yo("yo"), yi("yi");
+    s[b.by].split(b.y, yo, yi, 5).parallel(yo).vectorize(b.x, 4);
+    check_schedule(b.by, s, {13, 21});
+    unsetenv("LOOM_PERF_JIT");
+    // And perf's description of the code was written.
+    bool dumped = false;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(dir)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind("jit-", 0) == 0 && entry.path().extension() == ".dump") dumped = true;
+    }
+    EXPECT_TRUE(dumped) << "no jit-<pid>.dump under " << dir;
 }
 
 TEST(Schedule, Avx512EmitsZmm) {
