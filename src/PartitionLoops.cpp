@@ -25,6 +25,7 @@
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
+#include "Scope.h"
 #include "Simplify.h"
 #include "Substitute.h"
 #include "loom/Error.h"
@@ -199,36 +200,38 @@ Expr min_of(const Expr &a, const Expr &b) {
     return Min::make(a, b);
 }
 
-// The values of `var` (of type t) for which the comparison c holds at every
-// point of the inner loops, or false if c is not a comparison we can solve.
-bool solve_comparison(const Expr &c, const std::string &var, Type t, const Occurrence &occ,
-                      Solution &sol) {
-    // Bring c to the form d <= k.
-    Expr d;
-    int64_t k = 0;
+// Brings a comparison to the form d <= k; false if c is not one.
+bool as_upper_bound(const Expr &c, Expr *d, int64_t *k) {
+    *k = 0;
     if (const LT *op = c.as<LT>()) {
-        d = Sub::make(op->a, op->b);
-        k = -1;
+        *d = Sub::make(op->a, op->b);
+        *k = -1;
     } else if (const LE *op = c.as<LE>()) {
-        d = Sub::make(op->a, op->b);
+        *d = Sub::make(op->a, op->b);
     } else if (const GT *op = c.as<GT>()) {
-        d = Sub::make(op->b, op->a);
-        k = -1;
+        *d = Sub::make(op->b, op->a);
+        *k = -1;
     } else if (const GE *op = c.as<GE>()) {
-        d = Sub::make(op->b, op->a);
+        *d = Sub::make(op->b, op->a);
     } else if (const Not *op = c.as<Not>()) {
-        if (const LT *n = op->a.as<LT>())
-            return solve_comparison(GE::make(n->a, n->b), var, t, occ, sol);
-        if (const LE *n = op->a.as<LE>())
-            return solve_comparison(GT::make(n->a, n->b), var, t, occ, sol);
-        if (const GT *n = op->a.as<GT>())
-            return solve_comparison(LE::make(n->a, n->b), var, t, occ, sol);
-        if (const GE *n = op->a.as<GE>())
-            return solve_comparison(LT::make(n->a, n->b), var, t, occ, sol);
+        if (const LT *n = op->a.as<LT>()) return as_upper_bound(GE::make(n->a, n->b), d, k);
+        if (const LE *n = op->a.as<LE>()) return as_upper_bound(GT::make(n->a, n->b), d, k);
+        if (const GT *n = op->a.as<GT>()) return as_upper_bound(LE::make(n->a, n->b), d, k);
+        if (const GE *n = op->a.as<GE>()) return as_upper_bound(LT::make(n->a, n->b), d, k);
         return false;
     } else {
         return false;
     }
+    return true;
+}
+
+// The values of `var` (of type t) for which the comparison c holds at every
+// point of the inner loops, or false if c is not a comparison we can solve.
+bool solve_comparison(const Expr &c, const std::string &var, Type t, const Occurrence &occ,
+                      Solution &sol) {
+    Expr d;
+    int64_t k = 0;
+    if (!as_upper_bound(c, &d, &k)) return false;
     if (d.type() != t || !t.is_int() || !t.is_scalar()) return false;
 
     std::set<std::string> vars{var};
@@ -262,6 +265,77 @@ bool solve_comparison(const Expr &c, const std::string &var, Type t, const Occur
         sol.hi = Expr();
     }
     return true;
+}
+
+// What the comparison c, holding at every point of the inner loops, says
+// about each variable v of the enclosing scope (not the loop's, not an inner
+// loop's) that it mentions with coefficient +-1: a lower or an upper bound in
+// terms of the loop variable. In the steady state of the guard of a
+// GuardWithIf split, x.min + xo * 256 + xi <= x.max for all xi in [0, 255]
+// gives x.max >= x.min + xo * 256 + 255, which lets the simplifier drop the
+// clamps min(.., x.max) from the bounds of everything computed per tile.
+std::vector<std::pair<std::string, Interval>> bounds_on_outer_variables(const Expr &c,
+                                                                        const std::string &loop_var,
+                                                                        const Occurrence &occ) {
+    std::vector<std::pair<std::string, Interval>> found;
+    Expr d;
+    int64_t k = 0;
+    if (!as_upper_bound(c, &d, &k) || !d.type().is_int() || !d.type().is_scalar()) return found;
+    Type t = d.type();
+    std::set<std::string> inner;
+    for (const InnerLoop &l : occ.loops) inner.insert(l.name);
+    struct Vars : IRVisitor {
+        std::vector<std::string> names;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            if (std::find(names.begin(), names.end(), op->name) == names.end())
+                names.push_back(op->name);
+        }
+    } vars;
+    // Only the variables of the side without the loop variable: the limit
+    // the guard compares against (x.max in x <= x.max), which is what the
+    // clamps in bounds are made of. Bounds on both sides would refer to each
+    // other, which interval arithmetic cannot use.
+    Expr cmp = c;
+    if (const Not *n = c.as<Not>()) cmp = n->a;
+    Expr lhs, rhs;
+    if (const LT *op = cmp.as<LT>()) lhs = op->a, rhs = op->b;
+    else if (const LE *op = cmp.as<LE>()) lhs = op->a, rhs = op->b;
+    else if (const GT *op = cmp.as<GT>()) lhs = op->a, rhs = op->b;
+    else if (const GE *op = cmp.as<GE>()) lhs = op->a, rhs = op->b;
+    else return found;
+    if (expr_uses_var(lhs, loop_var) == expr_uses_var(rhs, loop_var)) return found;
+    (expr_uses_var(lhs, loop_var) ? rhs : lhs).accept(&vars);
+    for (const std::string &name : vars.names) {
+        if (name == loop_var || inner.count(name)) continue;
+        LinearForm f;
+        if (!linear_form(d, {name}, f)) continue;
+        int64_t a = f.coef.count(name) ? f.coef[name] : 0;
+        if (a != 1 && a != -1) continue;
+        // d = a * v + rest; the largest value of rest over the inner loops.
+        LinearForm g;
+        if (!linear_form(f.rest, inner, g)) continue;
+        Expr worst = g.rest;
+        bool ok = true;
+        for (const InnerLoop &l : occ.loops) {
+            auto it = g.coef.find(l.name);
+            if (it == g.coef.end() || it->second == 0) continue;
+            Expr bound = it->second > 0 ? l.max : l.min;
+            if (!bound.defined() || bound.type() != t) ok = false;
+            if (ok) worst = fold_add(worst, Mul::make(bound, make_const(t, it->second)));
+        }
+        if (!ok || uses_any(worst, inner) || reads_memory(worst) || expr_uses_var(worst, name))
+            continue;
+        // a * v + worst <= k.
+        if (a == -1) {
+            found.emplace_back(name,
+                               Interval(simplify(Sub::make(worst, make_const(t, k))), Expr()));
+        } else {
+            found.emplace_back(name,
+                               Interval(Expr(), simplify(Sub::make(make_const(t, k), worst))));
+        }
+    }
+    return found;
 }
 
 void split_conjuncts(const Expr &e, std::vector<Expr> &out) {
@@ -577,6 +651,23 @@ class PartitionLoops : public IRMutator {
         return Variable::make(v.type(), name);
     }
 
+    // The steady state simplified with what its conditions say about the
+    // enclosing variables: the clamps that guarded the tail fold away.
+    // The steady state simplified with what its conditions say about the
+    // enclosing variables, and with the loop variable's lower bound: the
+    // clamps that guarded the tail fold away. (Only the lower end of the loop
+    // variable: its upper end, in the symbolic ranges, would be substituted
+    // into the enclosing variables' bounds, which are in terms of it, and
+    // lose the correlation between them.)
+    static Stmt simplify_steady(const Stmt &body, const std::string &loop_var, const Expr &loop_min,
+                                const std::map<std::string, Interval> &known) {
+        if (known.empty()) return body;
+        Scope<Interval> facts;
+        facts.push(loop_var, Interval(loop_min, Expr()));
+        for (const auto &kv : known) facts.push(kv.first, kv.second);
+        return simplify(body, true, facts);
+    }
+
     static Expr extent_between(const Expr &a, const Expr &b) {
         if (is_const_zero(a)) return b;
         return simplify(Sub::make(b, a));
@@ -602,6 +693,9 @@ class PartitionLoops : public IRMutator {
             bool on_loop_variable_alone;
         };
         std::vector<Bounding> upper, lower;
+        // What the steady state knows of enclosing variables (see
+        // bound_on_outer_variable), for simplifying it.
+        std::map<std::string, Interval> known;
         for (const Call *call : collect.order) {
             std::vector<Expr> conjuncts;
             split_conjuncts(call->args[0], conjuncts);
@@ -623,6 +717,11 @@ class PartitionLoops : public IRMutator {
                     sj.hi = min_of(sj.hi, so.hi);
                     bool alone = true;
                     for (const InnerLoop &l : occ.loops) alone = alone && !expr_uses_var(c, l.name);
+                    for (const auto &vr : bounds_on_outer_variables(c, op->name, occ)) {
+                        Interval &k = known[vr.first];
+                        k.min = max_of(k.min, vr.second.min);
+                        k.max = min_of(k.max, vr.second.max);
+                    }
                     if (so.hi.defined()) his.push_back({c, simplify(so.hi), alone});
                     if (so.lo.defined()) los.push_back({c, simplify(so.lo), alone});
                 }
@@ -661,7 +760,8 @@ class PartitionLoops : public IRMutator {
         if (steady.hi.defined() && can_prove(GE::make(steady.hi, loop_max))) steady.hi = Expr();
         if (!steady.lo.defined() && !steady.hi.defined()) {
             // The conditions hold everywhere: the whole loop is the steady state.
-            Stmt body = mutate(steady_body.mutate(op->body));
+            Stmt body =
+                mutate(simplify_steady(steady_body.mutate(op->body), op->name, op->min, known));
             return For::make(op->name, op->min, op->extent, op->for_type, body);
         }
 
@@ -711,8 +811,9 @@ class PartitionLoops : public IRMutator {
             loops.push_back(For::make(n, loop_min, extent_between(loop_min, steady_min),
                                       op->for_type, outside(lower, false)));
         }
-        loops.push_back(For::make(n, steady_min, extent_between(steady_min, steady_end),
-                                  op->for_type, mutate(steady_body.mutate(op->body))));
+        loops.push_back(
+            For::make(n, steady_min, extent_between(steady_min, steady_end), op->for_type,
+                      mutate(simplify_steady(steady_body.mutate(op->body), n, steady_min, known))));
         if (steady.hi.defined()) {
             loops.push_back(For::make(n, steady_end, extent_between(steady_end, loop_end),
                                       op->for_type, outside(upper, true)));

@@ -465,7 +465,15 @@ Simplify::Simplify(bool rdl, const Scope<Interval> &bounds,
         if (const ModulusRemainder *mr = alignment.find(name))
             vi.info.alignment = normalize(mr->modulus, mr->remainder);
         vars.push(name, vi);
-        sym_bounds.push(name, i);
+        // An end that is not known is the variable itself (x <= x), not
+        // "unbounded": a proof can then cancel it against itself.
+        Interval r = i;
+        Type vt = i.min.defined() ? i.min.type() : i.max.defined() ? i.max.type() : Int(32);
+        if (vt.is_int() && vt.is_scalar()) {
+            if (!r.min.defined()) r.min = Variable::make(vt, name);
+            if (!r.max.defined()) r.max = Variable::make(vt, name);
+        }
+        sym_bounds.push(name, r);
         sym_count++;
     });
     alignment.for_each([&](const std::string &name, const ModulusRemainder &mr) {

@@ -268,6 +268,23 @@ TEST(Schedule, SameScheduleIsNotRecompiled) {
     EXPECT_EQ(&first.assembly(), &second.assembly());
 }
 
+TEST(Schedule, SteadyStateOfGuardedTileHasConstantProducerWidth) {
+    // With GuardWithIf tiles, a producer computed per tile is clamped to the
+    // image in the last tile; in the steady state of the partitioned tile
+    // loop the guard's condition (x <= x.max for the whole tile) makes the
+    // clamps redundant, so the producer's width is the tile's, a constant,
+    // as in Halide: constant strides and no tail loop inside the tile.
+    Blur b;
+    b.bind(13, 37);
+    Schedule s;
+    Var yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    s[b.by].tile(b.y, b.x, yo, xo, yi, xi, 4, 16).vectorize(xi, 8);
+    s[b.bx].compute_at(b.by, xo).vectorize(b.x, 8);
+    check_schedule(b.by, s, {13, 37});
+    std::string stmt = Pipeline(b.by).compile_to_lowered_stmt(s);
+    EXPECT_NE(stmt.find("allocate bx[float32 * bx.extent.0 * 16]"), std::string::npos) << stmt;
+}
+
 TEST(Schedule, PerfJitListenerCompilesAndRuns) {
     // LOOM_PERF_JIT=1 links the JIT's code through a layer that describes it
     // to perf (jit-<pid>.dump, here in a temporary directory); the code must
