@@ -49,6 +49,30 @@ struct Occurrence {
     std::vector<InnerLoop> loops;      // inner loops around it
 };
 
+// The lets in scope at a point of a loop body, each value with the lets
+// around it substituted in; a loop variable shadows a let of its name.
+class LetStack {
+  public:
+    void push(const std::string &name, const Expr &value) {
+        lets[name].push_back(value.defined() ? subst(value) : Expr());
+    }
+    void pop(const std::string &name) { lets[name].pop_back(); }
+    std::map<std::string, Expr> map() const {
+        std::map<std::string, Expr> m;
+        for (const auto &kv : lets) {
+            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
+        }
+        return m;
+    }
+    Expr subst(const Expr &e) const {
+        std::map<std::string, Expr> m = map();
+        return m.empty() ? e : substitute(m, e);
+    }
+
+  private:
+    std::map<std::string, std::vector<Expr>> lets;
+};
+
 // Finds the likely() calls of a loop body and what surrounds each.
 class CollectLikely : public IRVisitor {
   public:
@@ -58,26 +82,16 @@ class CollectLikely : public IRVisitor {
     using IRVisitor::visit;
 
   private:
-    std::map<std::string, std::vector<Expr>> lets;
+    LetStack lets;
     std::vector<InnerLoop> loops;
 
-    std::map<std::string, Expr> let_map() const {
-        std::map<std::string, Expr> m;
-        for (const auto &kv : lets) {
-            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
-        }
-        return m;
-    }
-    Expr subst(const Expr &e) const {
-        std::map<std::string, Expr> m = let_map();
-        return m.empty() ? e : substitute(m, e);
-    }
+    Expr subst(const Expr &e) const { return lets.subst(e); }
 
     template <typename LetT> void visit_let(const LetT *op) {
         op->value.accept(this);
-        lets[op->name].push_back(subst(op->value));
+        lets.push(op->name, op->value);
         op->body.accept(this);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
     }
 
   public:
@@ -91,9 +105,9 @@ class CollectLikely : public IRVisitor {
         Expr mx = subst(op->min + op->extent - 1);
         loops.push_back({op->name, mn, mx});
         // A loop variable shadows a let of the same name.
-        lets[op->name].push_back(Expr());
+        lets.push(op->name, Expr());
         op->body.accept(this);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
         loops.pop_back();
     }
 
@@ -101,7 +115,7 @@ class CollectLikely : public IRVisitor {
         if (op->is_intrinsic(Call::likely) && op->args.size() == 1 &&
             op->args[0].type().is_bool() && op->args[0].type().is_scalar()) {
             if (!found.count(op)) order.push_back(op);
-            found[op].push_back({let_map(), loops});
+            found[op].push_back({lets.map(), loops});
         }
         IRVisitor::visit(op);
     }
@@ -394,35 +408,27 @@ class FalsifyConditions : public ReplaceLikely {
 
   protected:
     using IRMutator::visit;
-    std::map<std::string, std::vector<Expr>> lets;
-
-    Expr subst(const Expr &e) const {
-        std::map<std::string, Expr> m;
-        for (const auto &kv : lets) {
-            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
-        }
-        return m.empty() ? e : substitute(m, e);
-    }
+    LetStack lets;
     Stmt visit(const LetStmt *op) override {
         Expr v = mutate(op->value);
-        lets[op->name].push_back(subst(op->value));
+        lets.push(op->name, op->value);
         Stmt body = mutate(op->body);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
         if (v.same_as(op->value) && body.same_as(op->body)) return op;
         return LetStmt::make(op->name, v, body);
     }
     Expr visit(const Let *op) override {
         Expr v = mutate(op->value);
-        lets[op->name].push_back(subst(op->value));
+        lets.push(op->name, op->value);
         Expr body = mutate(op->body);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
         if (v.same_as(op->value) && body.same_as(op->body)) return op;
         return Let::make(op->name, v, body);
     }
     Stmt visit(const For *op) override {
-        lets[op->name].push_back(Expr());  // the loop variable shadows a let
+        lets.push(op->name, Expr());  // the loop variable shadows a let
         Stmt s = ReplaceLikely::visit(op);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
         return s;
     }
     Expr visit(const Call *op) override {
@@ -430,7 +436,7 @@ class FalsifyConditions : public ReplaceLikely {
             std::vector<Expr> conjuncts;
             split_conjuncts(op->args[0], conjuncts);
             for (const Expr &c : conjuncts) {
-                Expr seen = substitute_in_all_lets(subst(c));
+                Expr seen = substitute_in_all_lets(lets.subst(c));
                 for (const Expr &f : false_conditions) {
                     if (equal(seen, f)) return const_false();
                 }
@@ -464,16 +470,10 @@ class CollectEffectGuards : public IRVisitor {
   private:
     std::string loop_var;
     std::vector<std::string> allocations;
-    std::map<std::string, std::vector<Expr>> lets;
+    LetStack lets;
     std::vector<Expr> guards;
 
-    Expr subst(const Expr &e) const {
-        std::map<std::string, Expr> m;
-        for (const auto &kv : lets) {
-            if (!kv.second.empty() && kv.second.back().defined()) m[kv.first] = kv.second.back();
-        }
-        return m.empty() ? e : substitute(m, e);
-    }
+    Expr subst(const Expr &e) const { return lets.subst(e); }
     bool internal(const std::string &buffer) const {
         return std::find(allocations.begin(), allocations.end(), buffer) != allocations.end();
     }
@@ -484,9 +484,9 @@ class CollectEffectGuards : public IRVisitor {
     template <typename LetT> void visit_let(const LetT *op) {
         op->value.accept(this);
         inner_names.insert(op->name);
-        lets[op->name].push_back(subst(op->value));
+        lets.push(op->name, op->value);
         op->body.accept(this);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
     }
 
   public:
@@ -496,9 +496,9 @@ class CollectEffectGuards : public IRVisitor {
         op->min.accept(this);
         op->extent.accept(this);
         inner_names.insert(op->name);
-        lets[op->name].push_back(Expr());  // shadows a let of the same name
+        lets.push(op->name, Expr());  // shadows a let of the same name
         op->body.accept(this);
-        lets[op->name].pop_back();
+        lets.pop(op->name);
     }
     void visit(const Allocate *op) override {
         for (const Expr &e : op->extents) e.accept(this);
