@@ -339,9 +339,13 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
         if (!failure.empty()) {
             size_t n = make_case(case_seed).directives.size();
             std::vector<bool> mask = reduce(case_seed, n, failure);
+            // The first failure is reported too: a failure that does not
+            // happen again (a race, say) leaves the reduced one empty.
+            std::string reduced = run_case(case_seed, mask);
             ADD_FAILURE() << "fuzz case failed; keep it with {" << case_seed << "ull, \""
-                          << mask_string(mask)
-                          << "\"} in kRegressions.\nReduced failure: " << run_case(case_seed, mask);
+                          << mask_string(mask) << "\"} in kRegressions.\nFailure: " << failure
+                          << "\nReduced failure: "
+                          << (reduced.empty() ? "(none: it did not fail again)" : reduced);
             if (++failures >= 3) break;
         }
     }
