@@ -11,6 +11,8 @@
 // (default: random), or LOOM_FUZZ_SECONDS to run for a time instead.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <chrono>
 #include <functional>
 #include <random>
@@ -260,7 +262,17 @@ std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
             c.directives[i].apply(s);
         }
         RawBuffer expected = interpret(out, c.sizes);
-        RawBuffer actual = Pipeline(out).realize(c.sizes, s);
+        // Poisoned with NaN, so an element the compiled code fails to write
+        // fails every time (fresh memory might by chance hold the expected
+        // value, e.g. the interpreter's freed result of a previous run).
+        RawBuffer actual(expected.type(), c.sizes);
+        {
+            std::vector<uint8_t> nan_bytes(actual.type().bytes(), 0xff);
+            for (int64_t i = 0; i < actual.number_of_elements(); i++)
+                std::memcpy(actual.host() + i * actual.type().bytes(), nan_bytes.data(),
+                            nan_bytes.size());
+        }
+        Pipeline(out).realize({actual}, s);
         ::testing::AssertionResult r = loom_test::buffers_match(actual, expected, 1e-5, 1e-5);
         if (!r)
             return std::string(r.message()) + "\n" + c.description + "schedule:\n" + applied.str();
