@@ -694,7 +694,7 @@ class PartitionLoops : public IRMutator {
         };
         std::vector<Bounding> upper, lower;
         // What the steady state knows of enclosing variables (see
-        // bound_on_outer_variable), for simplifying it.
+        // bounds_on_outer_variables), for simplifying it.
         std::map<std::string, Interval> known;
         for (const Call *call : collect.order) {
             std::vector<Expr> conjuncts;
@@ -705,6 +705,7 @@ class PartitionLoops : public IRMutator {
                 bool ok = true;
                 Solution sj;
                 std::vector<Bounding> his, los;
+                std::vector<std::pair<std::string, Interval>> facts;
                 for (const Occurrence &occ : collect.found[call]) {
                     Expr c = occ.lets.empty() ? conjuncts[j] : substitute(occ.lets, conjuncts[j]);
                     c = substitute_in_all_lets(c);
@@ -717,19 +718,23 @@ class PartitionLoops : public IRMutator {
                     sj.hi = min_of(sj.hi, so.hi);
                     bool alone = true;
                     for (const InnerLoop &l : occ.loops) alone = alone && !expr_uses_var(c, l.name);
-                    for (const auto &vr : bounds_on_outer_variables(c, op->name, occ)) {
-                        Interval &k = known[vr.first];
-                        k.min = max_of(k.min, vr.second.min);
-                        k.max = min_of(k.max, vr.second.max);
-                    }
+                    for (const auto &vr : bounds_on_outer_variables(c, op->name, occ))
+                        facts.push_back(vr);
                     if (so.hi.defined()) his.push_back({c, simplify(so.hi), alone});
                     if (so.lo.defined()) los.push_back({c, simplify(so.lo), alone});
                 }
                 if (ok) {
+                    // Only a conjunct solved at every occurrence holds in the
+                    // steady state: only then are its facts true there.
                     solved[j] = true;
                     sols[j] = sj;
                     upper.insert(upper.end(), his.begin(), his.end());
                     lower.insert(lower.end(), los.begin(), los.end());
+                    for (const auto &vr : facts) {
+                        Interval &k = known[vr.first];
+                        k.min = max_of(k.min, vr.second.min);
+                        k.max = min_of(k.max, vr.second.max);
+                    }
                 }
             }
             Expr residual;
@@ -787,7 +792,8 @@ class PartitionLoops : public IRMutator {
         // copy every inner loop nest once more per level, which multiplies
         // the size of the module (and LLVM's compile time) without making the
         // steady state any faster. Their guards stay as branches, or masks
-        // once vectorized.
+        // once vectorized, except those known false there:
+        //
         // Past the steady range, a condition of the loop variable alone with
         // the tightest bound fails: its guards are false there (the tail of a
         // split by 2 with an unrolled inner loop keeps only the first half).

@@ -292,3 +292,29 @@ TEST(PartitionLoops, SplitTailByTwoKeepsOnlyTheFirstHalf) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PartitionLoops, FactsOnlyFromConditionsSolvedEverywhere) {
+    // likely_(i < n) is one call under two lets: i = x (solvable) and
+    // i = x * x (not). It is not solved, so the steady state (of x < m) must
+    // not assume n > x, and min(x, n - 1) stays as it is.
+    Expr x = var("x"), i = var("i"), n = var("n"), m = var("m");
+    Expr shared = likely_(i < n);
+    Stmt a = LetStmt::make("i", x, IfThenElse::make(shared, store("a", 1, x)));
+    Stmt b = LetStmt::make("i", x * x, IfThenElse::make(shared, store("b", 1, x)));
+    Stmt c = IfThenElse::make(likely_(x < m), store("c", Min::make(x, n - 1), x));
+    Stmt s = For::make("x", 0, 12, ForType::Serial, Block::make({a, b, c}));
+    Stmt p = partition_loops(s);
+    for (int nv : {0, 3, 20}) {
+        for (int mv : {0, 5, 12}) {
+            expect_same(s, p,
+                        {{"a", std::vector<double>(12, 0)},
+                         {"b", std::vector<double>(12, 0)},
+                         {"c", std::vector<double>(12, -9)}},
+                        {{"n", nv}, {"m", mv}});
+        }
+    }
+}
+
+}  // namespace
