@@ -96,7 +96,7 @@ Stmt define_stage_bounds(const FunctionPtr &f, const Box &region, Stmt body, int
  * (produce f; consume f). */
 class ComputeSiteBounds : public IRMutator {
   public:
-    ComputeSiteBounds(const FunctionPtr &f) : f(f) {}
+    ComputeSiteBounds(const FunctionPtr &f, const LoweringEnv &env) : f(f), env(env) {}
     bool found = false;
 
   protected:
@@ -109,6 +109,7 @@ class ComputeSiteBounds : public IRMutator {
             return IRMutator::visit(op);
         }
         found = true;
+        if (const FusedGroup *g = env.group_led_by(f->name)) return group_bounds(op, *g);
         Box required = box_for(boxes_required(for_analysis(consume->body)), f->name);
         if (required.empty() && !f->args.empty()) {
             // Nothing reads it at this site; compute nothing.
@@ -143,6 +144,42 @@ class ComputeSiteBounds : public IRMutator {
 
   private:
     FunctionPtr f;
+    const LoweringEnv &env;
+
+    /** A fused group computes every member over one region of the Vars
+     * they share (the union of what consumers read of each), and the
+     * leader over what is read of its own other Vars. */
+    Stmt group_bounds(const Block *op, const FusedGroup &g) {
+        const ProducerConsumer *consume = op->rest.as<ProducerConsumer>();
+        std::map<std::string, Box> required = boxes_required(for_analysis(consume->body));
+        std::map<std::string, Interval> dims;
+        for (const std::string &m : g.members) {
+            const FunctionPtr &mf = env.funcs.at(m);
+            Box b = box_for(required, m);
+            if (b.empty()) continue;
+            check_bounded(b, m, "reads");
+            for (size_t d = 0; d < mf->args.size(); d++) {
+                const std::string &v = mf->args[d];
+                bool row = std::find(g.row_dims.begin(), g.row_dims.end(), v) != g.row_dims.end();
+                if (!row && m != g.leader) continue;
+                auto it = dims.find(v);
+                dims[v] = it == dims.end() ? b[d] : Interval::make_union(it->second, b[d]);
+            }
+        }
+        Stmt result = Block::make(op->first, op->rest);
+        for (const std::string &m : g.members) {
+            const FunctionPtr &mf = env.funcs.at(m);
+            Box region(mf->args.size());
+            for (size_t d = 0; d < mf->args.size(); d++) {
+                auto it = dims.find(mf->args[d]);
+                region[d] = it == dims.end()
+                                ? Interval(0, -1)
+                                : Interval(simplify(it->second.min), simplify(it->second.max));
+            }
+            result = define_stage_bounds(mf, region, result, 0, 1);
+        }
+        return result;
+    }
 };
 
 /** Gives the Realize of each Func the bounds of what is touched inside it. */
@@ -178,7 +215,7 @@ Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
     // consumers, whose bounds must already be defined.
     for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
         if (env.is_output(*it)) continue;
-        ComputeSiteBounds site(env.funcs.at(*it));
+        ComputeSiteBounds site(env.funcs.at(*it), env);
         s = site.mutate(s);
     }
     s = RealizeBounds().mutate(s);

@@ -17,6 +17,7 @@
 #include "IRPrinter.h"
 #include "IRVisitor.h"
 #include "PartitionLoops.h"
+#include "ReductionFusion.h"
 #include "ScheduleFunctions.h"
 #include "Simplify.h"
 #include "StorageFlattening.h"
@@ -203,6 +204,10 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     }
     last_pass_end = std::chrono::steady_clock::now();
     LoweringEnv env = make_lowering_env(outputs, schedule);
+    fuse_reduction_chains(env, schedule);
+    if (std::getenv("LOOM_DEBUG") != nullptr) {
+        for (const std::string &note : env.fusion_log) std::cerr << note << "\n";
+    }
 
     Stmt s = schedule_functions(env);
     debug_print("schedule_functions", s);
@@ -212,6 +217,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     debug_print("bounds_inference", s);
 
     LoweringResult result;
+    result.notes = env.fusion_log;
     result.params = find_parameters(env.funcs);
     std::stable_sort(
         result.params.begin(), result.params.end(),

@@ -17,6 +17,8 @@ struct LoweringResult {
     LoweredFunc func;
     std::vector<Argument> arguments;   // public view of func.args
     std::vector<ParameterPtr> params;  // inputs, in argument order
+    /** What reduction fusion derived (repairs, how each was accepted). */
+    std::vector<std::string> notes;
 };
 
 /** Runs every lowering pass in order. With LOOM_DEBUG set in the

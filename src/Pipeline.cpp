@@ -230,7 +230,9 @@ CompiledPipeline Pipeline::compile(const Schedule &schedule, const Target &targe
     auto contents = std::make_shared<CompiledPipelineContents>();
     contents->arguments = lowered.arguments;
     contents->params = lowered.params;
-    contents->lowered_stmt = text.str();
+    std::string notes;
+    for (const std::string &note : lowered.notes) notes += "// " + note + "\n";
+    contents->lowered_stmt = notes + text.str();
     contents->module = JITModule::compile(lowered.func, target);
     contents->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -274,7 +276,9 @@ std::string Pipeline::compile_to_lowered_stmt(const Schedule &schedule,
           << a.name;
         if (a.is_buffer) s << "[" << a.dimensions << "d]";
     }
-    s << ") for " << target.to_string() << "\n" << lowered.func.body;
+    s << ") for " << target.to_string() << "\n";
+    for (const std::string &note : lowered.notes) s << "// " << note << "\n";
+    s << lowered.func.body;
     return s.str();
 }
 

@@ -479,3 +479,114 @@ std::string Stage::dump() const {
 }
 
 }  // namespace loom
+
+namespace loom {
+
+namespace {
+
+/** The Function whose update reduces X over `r`: X itself, or the inline
+ * reduction (sum, maximum, ...) that X's pure definition calls at X's
+ * Vars. */
+FunctionPtr reduction_behind(const Func &X, const RVar &r, const char *directive) {
+    user_assert(X.defined()) << directive << " of Func " << X.name()
+                             << ", which has no definition. Define it first.";
+    const FunctionPtr &f = X.function();
+    auto reduces_over = [&](const FunctionPtr &g) {
+        if (g->updates.size() != 1 || !g->updates[0].rdom) return false;
+        for (const ReductionVariable &rv : g->updates[0].rdom->domain) {
+            if (rv.var == r.name()) return true;
+        }
+        return false;
+    };
+    if (!f->updates.empty()) {
+        user_assert(reduces_over(f))
+            << directive << "(" << f->name << ", " << r.name() << "): Func " << f->name
+            << " must have exactly one update definition, reducing over RVar " << r.name()
+            << ". It has " << f->updates.size() << " update definition(s).";
+        return f;
+    }
+    const Call *c = f->init.values.size() == 1 ? f->init.values[0].as<Call>() : nullptr;
+    if (c && c->call_type == Call::Func && c->func && c->func->is_inline_reduction &&
+        c->args.size() == f->args.size()) {
+        std::set<std::string> vars;
+        for (const Expr &a : c->args) {
+            const Variable *v = a.as<Variable>();
+            if (v && std::find(f->args.begin(), f->args.end(), v->name) != f->args.end())
+                vars.insert(v->name);
+        }
+        if (vars.size() == f->args.size() && reduces_over(c->func)) return c->func;
+    }
+    user_error << directive << "(" << f->name << ", " << r.name() << "): Func " << f->name
+               << " is not a reduction over RVar " << r.name()
+               << ". Name a Func defined as an inline reduction over it, e.g. " << f->name
+               << "(x) = sum(g(x, " << r.name() << ")), or one with an update definition "
+               << "that reduces over it.";
+}
+
+}  // namespace
+
+Stage Schedule::rolling_update(const Func &X, const RVar &r) {
+    FunctionPtr red = reduction_behind(X, r, "rolling_update");
+    for (const FusionDirective &d : contents_->fusions) {
+        user_assert(d.func != X.name())
+            << "rolling_update(" << X.name() << ", " << r.name() << "): Func " << X.name()
+            << " already has a "
+            << (d.kind == FusionDirective::SplitK ? "split_k" : "rolling_update")
+            << " directive; give each reduction chain one.";
+    }
+    contents_->fusions.push_back(
+        {FusionDirective::RollingUpdate, X.name(), red->name, r.name(), Expr(), "", ""});
+    contents_->consumers[X.name()] = X;
+    return Stage(contents_, red, 1);
+}
+
+Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk) {
+    FunctionPtr red = reduction_behind(X, r, "split_k");
+    user_assert(chunks.defined() && chunks.type().is_int_or_uint() && chunks.type().is_scalar())
+        << "split_k(" << X.name() << ", " << r.name() << "): the number of chunks must be an "
+        << "integer.";
+    if (const int64_t *k = as_const_int(chunks)) {
+        user_assert(*k > 0) << "split_k(" << X.name() << ", " << r.name()
+                            << "): the number of chunks is " << *k << "; it must be positive.";
+    }
+    for (const std::string &a : X.function()->args) {
+        user_assert(a != chunk.name())
+            << "split_k(" << X.name() << ", " << r.name() << "): the chunk Var '" << chunk.name()
+            << "' is already a Var of " << X.name() << ". Use a fresh Var.";
+    }
+    for (const FusionDirective &d : contents_->fusions) {
+        user_assert(d.func != X.name())
+            << "split_k(" << X.name() << ", " << r.name() << "): Func " << X.name()
+            << " already has a "
+            << (d.kind == FusionDirective::SplitK ? "split_k" : "rolling_update")
+            << " directive; give each reduction chain one.";
+    }
+    // A stand-in for X's partial, with the loops the real one (made during
+    // lowering) will have, so that its schedule can be checked as written.
+    auto partial = std::make_shared<FunctionContents>();
+    partial->name = X.name() + "_partial";
+    partial->args = X.function()->args;
+    partial->args.push_back(chunk.name());
+    partial->output_types = red->output_types;
+    std::vector<Expr> pure;
+    for (const std::string &a : partial->args) pure.push_back(Var(a));
+    Type t = red->output_types[0];
+    partial->init.args = pure;
+    partial->init.values = {make_zero(t)};
+    Definition u;
+    u.args = pure;
+    u.rdom = red->updates[0].rdom;
+    Expr self = Call::make(t, partial->name, pure, Call::Func);
+    Expr rv;
+    for (size_t i = 0; i < u.rdom->domain.size(); i++) {
+        if (u.rdom->domain[i].var == r.name()) rv = RVar(u.rdom, static_cast<int>(i));
+    }
+    u.values = {self + cast(t, rv)};
+    partial->updates.push_back(u);
+    contents_->fusions.push_back({FusionDirective::SplitK, X.name(), red->name, r.name(),
+                                  cast(Int(32), chunks), chunk.name(), partial->name});
+    contents_->consumers[X.name()] = X;
+    return Stage(contents_, partial, 1);
+}
+
+}  // namespace loom

@@ -55,8 +55,22 @@ struct FuncSchedule {
     std::vector<StageSchedule> stages;  // 0: pure definition; i+1: update i
 };
 
+/** A rolling_update or split_k directive. */
+struct FusionDirective {
+    enum Kind { RollingUpdate, SplitK };
+    Kind kind;
+    std::string func;  // the user's Func X
+    std::string
+        reduction;  // the Function whose update reduces over rvar (X or its inline reduction)
+    std::string rvar;
+    Expr chunks;            // split_k: how many chunks
+    std::string chunk_var;  // split_k: the Var indexing them
+    std::string partial;    // split_k: the name of X's partial Func
+};
+
 struct ScheduleContents {
     std::map<std::string, FuncSchedule> funcs;
+    std::vector<FusionDirective> fusions;
     std::map<std::string, Func> consumers;  // keeps Funcs named in compute_at alive
 };
 

@@ -24,6 +24,21 @@ bool LoweringEnv::is_output(const std::string &name) const {
     return false;
 }
 
+const FusedGroup *LoweringEnv::group_led_by(const std::string &name) const {
+    for (const FusedGroup &g : groups) {
+        if (g.leader == name) return &g;
+    }
+    return nullptr;
+}
+
+const FusedGroup *LoweringEnv::group_following(const std::string &name) const {
+    for (const FusedGroup &g : groups) {
+        if (g.leader == name) continue;
+        if (std::find(g.members.begin(), g.members.end(), name) != g.members.end()) return &g;
+    }
+    return nullptr;
+}
+
 namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
@@ -243,6 +258,67 @@ Stmt build_produce(const FunctionPtr &f, const FuncSchedule &fs) {
     return ProducerConsumer::make_produce(f->name, Block::make(stages));
 }
 
+/** Appends `steps` to the body of the loop named `loop`. */
+class AppendToLoop : public IRMutator {
+  public:
+    AppendToLoop(const std::string &loop, Stmt steps) : loop(loop), steps(std::move(steps)) {}
+    bool found = false;
+
+  protected:
+    using IRMutator::visit;
+    Stmt visit(const For *op) override {
+        if (op->name != loop) return IRMutator::visit(op);
+        found = true;
+        return For::make(op->name, op->min, op->extent, op->for_type, Block::make(op->body, steps));
+    }
+
+  private:
+    std::string loop;
+    Stmt steps;
+};
+
+/** The production of a fused group: every member's pure definition, then
+ * the leader's update loops with the other members' steps placed, in
+ * group order, in the loop where they meet. Their Vars are the leader's
+ * loop variables of the same names. */
+Stmt build_group_produce(const LoweringEnv &env, const FusedGroup &g) {
+    std::vector<Stmt> stages;
+    for (const std::string &m : g.members) {
+        stages.push_back(build_stage(env.funcs.at(m), 0, env.schedules.at(m).stages[0]));
+    }
+    const FunctionPtr &leader = env.funcs.at(g.leader);
+    Stmt update = build_stage(leader, 1, env.schedules.at(g.leader).stages[1]);
+    const Definition &lu = leader->updates[0];
+    std::map<std::string, Expr> rename;
+    for (const std::string &a : leader->args) rename[a] = int_var(loop_name(g.leader, 1, a));
+    for (const ReductionVariable &rv : rvars_of(lu)) {
+        rename[rv.var] = int_var(loop_name(g.leader, 1, rv.var));
+    }
+    std::vector<Stmt> steps;
+    for (const std::string &m : g.members) {
+        if (m == g.leader) continue;
+        const FunctionPtr &f = env.funcs.at(m);
+        const Definition &u = f->updates[0];
+        std::vector<Expr> values, args;
+        for (const Expr &v : u.values) values.push_back(substitute(rename, v));
+        for (const Expr &a : u.args) args.push_back(substitute(rename, a));
+        steps.push_back(Provide::make(m, values, args));
+    }
+    Stmt body = Block::make(steps);
+    if (lu.rdom && lu.rdom->predicate.defined()) {
+        body = IfThenElse::make(substitute(rename, lu.rdom->predicate), body);
+    }
+    AppendToLoop append(loop_name(g.leader, 1, g.loop_var), body);
+    update = append.mutate(update);
+    internal_assert(append.found) << "fused loop " << g.loop_var << " of " << g.leader;
+    stages.push_back(update);
+    Stmt s = Block::make(stages);
+    for (auto it = g.members.rbegin(); it != g.members.rend(); ++it) {
+        s = ProducerConsumer::make_produce(*it, s);
+    }
+    return s;
+}
+
 bool stmt_calls(const Stmt &s, const std::string &func) {
     struct Finder : IRVisitor {
         const std::string *name;
@@ -371,9 +447,16 @@ Stmt schedule_functions(const LoweringEnv &env) {
     for (auto it = env.order.rbegin(); it != env.order.rend(); ++it) {
         const std::string &name = *it;
         if (env.is_output(name)) continue;
+        // A group's other members are produced and stored with its leader.
+        if (env.group_following(name)) continue;
+        const FusedGroup *group = env.group_led_by(name);
         const FunctionPtr &f = env.funcs.at(name);
         const FuncSchedule &fs = env.schedules.at(name);
-        if (!stmt_calls(s, name)) continue;  // every use was inlined away
+        bool used = stmt_calls(s, name);
+        for (size_t k = 0; group && k < group->members.size(); k++) {
+            used = used || stmt_calls(s, group->members[k]);
+        }
+        if (!used) continue;  // every use was inlined away
 
         std::string compute_loop, store_loop;
         if (fs.compute_level.is_inlined()) {
@@ -389,14 +472,23 @@ Stmt schedule_functions(const LoweringEnv &env) {
                              : resolve_loop_level(s, fs.store_level, name, "stored");
         }
 
-        Stmt produce = build_produce(f, fs);
+        std::vector<std::string> realized = {name};
+        if (group) realized = group->members;
+        Stmt produce = group ? build_group_produce(env, *group) : build_produce(f, fs);
         auto compute_wrap = [&](const Stmt &body) {
-            return Block::make(produce, ProducerConsumer::make_consume(name, body));
+            Stmt consume = body;
+            for (auto it = realized.rbegin(); it != realized.rend(); ++it) {
+                consume = ProducerConsumer::make_consume(*it, consume);
+            }
+            return Block::make(produce, consume);
         };
-        std::vector<Type> types = f->output_types;
         Region no_bounds;  // filled in by bounds inference
         auto realize_wrap = [&](const Stmt &body) {
-            return Realize::make(name, types, no_bounds, const_true(), body);
+            Stmt s = body;
+            for (auto it = realized.rbegin(); it != realized.rend(); ++it) {
+                s = Realize::make(*it, env.funcs.at(*it)->output_types, no_bounds, const_true(), s);
+            }
+            return s;
         };
 
         if (compute_loop.empty()) {

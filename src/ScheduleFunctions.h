@@ -16,12 +16,30 @@ namespace internal {
 
 /** The Funcs of a pipeline as lowering sees them: definitions with every
  * inlined Func substituted in, and each Func's resolved schedule. */
+/** Reductions computed together in one loop (rolling_update): the leader's
+ * production runs every member's pure definition and then the leader's
+ * update loop nest, into whose `loop_var` loop the other members' steps are
+ * placed after the leader's own; the members are realized with the leader. */
+struct FusedGroup {
+    std::string leader;
+    std::vector<std::string> members;   // step order: the leader first, producers last
+    std::string loop_var;               // the leader's stage-1 loop where the steps meet
+    std::vector<std::string> row_dims;  // the leader's Vars that every member has
+};
+
 struct LoweringEnv {
     std::map<std::string, FunctionPtr> funcs;  // inlined Funcs removed
     std::map<std::string, FuncSchedule> schedules;
     std::vector<std::string> order;  // realization order, outputs last
     std::vector<FunctionPtr> outputs;
+    std::vector<FusedGroup> groups;
+    /** What reduction fusion derived and how it accepted each repair. */
+    std::vector<std::string> fusion_log;
     bool is_output(const std::string &name) const;
+    /** The group `name` leads, or null. */
+    const FusedGroup *group_led_by(const std::string &name) const;
+    /** The group `name` belongs to without leading it, or null. */
+    const FusedGroup *group_following(const std::string &name) const;
 };
 
 /** Resolves schedules, validates placements and inlines. */

@@ -101,6 +101,33 @@ class Schedule {
     /** A deep copy, which can be changed without affecting this one. */
     Schedule clone() const;
 
+    /** Fuses the reduction X with every reduction it depends on along `r`
+     * (its reduce producers, e.g. the max and the sum of a softmax) and
+     * every sibling reduction over the same RDom that reads those producers,
+     * into ONE sequential loop over `r`. The compiler derives and proves the
+     * repairs that keep each dependent consistent when a producer's running
+     * value moves (for softmax: scale by exp(m_old - m_new)); a chain that
+     * cannot be repaired is refused with a CompileError.
+     *
+     * Returns the update stage of X's reduction. Split `r` there to roll
+     * over tiles: split(r, ro, ri, 64) runs the chain exactly within each
+     * tile of 64 and repairs once per tile; other Funcs may then be
+     * computed per tile with compute_at(X, ro). X's other Vars (e.g. the
+     * head dimension of attention's output) loop inside the tile loop and
+     * may be split and vectorized there. The fused Funcs are computed
+     * together where X is computed. */
+    Stage rolling_update(const Func &X, const RVar &r);
+
+    /** Splits X's chain of reductions along `r` into `chunks` pieces that
+     * can run in parallel, each computing local producers and a local X,
+     * and a combine stage that merges the pieces with the same derived
+     * repairs: X = ⊕_k h(X_k, r_k, r). Returns the update stage of X's
+     * per-chunk partial, a Func named X.name() + "_partial" over X's Vars
+     * and `chunk`, to be scheduled (e.g. compute_root().parallel(chunk));
+     * the partials of the other reductions of the chain follow its
+     * placement. X's own schedule places the combine stage. */
+    Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk);
+
     std::shared_ptr<internal::ScheduleContents> contents() const { return contents_; }
 
   private:

@@ -1,0 +1,1245 @@
+// Reduction fusion: see ReductionFusion.h.
+#include "ReductionFusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "IREquality.h"
+#include "IRMutator.h"
+#include "IRPrinter.h"
+#include "IRVisitor.h"
+#include "RepairDerivation.h"
+#include "Simplify.h"
+#include "Substitute.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+std::string directive_name(const FusionDirective &d) {
+    std::string s = d.kind == FusionDirective::RollingUpdate ? "rolling_update" : "split_k";
+    return s + "(" + d.func + ", " + d.rvar + ")";
+}
+
+Expr pure_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+std::vector<Expr> pure_args(const FunctionPtr &f) {
+    std::vector<Expr> args;
+    for (const std::string &a : f->args) args.push_back(pure_var(a));
+    return args;
+}
+
+Expr call(const FunctionPtr &f, const std::vector<Expr> &args) {
+    return Call::make(f->output_types[0], f->name, args, Call::Func, f);
+}
+
+/** Calls to Funcs (by name) anywhere in a definition. */
+template <typename F> void visit_calls(const Expr &e, F f) {
+    struct V : IRVisitor {
+        F *f;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            IRVisitor::visit(op);
+            if (op->call_type == Call::Func) (*f)(op);
+        }
+    } v;
+    v.f = &f;
+    if (e.defined()) e.accept(&v);
+}
+
+template <typename F> void visit_calls(const FunctionContents &fn, F f) {
+    auto def = [&](const Definition &d) {
+        for (const Expr &e : d.values) visit_calls(e, f);
+        for (const Expr &e : d.args) visit_calls(e, f);
+        if (d.rdom && d.rdom->predicate.defined()) visit_calls(d.rdom->predicate, f);
+    };
+    def(fn.init);
+    for (const Definition &u : fn.updates) def(u);
+}
+
+/** Replaces calls by name with whatever `replace` returns (undefined: keep). */
+class ReplaceCalls : public IRMutator {
+  public:
+    std::function<Expr(const Call *)> replace;
+
+  protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op) override {
+        Expr e = IRMutator::visit(op);
+        const Call *c = e.as<Call>();
+        if (c && c->call_type == Call::Func) {
+            Expr r = replace(c);
+            if (r.defined()) return r;
+        }
+        return e;
+    }
+};
+
+Definition map_definition(const Definition &d, const std::function<Expr(const Expr &)> &f) {
+    Definition r = d;
+    for (Expr &v : r.values) v = f(v);
+    for (Expr &a : r.args) a = f(a);
+    if (d.rdom && d.rdom->predicate.defined()) {
+        auto dom = std::make_shared<ReductionDomainContents>(*d.rdom);
+        dom->predicate = f(d.rdom->predicate);
+        r.rdom = dom;
+    }
+    return r;
+}
+
+std::set<std::string> callers_of(const LoweringEnv &env, const std::string &name) {
+    std::set<std::string> callers;
+    for (const auto &kv : env.funcs) {
+        visit_calls(*kv.second, [&](const Call *c) {
+            if (c->name == name && kv.first != name) callers.insert(kv.first);
+        });
+    }
+    return callers;
+}
+
+// ---------------------------------------------------------------- folding
+
+/** Gives the inline reduction R behind the user's Func W (defined as
+ * W(vars) = R(vars...)) W's name, Vars and schedule, so that the fused loops
+ * carry the user's names and compute_at(W, loop) finds them. */
+void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
+                           const FunctionPtr &user_w, const ScheduleContents &s) {
+    if (reduction == user_w->name || !env.funcs.count(reduction)) return;
+    const FunctionPtr r = env.funcs.at(reduction);
+    // Which of W's Vars each of R's Vars is, from W's definition.
+    const Call *c = user_w->init.values[0].as<Call>();
+    internal_assert(c && c->name == reduction);
+    std::map<std::string, std::string> r_to_w;
+    for (size_t k = 0; k < c->args.size(); k++) {
+        r_to_w[r->args[k]] = c->args[k].as<Variable>()->name;
+    }
+    std::set<std::string> callers = callers_of(env, reduction);
+    bool wrapper_in_env = env.funcs.count(user_w->name) > 0;
+    if (wrapper_in_env) {
+        // Only the wrapper may read R; otherwise R stays a separate Func.
+        if (callers != std::set<std::string>{user_w->name}) return;
+    }
+
+    auto w = std::make_shared<FunctionContents>(*r);
+    w->name = user_w->name;
+    w->args = user_w->args;
+    w->is_inline_reduction = false;
+    std::map<std::string, Expr> rename;
+    for (const auto &kv : r_to_w) rename[kv.first] = pure_var(kv.second);
+    ReplaceCalls self;
+    self.replace = [&](const Call *op) -> Expr {
+        if (op->name != reduction) return Expr();
+        return Call::make(op->type, w->name, pure_args(w), Call::Func, w, op->value_index);
+    };
+    auto fix = [&](const Expr &e) { return self.mutate(substitute(rename, e)); };
+    w->init = map_definition(r->init, fix);
+    w->init.args = pure_args(w);
+    for (Definition &u : w->updates) {
+        u = map_definition(u, fix);
+        u.args = pure_args(w);
+    }
+
+    // Callers of R now call W, with the arguments in W's order.
+    ReplaceCalls to_w;
+    to_w.replace = [&](const Call *op) -> Expr {
+        if (op->name != reduction) return Expr();
+        std::vector<Expr> args(w->args.size());
+        for (size_t k = 0; k < op->args.size(); k++) {
+            size_t pos =
+                std::find(w->args.begin(), w->args.end(), r_to_w[r->args[k]]) - w->args.begin();
+            args[pos] = op->args[k];
+        }
+        return Call::make(op->type, w->name, args, Call::Func, w, op->value_index);
+    };
+    for (auto &kv : env.funcs) {
+        if (kv.first == reduction || kv.first == user_w->name) continue;
+        auto copy = std::make_shared<FunctionContents>(*kv.second);
+        copy->init = map_definition(copy->init, [&](const Expr &e) { return to_w.mutate(e); });
+        for (Definition &u : copy->updates)
+            u = map_definition(u, [&](const Expr &e) { return to_w.mutate(e); });
+        kv.second = copy;
+        env.schedules[kv.first].func = copy;
+    }
+
+    // W's placement (if the user scheduled W), R's loop schedule.
+    FuncSchedule fs = env.schedules.at(reduction);
+    if (wrapper_in_env) {
+        fs.compute_level = env.schedules.at(user_w->name).compute_level;
+        fs.store_level = env.schedules.at(user_w->name).store_level;
+    } else {
+        auto it = s.funcs.find(user_w->name);
+        if (it != s.funcs.end() && it->second.compute_level_set) {
+            fs.compute_level = it->second.compute_level;
+            fs.store_level = it->second.store_level;
+        }
+    }
+    fs.func = w;
+    if (!fs.stages.empty()) fs.stages[0] = default_stage_schedule(w, 0);
+    env.funcs.erase(reduction);
+    env.schedules.erase(reduction);
+    env.funcs[w->name] = w;
+    env.schedules[w->name] = fs;
+    std::replace(env.order.begin(), env.order.end(), reduction, w->name);
+    if (wrapper_in_env) {
+        env.order.erase(std::find(env.order.begin(), env.order.end(), w->name));
+        // The wrapper's slot in the order was after R's; R's slot now holds W.
+    }
+    for (FunctionPtr &o : env.outputs) {
+        if (o->name == w->name) o = w;
+    }
+}
+
+// ---------------------------------------------------------------- chain analysis
+
+struct Member {
+    std::string name;
+    FunctionPtr f;  // as found in env
+    ReduceOp op;
+    Expr g;     // the per-term contribution, over f's Vars and the RVar, bridges inlined
+    Expr term;  // the same with calls to bridges kept (what the rewrite computes)
+    std::vector<std::string> producers;
+    std::vector<ProducerSlot> slots;
+    Expr g_slots;  // g with producer calls replaced by slot Variables
+    Repair repair;
+    FunctionPtr fused;  // the replacement
+};
+
+/** Splits `f(args) = f(args) ⊕ g` into ⊕ and g. */
+bool parse_update(const FunctionPtr &f, ReduceOp *op, Expr *g) {
+    if (f->updates.size() != 1 || f->updates[0].values.size() != 1) return false;
+    const Definition &u = f->updates[0];
+    for (size_t k = 0; k < u.args.size(); k++) {
+        const Variable *v = u.args[k].as<Variable>();
+        if (!v || v->name != f->args[k]) return false;
+    }
+    auto is_self = [&](const Expr &e) {
+        const Call *c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->name != f->name) return false;
+        for (size_t k = 0; k < c->args.size(); k++) {
+            if (!equal(c->args[k], u.args[k])) return false;
+        }
+        return true;
+    };
+    auto reads_self = [&](const Expr &e) {
+        bool found = false;
+        visit_calls(e, [&](const Call *c) { found |= c->name == f->name; });
+        return found;
+    };
+    const Expr &v = u.values[0];
+    Expr a, b;
+    if (const Add *n = v.as<Add>()) *op = ReduceOp::Add, a = n->a, b = n->b;
+    else if (const Mul *n = v.as<Mul>()) *op = ReduceOp::Mul, a = n->a, b = n->b;
+    else if (const Max *n = v.as<Max>()) *op = ReduceOp::Max, a = n->a, b = n->b;
+    else if (const Min *n = v.as<Min>()) *op = ReduceOp::Min, a = n->a, b = n->b;
+    else return false;
+    if (is_self(b)) std::swap(a, b);
+    if (!is_self(a) || reads_self(b)) return false;
+    *g = b;
+    return true;
+}
+
+bool reduces_over(const FunctionPtr &f, const ReductionDomainPtr &dom) {
+    return f->updates.size() == 1 && f->updates[0].rdom.get() == dom.get();
+}
+
+/** A pure Func between a member and its producers, e.g. attention's
+ * p(i, j) = exp(s(i, j) - m(i)), kept as a Func so its schedule (computed
+ * once per tile, vectorized) survives fusion. Members read it with the
+ * RVar at argument `key`; the rewrite gives it the producers' running
+ * values for the piece that holds point `key`. */
+struct Bridge {
+    FunctionPtr f;
+    int key = -1;
+    Expr body;                  // its value, with bridges it reads inlined
+    bool read_outside = false;  // read by Funcs outside the chain too
+};
+
+class Chain {
+  public:
+    Chain(LoweringEnv &env, const FusionDirective &d) : env(env), d(d), what(directive_name(d)) {}
+
+    std::vector<Member> members;  // producers before their dependents
+    std::map<std::string, Bridge> bridges;
+    ReductionDomainPtr dom;
+    std::string leader;
+
+    void discover() {
+        const FunctionPtr &x = env.funcs.at(d.func);
+        ReduceOp op;
+        Expr g;
+        user_assert(parse_update(x, &op, &g))
+            << what << ": the update of " << x->name << " must have the form " << x->name
+            << "(vars) = " << x->name << "(vars) op term, with op one of +, *, max, min, and a "
+            << "single value (Tuple reductions are not supported by reduction fusion yet).";
+        dom = x->updates[0].rdom;
+        user_assert(dom->domain.size() == 1)
+            << what << ": the RDom " << dom->name << " of " << x->name << " has "
+            << dom->domain.size() << " dimensions; reduction fusion needs a one-dimensional "
+            << "RDom.";
+        leader = x->name;
+        add(x->name);
+        // Siblings: other reductions over the same RDom that read a member.
+        for (bool grew = true; grew;) {
+            grew = false;
+            for (const auto &kv : env.funcs) {
+                if (is_member(kv.first) || !reduces_over(kv.second, dom)) continue;
+                ReduceOp o;
+                Expr term;
+                if (!parse_update(kv.second, &o, &term)) continue;
+                bool reads_member = false;
+                visit_calls(term, [&](const Call *c) { reads_member |= is_member(c->name); });
+                if (reads_member) {
+                    add(kv.first);
+                    grew = true;
+                    break;
+                }
+            }
+        }
+        order_members();
+        finish_bridges();
+    }
+
+    bool is_member(const std::string &name) const {
+        for (const Member &m : members) {
+            if (m.name == name) return true;
+        }
+        return false;
+    }
+    Member &member(const std::string &name) {
+        for (Member &m : members) {
+            if (m.name == name) return m;
+        }
+        internal_error << "no member " << name;
+    }
+
+    void derive(std::vector<std::string> &log) {
+        for (Member &m : members) {
+            if (m.producers.empty()) continue;
+            std::map<std::string, Expr> slot_values;
+            for (const std::string &p : m.producers) {
+                const Member &pm = member(p);
+                m.slots.push_back({p, p, pm.op});
+            }
+            ReplaceCalls to_slots;
+            to_slots.replace = [&](const Call *c) -> Expr {
+                if (!is_member(c->name)) return Expr();
+                return Variable::make(c->type, c->name);
+            };
+            m.g_slots = to_slots.mutate(m.g);
+            m.repair = derive_repair(m.name, m.op, m.g_slots, m.slots, what);
+            std::ostringstream os;
+            os << what << ": " << m.name << " " << reduce_op_name(m.op) << "= " << m.g_slots
+               << "; repair " << m.repair.formula(m.slots) << " (" << m.repair.log << ")";
+            log.push_back(os.str());
+        }
+    }
+
+  private:
+    LoweringEnv &env;
+    const FusionDirective &d;
+    std::string what;
+
+    /** Inlines the pure Funcs of env that lead from g to a member producer,
+     * so the producer calls become visible (and can be replaced). */
+    Expr inline_paths_to_reductions(Expr g) {
+        for (int guard = 0; guard < 64; guard++) {
+            ReplaceCalls inl;
+            bool changed = false;
+            inl.replace = [&](const Call *c) -> Expr {
+                auto it = env.funcs.find(c->name);
+                if (it == env.funcs.end() || !it->second->updates.empty()) return Expr();
+                if (!reaches_reduction_over_dom(it->second, 0)) return Expr();
+                const FunctionPtr &f = it->second;
+                std::map<std::string, Expr> args;
+                for (size_t k = 0; k < f->args.size(); k++) args[f->args[k]] = c->args[k];
+                changed = true;
+                return substitute(args, f->init.values[c->value_index]);
+            };
+            g = inl.mutate(g);
+            if (!changed) return g;
+        }
+        return g;
+    }
+    /** g with the calls to pure Funcs on the way to a producer kept where
+     * they can be bridges (called with the RVar itself at one argument),
+     * and inlined elsewhere. */
+    Expr keep_bridges(Expr g) {
+        const std::string &r = dom->domain[0].var;
+        std::set<std::string> refused;
+        for (int guard = 0; guard < 64; guard++) {
+            bool changed = false;
+            ReplaceCalls inl;
+            inl.replace = [&](const Call *c) -> Expr {
+                auto it = env.funcs.find(c->name);
+                if (it == env.funcs.end() || !it->second->updates.empty() ||
+                    !reaches_reduction_over_dom(it->second, 0))
+                    return Expr();
+                const FunctionPtr &f = it->second;
+                int key = -1;
+                for (size_t k = 0; k < c->args.size(); k++) {
+                    const Variable *v = c->args[k].as<Variable>();
+                    if (v && v->name == r) key = static_cast<int>(k);
+                }
+                auto b = bridges.find(f->name);
+                bool ok = key >= 0 && f->init.values.size() == 1 && !refused.count(f->name) &&
+                          (b == bridges.end() || b->second.key == key);
+                if (ok && b == bridges.end()) {
+                    Bridge nb;
+                    nb.f = f;
+                    nb.key = key;
+                    nb.body = inline_paths_to_reductions(f->init.values[0]);
+                    ok = producers_read_at_own_vars(nb.body, f);
+                    if (ok) bridges[f->name] = nb;
+                }
+                if (ok) return Expr();
+                refused.insert(f->name);
+                bridges.erase(f->name);
+                std::map<std::string, Expr> args;
+                for (size_t k = 0; k < f->args.size(); k++) args[f->args[k]] = c->args[k];
+                changed = true;
+                return substitute(args, f->init.values[c->value_index]);
+            };
+            g = inl.mutate(g);
+            if (!changed) return g;
+        }
+        return g;
+    }
+
+    bool producers_read_at_own_vars(const Expr &body, const FunctionPtr &f) {
+        bool ok = true;
+        visit_calls(body, [&](const Call *c) {
+            auto it = env.funcs.find(c->name);
+            if (it == env.funcs.end() || !reduces_over(it->second, dom)) return;
+            for (size_t k = 0; k < c->args.size(); k++) {
+                const Variable *v = c->args[k].as<Variable>();
+                ok = ok && v && std::find(f->args.begin(), f->args.end(), v->name) != f->args.end();
+            }
+        });
+        return ok;
+    }
+
+  public:
+    /** Marks the bridges that Funcs outside the chain also read; those keep
+     * their original and get a fused copy. Drops bridges that a member no
+     * longer reads through its term (a later member inlined them). */
+    void finish_bridges() {
+        // A bridge refused for one member stays inlined in every member.
+        for (Member &m : members) m.term = inline_non_bridges(m.term);
+        std::set<std::string> used;
+        for (const Member &m : members) {
+            visit_calls(m.term, [&](const Call *c) { used.insert(c->name); });
+        }
+        for (auto it = bridges.begin(); it != bridges.end();) {
+            if (!used.count(it->first)) {
+                it = bridges.erase(it);
+                continue;
+            }
+            for (const auto &kv : env.funcs) {
+                if (is_member(kv.first) || bridges.count(kv.first)) continue;
+                visit_calls(*kv.second, [&](const Call *c) {
+                    if (c->name == it->first) it->second.read_outside = true;
+                });
+            }
+            ++it;
+        }
+    }
+
+  private:
+    Expr inline_non_bridges(Expr g) {
+        for (int guard = 0; guard < 64; guard++) {
+            bool changed = false;
+            ReplaceCalls inl;
+            inl.replace = [&](const Call *c) -> Expr {
+                auto it = env.funcs.find(c->name);
+                if (it == env.funcs.end() || bridges.count(c->name) ||
+                    !it->second->updates.empty() || !reaches_reduction_over_dom(it->second, 0))
+                    return Expr();
+                std::map<std::string, Expr> args;
+                for (size_t k = 0; k < it->second->args.size(); k++)
+                    args[it->second->args[k]] = c->args[k];
+                changed = true;
+                return substitute(args, it->second->init.values[c->value_index]);
+            };
+            g = inl.mutate(g);
+            if (!changed) return g;
+        }
+        return g;
+    }
+
+    bool reaches_reduction_over_dom(const FunctionPtr &f, int depth) {
+        if (depth > 64) return false;
+        bool found = false;
+        visit_calls(*f, [&](const Call *c) {
+            if (found || c->name == f->name) return;
+            auto it = env.funcs.find(c->name);
+            if (it == env.funcs.end()) return;
+            found =
+                reduces_over(it->second, dom) ||
+                (it->second->updates.empty() && reaches_reduction_over_dom(it->second, depth + 1));
+        });
+        return found;
+    }
+
+    void add(const std::string &name) {
+        FunctionPtr f = env.funcs.at(name);
+        Member m;
+        m.name = name;
+        m.f = f;
+        user_assert(parse_update(f, &m.op, &m.g))
+            << what << ": " << name << " is part of the chain (it reduces over "
+            << dom->domain[0].var << " and is read by or reads another member), but its update "
+            << "is not of the form " << name << "(vars) = " << name << "(vars) op term.";
+        user_assert(f->init.values.size() == 1) << what << ": " << name << " is a Tuple.";
+        m.term = keep_bridges(m.g);
+        m.g = inline_paths_to_reductions(m.g);
+        // Producers: reductions over the same RDom that g reads.
+        std::vector<std::string> found;
+        visit_calls(m.g, [&](const Call *c) {
+            auto it = env.funcs.find(c->name);
+            if (it == env.funcs.end() || !reduces_over(it->second, dom)) return;
+            const FunctionPtr &p = it->second;
+            for (size_t k = 0; k < c->args.size(); k++) {
+                const Variable *v = c->args[k].as<Variable>();
+                user_assert(v && v->name == p->args[k] &&
+                            std::find(f->args.begin(), f->args.end(), v->name) != f->args.end())
+                    << what << ": " << name << " reads the reduction " << p->name << " at "
+                    << Expr(c) << "; reduction fusion needs producers read at their own Vars ("
+                    << p->name << "(" <<
+                    [&] {
+                        std::string s;
+                        for (auto &a : p->args) s += (s.empty() ? "" : ", ") + a;
+                        return s;
+                    }()
+                    << ")), which " << name << " must also have.";
+            }
+            if (std::find(found.begin(), found.end(), p->name) == found.end())
+                found.push_back(p->name);
+        });
+        m.producers = found;
+        members.push_back(m);
+        for (const std::string &p : found) {
+            if (!is_member(p)) add(p);
+        }
+    }
+
+    void order_members() {
+        std::vector<Member> ordered;
+        std::set<std::string> done;
+        std::function<void(const std::string &)> visit = [&](const std::string &n) {
+            if (done.count(n)) return;
+            done.insert(n);
+            for (const std::string &p : member(n).producers) visit(p);
+            ordered.push_back(member(n));
+        };
+        for (const Member &m : members) visit(m.name);
+        members = ordered;
+        for (const Member &m : members) {
+            if (m.producers.empty()) continue;
+            Expr id = reduce_identity(m.op, m.f->output_types[0]);
+            user_assert(equal(simplify(m.f->init.values[0]), id))
+                << what << ": " << m.name << " reads a producer of the chain, so it must start "
+                << "at the identity of its reduction (" << id << "), but it starts at "
+                << m.f->init.values[0] << ". Add the start value after the reduction instead.";
+        }
+        bool leader_depends = !member(leader).producers.empty();
+        user_assert(leader_depends)
+            << what << ": " << leader << " reads no other reduction over " << dom->domain[0].var
+            << ", so there is no chain to fuse. Schedule it directly.";
+    }
+};
+
+// ---------------------------------------------------------------- rewriting
+
+ReductionDomainPtr make_domain(const std::string &name, const std::string &var, Expr min,
+                               Expr extent, Expr predicate) {
+    auto d = std::make_shared<ReductionDomainContents>();
+    d->name = name;
+    d->domain.push_back({var, std::move(min), std::move(extent)});
+    d->predicate = std::move(predicate);
+    d->frozen = true;
+    return d;
+}
+
+Expr rvar_of(const ReductionDomainPtr &d) {
+    return Variable::make(Int(32), d->domain[0].var, nullptr, d);
+}
+
+/** A reduction over `dom` of f's Vars, starting at the identity. */
+FunctionPtr make_reduction(const std::string &name, const std::vector<std::string> &args,
+                           ReduceOp op, Type t, const ReductionDomainPtr &dom) {
+    auto f = std::make_shared<FunctionContents>();
+    f->name = name;
+    f->args = args;
+    f->output_types = {t};
+    f->init.args = pure_args(f);
+    f->init.values = {reduce_identity(op, t)};
+    Definition u;
+    u.args = pure_args(f);
+    u.rdom = dom;
+    f->updates.push_back(u);
+    return f;
+}
+
+Expr and_predicates(const Expr &a, const Expr &b) {
+    if (!a.defined()) return b;
+    if (!b.defined()) return a;
+    return a && b;
+}
+
+/** The repaired value of dependent m, given its current value `t`, its
+ * producers' old and new values, and its contribution `add` computed with
+ * the new values; skipping what a producer still at its identity would
+ * contribute and repairs whose producer did not move. */
+Expr repaired_step(const Member &m, const Expr &t, const std::vector<Expr> &olds,
+                   const std::vector<Expr> &news, const Expr &add, const Expr &skip_value) {
+    Expr repaired = m.repair.apply(t, m.slots, olds, news);
+    Expr unchanged;
+    for (size_t k = 0; k < olds.size(); k++) {
+        Expr same = olds[k] == news[k];
+        unchanged = unchanged.defined() ? (unchanged && same) : same;
+    }
+    if (unchanged.defined()) repaired = select(unchanged, t, repaired);
+    Expr value = reduce_combine(m.op, repaired, add);
+    Expr empty;
+    for (size_t k = 0; k < m.slots.size(); k++) {
+        if (m.slots[k].op != ReduceOp::Max && m.slots[k].op != ReduceOp::Min) continue;
+        Expr id = news[k] == reduce_identity(m.slots[k].op, news[k].type());
+        empty = empty.defined() ? (empty || id) : id;
+    }
+    if (empty.defined()) value = select(empty, skip_value, value);
+    return value;
+}
+
+class Rewriter {
+  public:
+    Rewriter(LoweringEnv &env, const ScheduleContents &s, const FusionDirective &d, Chain &chain)
+        : env(env), s(s), d(d), chain(chain), what(directive_name(d)) {
+        const ReductionVariable &rv = chain.dom->domain[0];
+        r = rv.var;
+        r_min = rv.min;
+        r_extent = rv.extent;
+        predicate = chain.dom->predicate;
+    }
+
+    /** rolling_update: the whole domain rolled into the members. */
+    void rolling_update() {
+        create_fused_functions();
+        std::map<std::string, FunctionPtr> target;
+        for (const Member &m : chain.members) target[m.name] = m.fused;
+        roll(target, user_stage(d.reduction, 1), "", Expr(), env.schedules.at(chain.leader));
+    }
+
+    /** split_k: each chunk rolled into partials over (Vars, chunk), then
+     * one combine per member. */
+    void split_k() {
+        Expr chunks = d.chunks;
+        Expr size = (r_extent + chunks - 1) / chunks;
+        const std::string &c = d.chunk_var;
+        create_fused_functions();
+        std::map<std::string, FunctionPtr> target;
+        for (const Member &m : chain.members) {
+            std::vector<std::string> args = m.f->args;
+            args.push_back(c);
+            std::string name = m.name == chain.leader ? d.partial : m.name + "_partial";
+            user_assert(!env.funcs.count(name))
+                << what << ": the pipeline already has a Func named " << name << ".";
+            auto f = make_reduction(name, args, m.op, m.f->output_types[0], nullptr);
+            f->updates.clear();
+            target[m.name] = f;
+        }
+        FuncSchedule placement;
+        placement.compute_level = placement.store_level = LoopLevel::inlined();
+        StageSchedule user_ss;
+        if (auto it = s.funcs.find(d.partial); it != s.funcs.end()) {
+            placement = it->second;
+            if (it->second.stages.size() > 1) user_ss = it->second.stages[1];
+        }
+        for (const auto &kv : target) {
+            FuncSchedule fs = placement;
+            fs.func = kv.second;
+            add_function(kv.second, fs);
+        }
+        if (user_ss.dims.empty()) {
+            auto stand_in = std::make_shared<FunctionContents>(*target.at(chain.leader));
+            Definition u;
+            u.args = pure_args(stand_in);
+            u.rdom = chain.dom;
+            stand_in->updates = {u};
+            user_ss = default_stage_schedule(stand_in, 1);
+        }
+        roll(target, user_ss, c, size, placement);
+
+        // Combines: producers fold their partials; dependents fold the
+        // partials repaired to the producers' final values.
+        ReductionDomainPtr combine_dom = make_domain(chain.leader + "." + c, c, 0, chunks, Expr());
+        Expr kc = rvar_of(combine_dom);
+        auto partial_at = [&](const std::string &name, const Expr &chunk) {
+            std::vector<Expr> args = pure_args(chain.member(name).f);
+            args.push_back(chunk);
+            return call(target.at(name), args);
+        };
+        for (const Member &m : chain.members) {
+            FunctionPtr f = m.fused;
+            Expr term = partial_at(m.name, kc);
+            if (!m.producers.empty()) {
+                std::vector<Expr> olds, news;
+                for (const std::string &p : m.producers) {
+                    olds.push_back(partial_at(p, kc));
+                    news.push_back(current(chain.member(p)));
+                }
+                Expr id = reduce_identity(m.op, f->output_types[0]);
+                Expr repaired = m.repair.apply(term, m.slots, olds, news);
+                Expr unchanged, empty;
+                for (size_t k = 0; k < olds.size(); k++) {
+                    Expr same = olds[k] == news[k];
+                    unchanged = unchanged.defined() ? (unchanged && same) : same;
+                    if (m.slots[k].op == ReduceOp::Max || m.slots[k].op == ReduceOp::Min) {
+                        // A chunk whose producer is still its identity has no terms.
+                        Expr e = olds[k] == reduce_identity(m.slots[k].op, olds[k].type());
+                        empty = empty.defined() ? (empty || e) : e;
+                    }
+                }
+                term = select(unchanged, term, repaired);
+                if (empty.defined()) term = select(empty, id, term);
+            }
+            Definition u;
+            u.args = pure_args(f);
+            u.rdom = combine_dom;
+            u.values = {reduce_combine(m.op, current(m), term)};
+            f->updates = {u};
+            FuncSchedule &fs = env.schedules.at(m.name);
+            fs.func = f;
+            fs.stages = {default_stage_schedule(f, 0), default_stage_schedule(f, 1)};
+        }
+        std::ostringstream os;
+        os << what << ": " << chunks << " chunks of " << r << " (Var " << c
+           << "), each rolled into";
+        for (const Member &m : chain.members) os << " " << target.at(m.name)->name;
+        os << "; combined into";
+        for (const Member &m : chain.members) os << " " << m.name;
+        env.fusion_log.push_back(os.str());
+    }
+
+  private:
+    /** Rolls the chain over r into `target` (one Function per member, with
+     * the member's Vars, plus `chunk` if it is not empty): a pure definition
+     * and one update per tile (or point), all in one FusedGroup. With a
+     * chunk Var c, only the points [c * chunk_size, (c + 1) * chunk_size)
+     * of r are rolled. The tile size and the leader's loops come from
+     * `user_ss`, the placement from `placement`. */
+    void roll(const std::map<std::string, FunctionPtr> &target, const StageSchedule &user_ss,
+              const std::string &chunk, const Expr &chunk_size, const FuncSchedule &placement) {
+        bool chunked = !chunk.empty();
+        Expr tile = 1;
+        std::string outer = r, inner;
+        std::vector<Split> splits;
+        for (const Split &sp : user_ss.splits) {
+            if (sp.kind == Split::SplitVar && sp.old_var == r && inner.empty()) {
+                tile = sp.factor;
+                outer = sp.outer;
+                inner = sp.inner;
+                continue;
+            }
+            user_assert(sp.old_var != outer && sp.old_var != inner &&
+                        (sp.kind != Split::FuseVars || (sp.outer != outer && sp.inner != outer &&
+                                                        sp.inner != inner && sp.outer != inner)))
+                << what << ": the loops over " << r << " may be split once into tiles (here "
+                << outer << " and " << inner << "), not split, fused or renamed further.";
+            splits.push_back(sp);
+        }
+        bool tiled = !inner.empty();
+        const std::string leader = target.at(chain.leader)->name;
+
+        // The piece of r rolled: [base, base + limit) of [0, N), span points
+        // long at most.
+        Expr span = chunked ? chunk_size : r_extent;
+        auto base_of = [&](const Expr &c) { return chunked ? c * chunk_size : Expr(0); };
+        auto limit_of = [&](const Expr &c) {
+            return chunked ? min(chunk_size, r_extent - base_of(c)) : r_extent;
+        };
+        // The point of r at offset `within` of piece c, clamped into the
+        // domain (so bounds inference sees reads inside it; predicates drop
+        // the points past its end).
+        auto point = [&](const Expr &c, const Expr &within) {
+            if (!chunked && !tiled) return r_min + within;
+            // The end written as min(base + size, N), not base + limit:
+            // interval arithmetic then bounds it by N without having to see
+            // that the two bases cancel.
+            Expr end = chunked ? min(base_of(c) + chunk_size, r_extent) : r_extent;
+            return r_min + min(base_of(c) + within, end - 1);
+        };
+        Expr cv = chunked ? pure_var(chunk) : Expr();
+
+        ReductionDomainPtr steps, tile_dom;
+        if (tiled) {
+            steps = make_domain(leader + "." + outer, outer, 0, (span + tile - 1) / tile, Expr());
+            Expr within = pure_var(outer) * tile + Variable::make(Int(32), inner);
+            Expr pred = within < limit_of(cv);
+            if (predicate.defined()) pred = pred && substitute(r, point(cv, within), predicate);
+            tile_dom = make_domain(leader + "." + inner, inner, 0, tile, pred);
+        } else {
+            Expr t = Variable::make(Int(32), r);
+            Expr pred = chunked ? (t < limit_of(cv)) : Expr();
+            if (predicate.defined())
+                pred = and_predicates(pred, substitute(r, point(cv, t), predicate));
+            steps = make_domain(leader + "." + r, r, 0, span, pred);
+        }
+        Expr step = rvar_of(steps);
+
+        auto args_of = [&](const Member &m, const Expr &c) {
+            std::vector<Expr> args = pure_args(m.f);
+            if (chunked) args.push_back(c);
+            return args;
+        };
+        auto current_of = [&](const Member &m, const Expr &c) {
+            return call(target.at(m.name), args_of(m, c));
+        };
+        std::map<std::string, FunctionPtr> partial;
+        // new_value(p, t, c): member p's running value after tile (or
+        // point) t of piece c.
+        std::function<Expr(const std::string &, const Expr &, const Expr &)> new_value;
+        auto contribution = [&](const Member &m, const Expr &t, const Expr &c) -> Expr {
+            if (tiled) {
+                std::vector<Expr> args = args_of(m, c);
+                args.push_back(t);
+                return call(partial.at(m.name), args);
+            }
+            return with_producers(m, substitute(r, point(c, t), m.term),
+                                  [&](const std::string &p) { return new_value(p, t, c); });
+        };
+        new_value = [&](const std::string &name, const Expr &t, const Expr &c) -> Expr {
+            const Member &m = chain.member(name);
+            Expr cur = current_of(m, c);
+            if (m.producers.empty()) return reduce_combine(m.op, cur, contribution(m, t, c));
+            std::vector<Expr> olds, news;
+            for (const std::string &p : m.producers) {
+                olds.push_back(current_of(chain.member(p), c));
+                news.push_back(new_value(p, t, c));
+            }
+            return repaired_step(m, cur, olds, news, contribution(m, t, c), cur);
+        };
+
+        if (tiled) {
+            for (const Member &m : chain.members) {
+                std::vector<std::string> args = target.at(m.name)->args;
+                args.push_back(outer);
+                partial[m.name] = make_reduction(target.at(m.name)->name + "_tile", args, m.op,
+                                                 m.f->output_types[0], tile_dom);
+            }
+        }
+        // Bridges see the producers' values for the piece and tile of their
+        // key point.
+        rewrite_bridges([&](const std::string &p, const Expr &key) {
+            Expr rel = key - r_min;
+            Expr c = chunked ? rel / chunk_size : Expr();
+            Expr within = chunked ? rel - c * chunk_size : rel;
+            return new_value(p, tiled ? within / tile : within, c);
+        });
+        if (tiled) {
+            // Tile partials: the chain within one tile, with the producers
+            // at their values after the tile.
+            Expr t = pure_var(outer);
+            Expr within = t * tile + Variable::make(Int(32), inner, nullptr, tile_dom);
+            for (const Member &m : chain.members) {
+                FunctionPtr p = partial[m.name];
+                Expr term = substitute(r, point(cv, within), m.term);
+                term = with_producers(m, term,
+                                      [&](const std::string &q) { return new_value(q, t, cv); });
+                p->updates[0].values = {reduce_combine(m.op, call(p, pure_args(p)), term)};
+                FuncSchedule fs;
+                fs.func = p;
+                fs.compute_level = fs.store_level = LoopLevel::inlined();
+                fs.stages = {default_stage_schedule(p, 0), default_stage_schedule(p, 1)};
+                for (Dim &dim : fs.stages[1].dims) {
+                    for (const Dim &ud : user_ss.dims) {
+                        if (ud.var == inner && dim.var == inner) dim.for_type = ud.for_type;
+                    }
+                }
+                add_function(p, fs);
+            }
+        }
+
+        // Each member: its pure definition, then one step per tile.
+        for (const Member &m : chain.members) {
+            FunctionPtr f = target.at(m.name);
+            Definition u;
+            u.args = pure_args(f);
+            u.rdom = steps;
+            u.values = {new_value(m.name, step, cv)};
+            f->updates = {u};
+        }
+
+        // The group and the leader's loops: the tile loop sits inside the
+        // loops of the Vars all members share and outside the leader's own.
+        FusedGroup group;
+        group.leader = leader;
+        const Member &lm = chain.member(chain.leader);
+        const FunctionPtr &lf = target.at(chain.leader);
+        std::set<std::string> shared;
+        for (const Member &m : chain.members) {
+            if (m.name == chain.leader) continue;
+            for (const std::string &a : target.at(m.name)->args) shared.insert(a);
+        }
+        for (const Member &m : chain.members) {
+            if (m.name == chain.leader) continue;
+            const FunctionPtr &f = target.at(m.name);
+            std::set<std::string> own(f->args.begin(), f->args.end());
+            user_assert(own == shared)
+                << what << ": the reductions of the chain other than " << lm.name
+                << " must all have the same Vars to share one loop, but " << m.name
+                << " differs from the others.";
+        }
+        for (const std::string &a : lf->args) {
+            if (shared.count(a)) group.row_dims.push_back(a);
+        }
+        for (const std::string &a : shared) {
+            user_assert(std::find(lf->args.begin(), lf->args.end(), a) != lf->args.end())
+                << what << ": " << lm.name << " has no Var " << a
+                << ", which the other reductions of the chain have.";
+        }
+        // Step order: the leader, the other dependents, then producers after
+        // everything that reads them.
+        group.members.push_back(leader);
+        for (auto it = chain.members.rbegin(); it != chain.members.rend(); ++it) {
+            if (it->name != chain.leader) group.members.push_back(target.at(it->name)->name);
+        }
+
+        StageSchedule ss;
+        ss.splits = splits;
+        std::map<std::string, std::string> origin;  // loop -> original Var
+        for (const std::string &a : lf->args) origin[a] = a;
+        origin[outer] = outer;
+        for (const Split &sp : splits) {
+            user_assert(!shared.count(sp.old_var))
+                << what << ": " << sp.old_var << " is a Var of every reduction of the chain; "
+                << "its loop cannot be split in the fused update. Split the consumer's loop and "
+                << "compute the chain inside it instead.";
+            origin[sp.outer] = origin[sp.inner] = origin[sp.old_var];
+        }
+        std::vector<Dim> outside, inside;
+        for (const Dim &dim : user_ss.dims) {
+            if (dim.var == inner) continue;
+            Dim nd = dim;
+            if (dim.var == outer) {
+                nd.is_rvar = true;
+                user_assert(dim.for_type == ForType::Serial || dim.for_type == ForType::Unrolled)
+                    << what << ": the loop " << outer << " carries the running values; it must "
+                    << "run serially (use split_k for parallel pieces).";
+            }
+            std::string o = origin.count(dim.var) ? origin[dim.var] : dim.var;
+            (o == outer || shared.count(o) ? outside : inside).push_back(nd);
+        }
+        internal_assert(!outside.empty());
+        group.loop_var = outside.back().var;
+        ss.dims = outside;
+        ss.dims.insert(ss.dims.end(), inside.begin(), inside.end());
+        for (const Member &m : chain.members) {
+            const FunctionPtr &f = target.at(m.name);
+            FuncSchedule &fs = env.schedules[f->name];
+            fs.func = f;
+            fs.compute_level = placement.compute_level;
+            fs.store_level = placement.store_level;
+            fs.compute_level_set = placement.compute_level_set;
+            fs.store_level_set = placement.store_level_set;
+            fs.stages = {default_stage_schedule(f, 0),
+                         m.name == chain.leader ? ss : default_stage_schedule(f, 1)};
+        }
+        env.groups.push_back(group);
+        std::ostringstream os;
+        os << what << ": one loop over " << (tiled ? "tiles " + outer + " of " : "") << r
+           << (chunked ? " within each chunk" : "") << " computes";
+        for (const std::string &n : group.members) os << " " << n;
+        if (tiled) os << " (tiles of " << tile << " points, reduced in " << inner << ")";
+        env.fusion_log.push_back(os.str());
+    }
+
+    LoweringEnv &env;
+    const ScheduleContents &s;
+    const FusionDirective &d;
+    Chain &chain;
+    std::string what;
+    std::string r;
+    Expr r_min, r_extent, predicate;
+
+    StageSchedule user_stage(const std::string &func, int stage) {
+        auto it = s.funcs.find(func);
+        if (it != s.funcs.end() && static_cast<int>(it->second.stages.size()) > stage) {
+            const StageSchedule &ss = it->second.stages[stage];
+            if (!ss.dims.empty() || !ss.splits.empty()) return ss;
+        }
+        return default_stage_schedule(chain.member(chain.leader).f, stage);
+    }
+
+    /** The bridges, redefined with the producers' values for the piece
+     * holding their key point (value_of(producer, key)); the members'
+     * terms call the new definitions. */
+    void rewrite_bridges(const std::function<Expr(const std::string &, const Expr &)> &value_of) {
+        std::map<std::string, FunctionPtr> fresh;
+        for (const auto &kv : chain.bridges) {
+            const Bridge &b = kv.second;
+            auto f = std::make_shared<FunctionContents>(*b.f);
+            if (b.read_outside) {
+                f->name = b.f->name + "_fused";
+                user_assert(!env.funcs.count(f->name))
+                    << what << ": the pipeline already has a Func named " << f->name << ".";
+            }
+            Expr key = pure_var(b.f->args[b.key]);
+            ReplaceCalls rc;
+            rc.replace = [&](const Call *c) -> Expr {
+                if (!chain.is_member(c->name)) return Expr();
+                const Member &p = chain.member(c->name);
+                std::map<std::string, Expr> args;
+                for (size_t k = 0; k < p.f->args.size(); k++) args[p.f->args[k]] = c->args[k];
+                return substitute(args, value_of(c->name, key));
+            };
+            f->init.values = {rc.mutate(b.body)};
+            FuncSchedule fs = env.schedules.at(b.f->name);
+            fs.func = f;
+            env.funcs[f->name] = f;
+            env.schedules[f->name] = fs;
+            if (b.read_outside) env.order.push_back(f->name);
+            fresh[b.f->name] = f;
+            env.fusion_log.push_back(what + ": Func " + f->name + " reads the running values");
+        }
+        ReplaceCalls relink;
+        relink.replace = [&](const Call *c) -> Expr {
+            auto it = fresh.find(c->name);
+            if (it == fresh.end()) return Expr();
+            return Call::make(c->type, it->second->name, c->args, Call::Func, it->second,
+                              c->value_index);
+        };
+        for (Member &m : chain.members) m.term = relink.mutate(m.term);
+        // Bridges reading other bridges read them inlined (see Bridge::body).
+    }
+
+    /** Fresh Functions for the members (same names), defined later. */
+    void create_fused_functions() {
+        for (Member &m : chain.members) {
+            auto f = std::make_shared<FunctionContents>(*m.f);
+            f->updates.clear();
+            m.fused = f;
+            env.funcs[m.name] = f;
+        }
+    }
+
+    Expr current(const Member &m) { return call(m.fused, pure_args(m.fused)); }
+
+    /** e with the calls to m's producers replaced by value(producer). */
+    Expr with_producers(const Member &m, const Expr &e,
+                        const std::function<Expr(const std::string &)> &value) {
+        ReplaceCalls rc;
+        rc.replace = [&](const Call *c) -> Expr {
+            if (std::find(m.producers.begin(), m.producers.end(), c->name) == m.producers.end())
+                return Expr();
+            return value(c->name);
+        };
+        return rc.mutate(e);
+    }
+
+    FuncSchedule partial_schedule(const FunctionPtr &p, const FuncSchedule *user) {
+        FuncSchedule fs;
+        fs.func = p;
+        fs.compute_level = fs.store_level = LoopLevel::inlined();
+        fs.stages = {default_stage_schedule(p, 0), default_stage_schedule(p, 1)};
+        if (!user) return fs;
+        fs.compute_level = user->compute_level;
+        fs.store_level = user->store_level;
+        fs.compute_level_set = user->compute_level_set;
+        fs.store_level_set = user->store_level_set;
+        if (p->name == d.partial) {
+            for (size_t k = 0; k < user->stages.size() && k < 2; k++) {
+                if (!user->stages[k].dims.empty()) fs.stages[k] = user->stages[k];
+            }
+            return fs;
+        }
+        // The other partials take the directives that apply to their loops.
+        for (size_t k = 0; k < user->stages.size() && k < 2; k++) {
+            std::set<std::string> loops;
+            for (const Dim &dim : fs.stages[k].dims) loops.insert(dim.var);
+            StageSchedule ss;
+            for (const Split &sp : user->stages[k].splits) {
+                bool applies = sp.kind == Split::FuseVars
+                                   ? loops.count(sp.outer) && loops.count(sp.inner)
+                                   : loops.count(sp.old_var) > 0;
+                if (!applies) continue;
+                ss.splits.push_back(sp);
+                if (sp.kind == Split::FuseVars) {
+                    loops.erase(sp.outer);
+                    loops.erase(sp.inner);
+                    loops.insert(sp.old_var);
+                } else {
+                    loops.erase(sp.old_var);
+                    loops.insert(sp.outer);
+                    if (sp.kind == Split::SplitVar) loops.insert(sp.inner);
+                }
+            }
+            for (const Dim &dim : user->stages[k].dims) {
+                if (loops.count(dim.var)) {
+                    ss.dims.push_back(dim);
+                    loops.erase(dim.var);
+                }
+            }
+            if (!loops.empty()) continue;  // not all loops placed: keep the default
+            fs.stages[k] = ss;
+        }
+        return fs;
+    }
+
+    void add_function(const FunctionPtr &f, const FuncSchedule &fs) {
+        env.funcs[f->name] = f;
+        env.schedules[f->name] = fs;
+        env.order.push_back(f->name);
+    }
+};
+
+/** A realization order of env.funcs: every Func after the Funcs it calls,
+ * otherwise keeping the previous order. */
+void reorder(LoweringEnv &env) {
+    std::map<std::string, int> rank;
+    for (size_t k = 0; k < env.order.size(); k++) rank[env.order[k]] = static_cast<int>(k);
+    std::vector<std::string> order;
+    std::set<std::string> done, active;
+    // Funcs that the members of a group read (partials, bridges): computed
+    // inside the group's loops.
+    std::set<std::string> inside;
+    for (const FusedGroup &g : env.groups) {
+        std::vector<std::string> stack(g.members.begin(), g.members.end());
+        while (!stack.empty()) {
+            std::string n = stack.back();
+            stack.pop_back();
+            visit_calls(*env.funcs.at(n), [&](const Call *c) {
+                if (!env.funcs.count(c->name) || inside.count(c->name)) return;
+                if (std::find(g.members.begin(), g.members.end(), c->name) != g.members.end())
+                    return;
+                inside.insert(c->name);
+                stack.push_back(c->name);
+            });
+        }
+    }
+    std::function<void(const std::string &)> visit = [&](const std::string &n) {
+        if (done.count(n)) return;
+        internal_assert(!active.count(n)) << "cycle of Funcs through " << n;
+        active.insert(n);
+        std::vector<std::string> deps;
+        visit_calls(*env.funcs.at(n), [&](const Call *c) {
+            if (c->name != n && env.funcs.count(c->name) &&
+                std::find(deps.begin(), deps.end(), c->name) == deps.end())
+                deps.push_back(c->name);
+        });
+        // A group's leader produces the other members: it comes after
+        // them and after everything they read, and before whatever reads
+        // any of them.
+        for (std::string &dep : deps) {
+            const FusedGroup *g = env.group_following(dep);
+            if (g && g->leader != n && !env.group_following(n) && !inside.count(n)) dep = g->leader;
+        }
+        if (const FusedGroup *g = env.group_led_by(n)) {
+            for (const std::string &m : g->members) {
+                if (m != n && std::find(deps.begin(), deps.end(), m) == deps.end())
+                    deps.push_back(m);
+            }
+        }
+        std::sort(deps.begin(), deps.end(),
+                  [&](const std::string &a, const std::string &b) { return rank[a] < rank[b]; });
+        for (const std::string &dname : deps) visit(dname);
+        active.erase(n);
+        done.insert(n);
+        order.push_back(n);
+    };
+    std::vector<std::string> roots = env.order;
+    std::stable_sort(roots.begin(), roots.end(),
+                     [&](const std::string &a, const std::string &b) { return rank[a] < rank[b]; });
+    for (const std::string &n : roots) {
+        if (env.funcs.count(n)) visit(n);
+    }
+    env.order = order;
+}
+
+/** Calls between members of a group read running values, so a group
+ * member's calls to another member (in its step) are fine; a Func outside
+ * the group must not read a member before the group is done. Nothing to
+ * check here beyond what placement checks; kept for the log. */
+
+}  // namespace
+
+void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
+    for (const FusionDirective &d : s.fusions) {
+        std::string what = directive_name(d);
+        // The user's Func X, kept alive by the Schedule.
+        auto keep = s.consumers.find(d.func);
+        internal_assert(keep != s.consumers.end());
+        FunctionPtr user_x = keep->second.function();
+        // Inline reductions over the same RDom that the user named through a
+        // wrapper (m(i) = maximum(...)) take the wrapper's name, so the
+        // fused loops read as the algorithm does.
+        if (env.funcs.count(d.reduction) && env.funcs.at(d.reduction)->updates.size() == 1) {
+            ReductionDomainPtr dom = env.funcs.at(d.reduction)->updates[0].rdom;
+            std::map<std::string, FunctionPtr> all = find_transitive_calls(env.outputs);
+            for (const auto &kv : all) {
+                const FunctionPtr &w = kv.second;
+                if (w->name == d.func || !w->updates.empty() || w->init.values.size() != 1)
+                    continue;
+                const Call *c = w->init.values[0].as<Call>();
+                if (!c || c->call_type != Call::Func || !c->func || !c->func->is_inline_reduction ||
+                    c->name == d.reduction || !env.funcs.count(c->name) ||
+                    env.funcs.at(c->name)->updates.size() != 1 ||
+                    env.funcs.at(c->name)->updates[0].rdom.get() != dom.get() ||
+                    c->args.size() != w->args.size())
+                    continue;
+                std::set<std::string> vars;
+                for (const Expr &a : c->args) {
+                    const Variable *v = a.as<Variable>();
+                    if (v && std::find(w->args.begin(), w->args.end(), v->name) != w->args.end())
+                        vars.insert(v->name);
+                }
+                if (vars.size() == w->args.size()) fold_inline_reduction(env, c->name, w, s);
+            }
+        }
+        if (d.reduction != d.func) fold_inline_reduction(env, d.reduction, user_x, s);
+        user_assert(env.funcs.count(d.func))
+            << what << ": Func " << d.func << " is not computed by this pipeline (the output "
+            << "does not read it, or another directive already rewrote it).";
+        for (const FusedGroup &g : env.groups) {
+            user_assert(std::find(g.members.begin(), g.members.end(), d.func) == g.members.end())
+                << what << ": " << d.func << " is already fused into the chain of " << g.leader
+                << ".";
+        }
+        Chain chain(env, d);
+        chain.discover();
+        // Producers behind scheduled wrappers take the wrappers' names too.
+        chain.derive(env.fusion_log);
+        Rewriter rw(env, s, d, chain);
+        if (d.kind == FusionDirective::RollingUpdate) {
+            rw.rolling_update();
+        } else {
+            rw.split_k();
+        }
+        // Calls into members from outside now read the new Functions.
+        std::map<std::string, FunctionPtr> fresh;
+        for (const Member &m : chain.members) fresh[m.name] = m.fused;
+        ReplaceCalls relink;
+        relink.replace = [&](const Call *c) -> Expr {
+            auto it = fresh.find(c->name);
+            if (it == fresh.end() || c->func == it->second) return Expr();
+            return Call::make(c->type, c->name, c->args, Call::Func, it->second, c->value_index);
+        };
+        for (auto &kv : env.funcs) {
+            FunctionContents &f = *kv.second;
+            f.init = map_definition(f.init, [&](const Expr &e) { return relink.mutate(e); });
+            for (Definition &u : f.updates)
+                u = map_definition(u, [&](const Expr &e) { return relink.mutate(e); });
+        }
+        for (FunctionPtr &o : env.outputs) {
+            if (fresh.count(o->name)) o = fresh[o->name];
+        }
+    }
+    if (!s.fusions.empty()) reorder(env);
+}
+
+}  // namespace internal
+}  // namespace loom

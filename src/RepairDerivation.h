@@ -1,0 +1,82 @@
+// Repair derivation for reduction fusion (rolling_update, split_k).
+//
+// A dependent reduction X ⊕= g(r, c) reads the final value r of producer
+// reductions. Fused with them it only sees running values, so whenever a
+// producer moves from r to r' its partial result t must be repaired by h:
+//
+//   (1) h(g(r, c), r, r') = g(r', c)      (the repair is exact per term)
+//   (2) h(x ⊕ y, r, r') = h(x) ⊕ h(y)     (so it is exact for partial sums)
+//
+// This file derives h from g, proves (1) and (2) and explains refusals. It
+// knows two shapes of h, found by separating g into its producer part and
+// the rest:
+//   scale: g = C(c) · exp(Λ(r, c)) with Λ(r', c) − Λ(r, c) free of c, so
+//          h(t) = t · exp(Λ(r') − Λ(r)). Linear in t, with a positive factor:
+//          distributes over +, max and min.
+//   shift: g(r', c) − g(r, c) = D(r, r') free of c, so h(t) = t + D.
+//          Distributes over max and min; over + only with a carried count of
+//          the terms in t: h(t, n) = t + n · D.
+// (1) is proved symbolically on a linear normal form of the exponent or the
+// difference (Loom's float simplifier does not reassociate, so the proof
+// normalizes on its own); every repair is also checked in float64 at random
+// points. Where the symbolic separation fails, a repair found numerically
+// (g(r', c) / g(r, c) the same for every sampled c) is accepted and the log
+// says so.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+enum class ReduceOp { Add, Mul, Max, Min };
+
+const char *reduce_op_name(ReduceOp op);
+/** a ⊕ b. */
+Expr reduce_combine(ReduceOp op, const Expr &a, const Expr &b);
+/** The identity of ⊕ in type t (0, 1, -inf, +inf). */
+Expr reduce_identity(ReduceOp op, Type t);
+
+/** What a dependent reduction reads from one producer: the Variable that
+ * stands for the producer's value inside g. */
+struct ProducerSlot {
+    std::string func;  // the producer Func's name (for messages)
+    std::string var;   // the Variable in g standing for its final value
+    ReduceOp op;       // the producer's own reduction
+};
+
+struct Repair {
+    enum Kind { None, Scale, Shift, CountedShift };
+    Kind kind = None;
+    /** Scale: the exponent E, h(t) = t * exp(E). Shift: the offset D,
+     * h(t) = t + D (CountedShift: t + n * D). In terms of the slot Variables
+     * (old values) and the same names with a trailing ' (new values). */
+    Expr term;
+    bool proved_symbolically = false;
+    std::string log;  // how h was found and accepted, for the compile log
+
+    /** h applied to t, for producers moving from old_values to new_values
+     * (one per slot, in slot order); `count` is the carried term count for
+     * CountedShift. */
+    Expr apply(const Expr &t, const std::vector<ProducerSlot> &slots,
+               const std::vector<Expr> &old_values, const std::vector<Expr> &new_values,
+               const Expr &count = Expr()) const;
+    /** h as a readable formula, e.g. "h(t, m, m') = t * exp(m - m')". */
+    std::string formula(const std::vector<ProducerSlot> &slots) const;
+};
+
+/** Derives the repair of the dependent reduction `member` (⊕ = op, per-term
+ * contribution g) for its producers. Throws a CompileError naming the
+ * member, the producer and the failed property when no repair exists.
+ * `directive` names the schedule directive for the message. */
+Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
+                     const std::vector<ProducerSlot> &slots, const std::string &directive);
+
+/** The name of the Variable standing for the new value of a slot. */
+std::string primed(const std::string &var);
+
+}  // namespace internal
+}  // namespace loom
