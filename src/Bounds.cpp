@@ -13,6 +13,16 @@ namespace internal {
 
 namespace {
 
+/** An interval whose ends are equal but separately built (e.g. the bounds
+ * of max(x / 7, 1), a value that does not vary) as the single point it is,
+ * so that a product with it keeps both ends. */
+Interval as_point_if_equal(const Interval &i) {
+    if (!i.is_single_point() && i.is_bounded() && equal(i.min, i.max)) {
+        return Interval::single_point(i.min);
+    }
+    return i;
+}
+
 // Signed integer arithmetic of 32 bits or more is assumed not to overflow
 // (as the simplifier assumes); narrower and unsigned types wrap.
 bool no_overflow(Type t) { return t.is_float() || (t.is_int() && t.bits >= 32); }
@@ -205,7 +215,7 @@ class BoundsOf : public IRVisitor {
 
     void visit(const Mul *op) override {
         if (visit_wrapping(op)) return;
-        Interval a = bounds(op->a), b = bounds(op->b);
+        Interval a = as_point_if_equal(bounds(op->a)), b = as_point_if_equal(bounds(op->b));
         result = Interval();
         if (a.is_single_point() && b.is_single_point()) {
             result = Interval::single_point(a.min * b.min);

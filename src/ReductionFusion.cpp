@@ -292,7 +292,8 @@ class Chain {
                 Expr term;
                 if (!parse_update(kv.second, &o, &term)) continue;
                 bool reads_member = false;
-                visit_calls(term, [&](const Call *c) { reads_member |= is_member(c->name); });
+                visit_calls(inline_paths_to_reductions(term),
+                            [&](const Call *c) { reads_member |= is_member(c->name); });
                 if (reads_member) {
                     add(kv.first);
                     grew = true;
@@ -638,7 +639,8 @@ class Rewriter {
      * one combine per member. */
     void split_k() {
         Expr chunks = d.chunks;
-        Expr size = (r_extent + chunks - 1) / chunks;
+        // At least 1, so that bounds inference knows the divisor's sign.
+        Expr size = max((r_extent + chunks - 1) / chunks, 1);
         const std::string &c = d.chunk_var;
         create_fused_functions();
         std::map<std::string, FunctionPtr> target;
@@ -837,7 +839,7 @@ class Rewriter {
         rewrite_bridges([&](const std::string &p, const Expr &key) {
             Expr rel = key - r_min;
             Expr c = chunked ? rel / chunk_size : Expr();
-            Expr within = chunked ? rel - c * chunk_size : rel;
+            Expr within = chunked ? rel % chunk_size : rel;
             return new_value(p, tiled ? within / tile : within, c);
         });
         if (tiled) {

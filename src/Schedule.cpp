@@ -453,6 +453,16 @@ Stage &Stage::compute_at(const Func &consumer, const VarOrRVar &loop) {
     return *this;
 }
 
+Stage &Stage::compute_at(const Stage &consumer, const VarOrRVar &loop) {
+    StageState st = state_of(*sched_, func_, stage_);
+    user_assert(consumer.func_ != func_)
+        << "Func " << func_->name << " cannot be computed at one of its own loops.";
+    st.fs->compute_level = {LoopLevel::At, consumer.func_->name, loop.name()};
+    st.fs->compute_level_set = true;
+    if (!st.fs->store_level_set) st.fs->store_level = st.fs->compute_level;
+    return *this;
+}
+
 Stage &Stage::store_root() {
     StageState st = state_of(*sched_, func_, stage_);
     st.fs->store_level = LoopLevel::root();

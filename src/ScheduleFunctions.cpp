@@ -118,7 +118,11 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
             continue;
         }
         if (fs.compute_level.kind == LoopLevel::At) {
-            user_assert(all.count(fs.compute_level.func))
+            bool made_by_directive = false;  // split_k's partials exist from lowering on
+            for (const FusionDirective &d : s.fusions) {
+                made_by_directive = made_by_directive || d.partial == fs.compute_level.func;
+            }
+            user_assert(all.count(fs.compute_level.func) || made_by_directive)
                 << "Func " << name << " is computed at " << fs.compute_level.to_string()
                 << ", but Func " << fs.compute_level.func << " is not part of this pipeline.";
         }

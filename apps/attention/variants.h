@@ -53,6 +53,8 @@ struct AttentionVariant {
     loom::Param<int> window{"window"};
     loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"};
     loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+    /** The keys every reduction of the chain runs over. */
+    loom::RDom r;
 
     AttentionVariant(Variant variant_, loom::Type input_type)
         : variant(variant_), q(input_type, 4, "q"), k(input_type, 4, "k"), v(input_type, 4, "v") {
@@ -78,7 +80,8 @@ struct AttentionVariant {
         using namespace loom;
         const Expr Lq = q.dim(2).extent(), Lk = k.dim(2).extent();
         const Expr heads = q.dim(1).extent();
-        RDom r(0, Lk, "r"), e(0, q.dim(3).extent(), "e");
+        r = RDom(0, Lk, "r");
+        RDom e(0, q.dim(3).extent(), "e");
 
         // The key/value head of query head h.
         Expr hk = h;

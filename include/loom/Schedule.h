@@ -75,6 +75,9 @@ class Stage {
     /** Computes the region needed by one iteration of `consumer`'s loop
      * `loop`, inside that loop. */
     Stage &compute_at(const Func &consumer, const VarOrRVar &loop);
+    /** The same, at a loop of the Func whose stage `consumer` is: for the
+     * Funcs only a Schedule names, such as split_k's partials. */
+    Stage &compute_at(const Stage &consumer, const VarOrRVar &loop);
     /** Allocates storage at root / inside a consumer's loop (must enclose
      * the compute level). */
     Stage &store_root();
