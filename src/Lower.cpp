@@ -204,7 +204,14 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     }
     last_pass_end = std::chrono::steady_clock::now();
     LoweringEnv env = make_lowering_env(outputs, schedule);
+    auto fusion_start = std::chrono::steady_clock::now();
     fuse_reduction_chains(env, schedule);
+    double fusion_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - fusion_start).count();
+    if (!schedule.fusions.empty()) {
+        env.fusion_log.push_back("reduction fusion (derivation and rewrite) took " +
+                                 std::to_string(fusion_seconds * 1000) + " ms");
+    }
     if (std::getenv("LOOM_DEBUG") != nullptr) {
         for (const std::string &note : env.fusion_log) std::cerr << note << "\n";
     }
@@ -218,6 +225,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     LoweringResult result;
     result.notes = env.fusion_log;
+    result.fusion_seconds = fusion_seconds;
     result.params = find_parameters(env.funcs);
     std::stable_sort(
         result.params.begin(), result.params.end(),

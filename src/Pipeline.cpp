@@ -25,6 +25,8 @@ struct CompiledPipelineContents {
     std::shared_ptr<JITModule> module;
     std::string lowered_stmt;
     double compile_seconds = 0;
+    std::vector<std::string> compile_log;
+    double fusion_seconds = 0;
 };
 
 RawBuffer realize_with_default_schedule(const Func &f, const std::vector<int> &sizes) {
@@ -130,6 +132,10 @@ const std::string &CompiledPipeline::lowered_stmt() const { return contents->low
 const std::string &CompiledPipeline::llvm_ir() const { return contents->module->llvm_ir(); }
 const std::string &CompiledPipeline::assembly() const { return contents->module->assembly(); }
 double CompiledPipeline::compile_seconds() const { return contents->compile_seconds; }
+const std::vector<std::string> &CompiledPipeline::compile_log() const {
+    return contents->compile_log;
+}
+double CompiledPipeline::fusion_seconds() const { return contents->fusion_seconds; }
 
 void CompiledPipeline::call(const std::vector<ArgValue> &args) const {
     const std::vector<Argument> &formal = contents->arguments;
@@ -233,6 +239,8 @@ CompiledPipeline Pipeline::compile(const Schedule &schedule, const Target &targe
     std::string notes;
     for (const std::string &note : lowered.notes) notes += "// " + note + "\n";
     contents->lowered_stmt = notes + text.str();
+    contents->compile_log = lowered.notes;
+    contents->fusion_seconds = lowered.fusion_seconds;
     contents->module = JITModule::compile(lowered.func, target);
     contents->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -72,6 +72,13 @@ class CompiledPipeline {
     const std::string &assembly() const;
     /** Seconds spent lowering and in LLVM, for this compilation. */
     double compile_seconds() const;
+    /** What rolling_update and split_k did: the chains found, each derived
+     * repair and how it was accepted (proved symbolically or checked
+     * numerically). Empty without those directives. */
+    const std::vector<std::string> &compile_log() const;
+    /** Seconds of compile_seconds() spent deriving repairs and rewriting
+     * reduction chains. */
+    double fusion_seconds() const;
 
     std::shared_ptr<internal::CompiledPipelineContents> contents;
 };
