@@ -132,9 +132,7 @@ const std::string &CompiledPipeline::lowered_stmt() const { return contents->low
 const std::string &CompiledPipeline::llvm_ir() const { return contents->module->llvm_ir(); }
 const std::string &CompiledPipeline::assembly() const { return contents->module->assembly(); }
 double CompiledPipeline::compile_seconds() const { return contents->compile_seconds; }
-const std::vector<std::string> &CompiledPipeline::compile_log() const {
-    return contents->compile_log;
-}
+std::vector<std::string> CompiledPipeline::compile_log() const { return contents->compile_log; }
 double CompiledPipeline::fusion_seconds() const { return contents->fusion_seconds; }
 
 void CompiledPipeline::call(const std::vector<ArgValue> &args) const {

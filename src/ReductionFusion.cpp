@@ -203,6 +203,7 @@ struct Member {
     Expr g;     // the per-term contribution, over f's Vars and the RVar, bridges inlined
     Expr term;  // the same with calls to bridges kept (what the rewrite computes)
     std::vector<std::string> producers;
+    std::vector<std::string> carried;  // members holding the repair's carried sums
     std::vector<ProducerSlot> slots;
     Expr g_slots;  // g with producer calls replaced by slot Variables
     Repair repair;
@@ -319,8 +320,11 @@ class Chain {
     }
 
     void derive(std::vector<std::string> &log) {
-        for (Member &m : members) {
-            if (m.producers.empty()) continue;
+        std::vector<std::string> names;
+        for (const Member &m : members) names.push_back(m.name);
+        for (const std::string &name : names) {
+            if (member(name).producers.empty()) continue;
+            Member &m = member(name);
             std::map<std::string, Expr> slot_values;
             for (const std::string &p : m.producers) {
                 const Member &pm = member(p);
@@ -337,13 +341,63 @@ class Chain {
             os << what << ": " << m.name << " " << reduce_op_name(m.op) << "= " << m.g_slots
                << "; repair " << m.repair.formula(m.slots) << " (" << m.repair.log << ")";
             log.push_back(os.str());
+            add_carried_sums(name);  // may grow `members`: `m` is not used after
         }
+        order_members();
     }
 
   private:
     LoweringEnv &env;
     const FusionDirective &d;
     std::string what;
+
+    /** The running sums a carried repair of member `name` needs, as
+     * reductions over the chain's RDom that join the chain (roots: they
+     * read no producer). Over the producers' Vars when the summed term
+     * allows, so that they share the loop of the other members. */
+    void add_carried_sums(const std::string &name) {
+        const Member m = member(name);
+        std::vector<CarriedSum> sums = m.repair.carried;
+        if (sums.empty()) return;
+        std::vector<std::string> producer_args = member(m.producers[0]).f->args;
+        std::vector<std::string> names;
+        for (size_t k = 0; k < sums.size(); k++) {
+            const FunctionPtr &f = m.f;
+            bool row_only = true;
+            for (const std::string &a : f->args) {
+                if (std::find(producer_args.begin(), producer_args.end(), a) ==
+                        producer_args.end() &&
+                    expr_uses_var(sums[k].per_term, a))
+                    row_only = false;
+            }
+            auto c = std::make_shared<FunctionContents>();
+            c->name =
+                m.name + (is_one(sums[k].per_term) ? "_count" : "_sum" + std::to_string(k + 1));
+            user_assert(!env.funcs.count(c->name))
+                << what << ": the pipeline already has a Func named " << c->name << ".";
+            c->args = row_only ? producer_args : f->args;
+            Type t = f->output_types[0];
+            c->output_types = {t};
+            c->init.args = pure_args(c);
+            c->init.values = {make_zero(t)};
+            Definition u;
+            u.args = pure_args(c);
+            u.rdom = dom;
+            u.values = {call(c, pure_args(c)) + sums[k].per_term};
+            c->updates.push_back(u);
+            FuncSchedule fs;
+            fs.func = c;
+            fs.compute_level = fs.store_level = LoopLevel::inlined();
+            fs.stages = {default_stage_schedule(c, 0), default_stage_schedule(c, 1)};
+            env.funcs[c->name] = c;
+            env.schedules[c->name] = fs;
+            env.order.push_back(c->name);
+            names.push_back(c->name);
+        }
+        for (const std::string &n : names) add(n);
+        member(name).carried = names;
+    }
+    static bool is_one(const Expr &e) { return is_const_one(e); }
 
     /** Inlines the pure Funcs of env that lead from g to a member producer,
      * so the producer calls become visible (and can be replaced). */
@@ -535,6 +589,7 @@ class Chain {
             if (done.count(n)) return;
             done.insert(n);
             for (const std::string &p : member(n).producers) visit(p);
+            for (const std::string &p : member(n).carried) visit(p);
             ordered.push_back(member(n));
         };
         for (const Member &m : members) visit(m.name);
@@ -597,13 +652,22 @@ Expr and_predicates(const Expr &a, const Expr &b) {
  * the new values; skipping what a producer still at its identity would
  * contribute and repairs whose producer did not move. */
 Expr repaired_step(const Member &m, const Expr &t, const std::vector<Expr> &olds,
-                   const std::vector<Expr> &news, const Expr &add, const Expr &skip_value) {
-    Expr repaired = m.repair.apply(t, m.slots, olds, news);
-    Expr unchanged;
+                   const std::vector<Expr> &news, const std::vector<Expr> &sums, const Expr &add,
+                   const Expr &skip_value) {
+    Expr repaired = m.repair.apply(t, m.slots, olds, news, sums);
+    // No repair when no producer moved, or when one was still at its
+    // identity: then t holds no terms yet (see `empty` below), and a repair
+    // could only turn the identity into inf * 0.
+    Expr unchanged, fresh;
     for (size_t k = 0; k < olds.size(); k++) {
         Expr same = olds[k] == news[k];
         unchanged = unchanged.defined() ? (unchanged && same) : same;
+        if (m.slots[k].op == ReduceOp::Max || m.slots[k].op == ReduceOp::Min) {
+            Expr id = olds[k] == reduce_identity(m.slots[k].op, olds[k].type());
+            fresh = fresh.defined() ? (fresh || id) : id;
+        }
     }
+    if (fresh.defined()) unchanged = unchanged || fresh;
     if (unchanged.defined()) repaired = select(unchanged, t, repaired);
     Expr value = reduce_combine(m.op, repaired, add);
     Expr empty;
@@ -689,13 +753,14 @@ class Rewriter {
             FunctionPtr f = m.fused;
             Expr term = partial_at(m.name, kc);
             if (!m.producers.empty()) {
-                std::vector<Expr> olds, news;
+                std::vector<Expr> olds, news, sums;
                 for (const std::string &p : m.producers) {
                     olds.push_back(partial_at(p, kc));
                     news.push_back(current(chain.member(p)));
                 }
+                for (const std::string &p : m.carried) sums.push_back(partial_at(p, kc));
                 Expr id = reduce_identity(m.op, f->output_types[0]);
-                Expr repaired = m.repair.apply(term, m.slots, olds, news);
+                Expr repaired = m.repair.apply(term, m.slots, olds, news, sums);
                 Expr unchanged, empty;
                 for (size_t k = 0; k < olds.size(); k++) {
                     Expr same = olds[k] == news[k];
@@ -818,12 +883,13 @@ class Rewriter {
             const Member &m = chain.member(name);
             Expr cur = current_of(m, c);
             if (m.producers.empty()) return reduce_combine(m.op, cur, contribution(m, t, c));
-            std::vector<Expr> olds, news;
+            std::vector<Expr> olds, news, sums;
             for (const std::string &p : m.producers) {
                 olds.push_back(current_of(chain.member(p), c));
                 news.push_back(new_value(p, t, c));
             }
-            return repaired_step(m, cur, olds, news, contribution(m, t, c), cur);
+            for (const std::string &p : m.carried) sums.push_back(current_of(chain.member(p), c));
+            return repaired_step(m, cur, olds, news, sums, contribution(m, t, c), cur);
         };
 
         if (tiled) {

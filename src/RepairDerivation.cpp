@@ -207,7 +207,9 @@ Expr rebuild(const LinearForm &f, Type t) {
 /** Splits a product g = Π factors into Σ ±exponent (for exp() and pow() of
  * a positive constant base) and producer-free factors. Returns false, with
  * the offending factor, if a factor reads a producer another way. */
-bool log_terms(const Expr &e, double sign, LinearForm &exponent, const SlotNames &slots,
+using Exponents = std::map<double, LinearForm>;  // by base; exp() is base e
+
+bool log_terms(const Expr &e, double sign, Exponents &exponent, const SlotNames &slots,
                Expr *culprit) {
     if (!reads_slots(e, slots)) return true;  // a factor of C(c)
     if (const Mul *m = e.as<Mul>()) {
@@ -223,13 +225,13 @@ bool log_terms(const Expr &e, double sign, LinearForm &exponent, const SlotNames
     }
     if (const Call *c = e.as<Call>()) {
         if (c->name == "exp_f32" || c->name == "exp_f64") {
-            exponent.add(linear_form(c->args[0]), sign);
+            exponent[M_E].add(linear_form(c->args[0]), sign);
             return true;
         }
         if (c->name == "pow_f32" || c->name == "pow_f64") {
             const double *base = const_value(c->args[0]);
-            if (base && *base > 0 && !reads_slots(c->args[0], slots)) {
-                exponent.add(linear_form(c->args[1]), sign * std::log(*base));
+            if (base && *base > 0) {
+                exponent[*base].add(linear_form(c->args[1]), sign);
                 return true;
             }
         }
@@ -249,6 +251,88 @@ Expr producer_only(LinearForm f, Type t, const SlotNames &allowed, Expr *culprit
         }
     }
     return rebuild(f, t);
+}
+
+// ---------------------------------------------------------------- polynomial forms
+
+constexpr int kMaxDegree = 4;
+
+/** e as Σ_k coefs[k] · var^k with coefficients free of var, or false. Sums,
+ * differences, products and division by var-free values. */
+// Sums and products that skip zeros and ones, so coefficients stay readable
+// (the float simplifier may not drop x + 0.0f: it is -0.0f-sensitive).
+Expr padd(const Expr &a, const Expr &b) {
+    if (is_const_zero(a)) return b;
+    if (is_const_zero(b)) return a;
+    return a + b;
+}
+Expr psub(const Expr &a, const Expr &b) {
+    if (is_const_zero(b)) return a;
+    if (is_const_zero(a)) return -b;
+    return a - b;
+}
+Expr pmul(const Expr &a, const Expr &b) {
+    if (is_const_zero(a) || is_const_zero(b)) return make_zero(a.type());
+    if (is_const_one(a)) return b;
+    if (is_const_one(b)) return a;
+    return a * b;
+}
+
+bool polynomial(const Expr &e, const std::string &var, std::vector<Expr> &coefs) {
+    Type t = e.type();
+    if (!expr_uses_var(e, var)) {
+        coefs = {e};
+        return true;
+    }
+    if (const Variable *v = e.as<Variable>(); v && v->name == var) {
+        coefs = {make_zero(t), make_one(t)};
+        return true;
+    }
+    std::vector<Expr> a, b;
+    auto add = [&](double sign) {
+        coefs.assign(std::max(a.size(), b.size()), Expr());
+        for (size_t k = 0; k < coefs.size(); k++) {
+            Expr x = k < a.size() ? a[k] : make_zero(t), y = k < b.size() ? b[k] : make_zero(t);
+            coefs[k] = sign > 0 ? padd(x, y) : psub(x, y);
+        }
+        return true;
+    };
+    if (const Add *op = e.as<Add>()) {
+        return polynomial(op->a, var, a) && polynomial(op->b, var, b) && add(1);
+    }
+    if (const Sub *op = e.as<Sub>()) {
+        return polynomial(op->a, var, a) && polynomial(op->b, var, b) && add(-1);
+    }
+    if (const Mul *op = e.as<Mul>()) {
+        if (!polynomial(op->a, var, a) || !polynomial(op->b, var, b)) return false;
+        if (a.size() + b.size() - 2 > kMaxDegree) return false;
+        coefs.assign(a.size() + b.size() - 1, make_zero(t));
+        for (size_t i = 0; i < a.size(); i++) {
+            for (size_t j = 0; j < b.size(); j++)
+                coefs[i + j] = padd(coefs[i + j], pmul(a[i], b[j]));
+        }
+        return true;
+    }
+    if (const Div *op = e.as<Div>(); op && t.is_float() && !expr_uses_var(op->b, var)) {
+        if (!polynomial(op->a, var, a)) return false;
+        coefs = a;
+        for (Expr &c : coefs) c = is_const_zero(c) ? c : c / op->b;
+        return true;
+    }
+    if (const Cast *op = e.as<Cast>(); op && t.is_float() && op->value.type().is_float()) {
+        if (!polynomial(op->value, var, a)) return false;
+        coefs = a;
+        for (Expr &c : coefs) c = cast(t, c);
+        return true;
+    }
+    return false;
+}
+
+/** x^k for k >= 1. */
+Expr power(const Expr &x, int k) {
+    Expr p = x;
+    for (int i = 1; i < k; i++) p = p * x;
+    return p;
 }
 
 // ---------------------------------------------------------------- float64 evaluation
@@ -328,9 +412,11 @@ class Evaluator {
     }
 };
 
+/** Agreement in float64 up to what float32 constants in a repair (ln 2,
+ * 1/n) can explain. */
 bool close(double a, double b) {
     if (std::isnan(a) || std::isnan(b)) return false;
-    return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-12});
+    return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-12});
 }
 
 constexpr int kPoints = 64;
@@ -350,23 +436,33 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
         olds.push_back(Variable::make(t, p.var));
         news.push_back(Variable::make(t, primed(p.var)));
     }
-    Expr n1 = Variable::make(t, "n1.check"), n2 = Variable::make(t, "n2.check");
-    Expr h1 = h.apply(tv, slots, olds, news, n1);
+    // Carried sums: A_k over one term, then over two.
+    std::vector<Expr> sums;
+    for (size_t k = 0; k < h.carried.size(); k++) {
+        sums.push_back(Variable::make(t, "A" + std::to_string(k) + ".check"));
+    }
+    Expr h1 = h.apply(tv, slots, olds, news, sums);
     for (int k = 0; k < kPoints; k++) {
         for (const ProducerSlot &p : slots) {
             ev.slots[p.var] = value(rng);
             ev.slots[primed(p.var)] = value(rng);
         }
-        ev.slots["n1.check"] = 1;
-        ev.slots["n2.check"] = 2;
         ev.new_point();
         double g1 = ev.eval(g), g1_new = ev.eval(g_new);
+        std::vector<double> a1;
+        for (size_t j = 0; j < h.carried.size(); j++) {
+            a1.push_back(ev.eval(h.carried[j].per_term));
+            ev.slots["A" + std::to_string(j) + ".check"] = a1.back();
+        }
         ev.slots["t.check"] = g1;
         if (!close(ev.eval(h1), g1_new)) {
             return "h(g(r, c), r, r') = g(r', c) (property 1)";
         }
         ev.new_point();
         double g2 = ev.eval(g), g2_new = ev.eval(g_new);
+        for (size_t j = 0; j < h.carried.size(); j++) {
+            ev.slots["A" + std::to_string(j) + ".check"] = a1[j] + ev.eval(h.carried[j].per_term);
+        }
         double both = 0;
         switch (op) {
         case ReduceOp::Add: both = g1 + g2; break;
@@ -382,9 +478,7 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
         case ReduceOp::Min: expect = std::min(g1_new, g2_new); break;
         }
         ev.slots["t.check"] = both;
-        // Two terms: the carried count is 2.
-        Expr h2 = h.apply(tv, slots, olds, news, n2);
-        if (!close(ev.eval(h2), expect)) {
+        if (!close(ev.eval(h1), expect)) {
             return std::string("h(x ") + reduce_op_name(op) + " y) = h(x) " + reduce_op_name(op) +
                    " h(y) (property 2)";
         }
@@ -418,18 +512,23 @@ Expr at_fixed_c(const Expr &e, const SlotNames &allowed, Evaluator &ev) {
 
 Expr Repair::apply(const Expr &t, const std::vector<ProducerSlot> &slots,
                    const std::vector<Expr> &old_values, const std::vector<Expr> &new_values,
-                   const Expr &count) const {
+                   const std::vector<Expr> &sums) const {
     if (kind == None) return t;
     std::map<std::string, Expr> m;
     for (size_t k = 0; k < slots.size(); k++) {
         m[slots[k].var] = old_values[k];
         m[primed(slots[k].var)] = new_values[k];
     }
-    Expr v = substitute(m, term);
     switch (kind) {
-    case Scale: return t * v;
-    case Shift: return t + v;
-    case CountedShift: return t + count * v;
+    case Scale: return t * substitute(m, term);
+    case Shift: return t + substitute(m, term);
+    case Carried: {
+        internal_assert(sums.size() == carried.size());
+        Expr r = t;
+        for (size_t k = 0; k < carried.size(); k++)
+            r = r + sums[k] * substitute(m, carried[k].change);
+        return r;
+    }
     case None: break;
     }
     return t;
@@ -438,7 +537,7 @@ Expr Repair::apply(const Expr &t, const std::vector<ProducerSlot> &slots,
 std::string Repair::formula(const std::vector<ProducerSlot> &slots) const {
     std::ostringstream os;
     os << "h(t";
-    if (kind == CountedShift) os << ", n";
+    for (size_t k = 0; k < carried.size(); k++) os << ", A" << k + 1;
     for (const ProducerSlot &p : slots) os << ", " << p.var;
     for (const ProducerSlot &p : slots) os << ", " << primed(p.var);
     os << ") = ";
@@ -446,7 +545,15 @@ std::string Repair::formula(const std::vector<ProducerSlot> &slots) const {
     case None: os << "t"; break;
     case Scale: os << "t * " << term; break;
     case Shift: os << "t + " << term; break;
-    case CountedShift: os << "t + n * (" << term << ")"; break;
+    case Carried:
+        os << "t";
+        for (size_t k = 0; k < carried.size(); k++)
+            os << " + A" << k + 1 << " * (" << carried[k].change << ")";
+        os << ", carrying";
+        for (size_t k = 0; k < carried.size(); k++) {
+            os << (k ? "," : "") << " A" << k + 1 << " = sum of " << carried[k].per_term;
+        }
+        break;
     }
     return os.str();
 }
@@ -477,45 +584,108 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
         refuse("products of terms that read a running producer are not supported");
     }
 
-    // Scale: g = C(c) * exp(Λ(r, c)) with Λ(r') - Λ(r) free of c.
-    LinearForm exponent;
+    // Scale: g = C(c) * Π_b b^Λ_b(r, c) with every Λ_b(r') - Λ_b(r) free of c.
+    Exponents exponents;
     Expr culprit;
     bool scale_ok = false;
-    if (log_terms(g, 1, exponent, vars, &culprit)) {
-        LinearForm diff;
-        diff.add(linear_form(prime_slots(rebuild(exponent, t), slots)), 1);
-        diff.add(exponent, -1);
-        Expr d = producer_only(diff, t, allowed, &culprit);
-        if (d.defined()) {
+    if (log_terms(g, 1, exponents, vars, &culprit)) {
+        Expr factor, shown;
+        scale_ok = true;
+        for (const auto &[base, exponent] : exponents) {
+            // Λ(r') - Λ(r), atom by atom (rebuilding Λ as an Expr first
+            // would round its coefficients to float and spoil the
+            // cancellation).
+            LinearForm diff;
+            for (const auto &term : exponent.terms) {
+                diff.add_atom(prime_slots(term.first, slots), term.second);
+                diff.add_atom(term.first, -term.second);
+            }
+            Expr d = producer_only(diff, t, allowed, &culprit);
+            if (!d.defined()) {
+                why << "The exponent's change still reads " << culprit << ". ";
+                scale_ok = false;
+                break;
+            }
+            if (is_const_zero(simplify(d))) continue;
+            Expr f = base == M_E ? exp(simplify(d)) : pow(make_const(t, base), simplify(d));
+            factor = factor.defined() ? factor * f : f;
+            Expr lambda = simplify(rebuild(exponent, t));
+            shown = shown.defined()
+                        ? shown * (base == M_E ? exp(lambda) : pow(make_const(t, base), lambda))
+                        : (base == M_E ? exp(lambda) : pow(make_const(t, base), lambda));
+        }
+        if (scale_ok && factor.defined()) {
             h.kind = Repair::Scale;
-            h.term = exp(simplify(d));
+            h.term = factor;
             h.proved_symbolically = true;
-            scale_ok = true;
-            h.log = "scale repair, proved symbolically: g = C(c) * exp(" +
-                    to_string(simplify(rebuild(exponent, t))) +
-                    "), and the exponent's change is free of c";
+            h.log = "scale repair, proved symbolically: g = C(c) * " + to_string(shown) +
+                    ", and the exponent's change is free of c";
         } else {
-            why << "The exponent's change still reads " << culprit << ". ";
+            scale_ok = false;
         }
     } else {
-        why << "Its factor " << culprit << " reads the producer outside exp(). ";
+        why << "Its factor " << culprit << " reads the producer outside exp() or pow(). ";
     }
 
-    // Shift: g(r') - g(r) free of c.
-    if (!scale_ok) {
+    // Shift (max, min): g(r') - g(r) free of c.
+    if (!scale_ok && op != ReduceOp::Add) {
         LinearForm diff = linear_form(g_new);
         diff.add(linear_form(g), -1);
         Expr d = producer_only(diff, t, allowed, &culprit);
         if (d.defined()) {
-            h.kind = op == ReduceOp::Add ? Repair::CountedShift : Repair::Shift;
+            h.kind = Repair::Shift;
             h.term = simplify(d);
             h.proved_symbolically = true;
-            h.log = op == ReduceOp::Add
-                        ? "shift repair with a carried term count, proved symbolically: "
-                          "g(r', c) - g(r, c) is free of c"
-                        : "shift repair, proved symbolically: g(r', c) - g(r, c) is free of c";
+            h.log = "shift repair, proved symbolically: g(r', c) - g(r, c) is free of c";
         } else {
             why << "g(r', c) - g(r, c) still reads " << culprit << ". ";
+        }
+    }
+
+    // Carried (+): g a polynomial in its one producer, or g(r') - g(r) free
+    // of c (then the carried sum is a term count).
+    if (!scale_ok && op == ReduceOp::Add) {
+        std::vector<Expr> coefs;
+        if (slots.size() == 1 && polynomial(g, slots[0].var, coefs) && coefs.size() > 1) {
+            Expr r = Variable::make(t, slots[0].var),
+                 r_new = Variable::make(t, primed(slots[0].var));
+            h.kind = Repair::Carried;
+            // Degrees with a constant coefficient share one term count.
+            Expr count_change;
+            for (size_t k = 1; k < coefs.size(); k++) {
+                // Collected like terms: x * (-1/n) + (-1/n) * x is -2 * (x * 1/n)...
+                Expr a = simplify(rebuild(linear_form(coefs[k]), t));
+                if (is_const_zero(a)) continue;
+                Expr change = power(r_new, static_cast<int>(k)) - power(r, static_cast<int>(k));
+                if (is_const(a)) {
+                    change = simplify(a * change);
+                    count_change = count_change.defined() ? count_change + change : change;
+                } else {
+                    h.carried.push_back({a, change});
+                }
+            }
+            if (count_change.defined()) {
+                h.carried.insert(h.carried.begin(), {make_one(t), simplify(count_change)});
+            }
+            h.proved_symbolically = true;
+            h.log = "carried repair, proved symbolically: g is a polynomial of degree " +
+                    std::to_string(coefs.size() - 1) + " in " + slots[0].func +
+                    " whose coefficients are summed alongside";
+        } else {
+            LinearForm diff = linear_form(g_new);
+            diff.add(linear_form(g), -1);
+            Expr d = producer_only(diff, t, allowed, &culprit);
+            if (d.defined()) {
+                h.kind = Repair::Carried;
+                h.carried.push_back({make_one(t), simplify(d)});
+                h.proved_symbolically = true;
+                h.log =
+                    "carried repair with a term count, proved symbolically: g(r', c) - g(r, c) "
+                    "is free of c";
+            } else {
+                why << "g(r', c) - g(r, c) still reads " << culprit
+                    << (slots.size() == 1 ? ", and g is not a polynomial in the producer. " : ". ");
+            }
         }
     }
 
@@ -545,25 +715,29 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
                 "every c at " +
                 std::to_string(kPoints) + " random points (float64)";
         } else {
-            candidate.kind = op == ReduceOp::Add ? Repair::CountedShift : Repair::Shift;
-            candidate.term = g_new_fixed - g_fixed;
+            Expr d = g_new_fixed - g_fixed;
+            if (op == ReduceOp::Add) {
+                candidate.kind = Repair::Carried;
+                candidate.carried = {{make_one(t), d}};
+            } else {
+                candidate.kind = Repair::Shift;
+                candidate.term = d;
+            }
             if (check_numerically(candidate, op, g, slots).empty()) {
                 h = candidate;
-                h.log =
-                    "shift repair, accepted numerically: g(r', c) - g(r, c) was the same for "
-                    "every c at " +
-                    std::to_string(kPoints) + " random points (float64)";
+                h.log = "shift repair" +
+                        std::string(op == ReduceOp::Add ? " with a term count" : "") +
+                        ", accepted numerically: g(r', c) - g(r, c) was the same for every c "
+                        "at " +
+                        std::to_string(kPoints) + " random points (float64)";
             }
         }
     }
     if (h.kind == Repair::None) {
         refuse(
             "no repair h(t, r, r') exists that is independent of the terms c (neither "
-            "g(r', c) / g(r, c) nor g(r', c) - g(r, c) is)");
-    }
-    if (h.kind == Repair::Shift && op == ReduceOp::Add) {
-        // Unreachable: additive shifts under + always carry the count.
-        internal_error << "shift repair under +";
+            "g(r', c) / g(r, c) nor g(r', c) - g(r, c) is, and g is not a polynomial in the "
+            "producer)");
     }
     // Property (2) for a scale repair under max/min needs a positive factor:
     // exp() is, and the numerical path checked it.

@@ -8,20 +8,26 @@
 //   (2) h(x ⊕ y, r, r') = h(x) ⊕ h(y)     (so it is exact for partial sums)
 //
 // This file derives h from g, proves (1) and (2) and explains refusals. It
-// knows two shapes of h, found by separating g into its producer part and
+// knows three shapes of h, found by separating g into its producer part and
 // the rest:
-//   scale: g = C(c) · exp(Λ(r, c)) with Λ(r', c) − Λ(r, c) free of c, so
-//          h(t) = t · exp(Λ(r') − Λ(r)). Linear in t, with a positive factor:
-//          distributes over +, max and min.
-//   shift: g(r', c) − g(r, c) = D(r, r') free of c, so h(t) = t + D.
-//          Distributes over max and min; over + only with a carried count of
-//          the terms in t: h(t, n) = t + n · D.
-// (1) is proved symbolically on a linear normal form of the exponent or the
-// difference (Loom's float simplifier does not reassociate, so the proof
-// normalizes on its own); every repair is also checked in float64 at random
-// points. Where the symbolic separation fails, a repair found numerically
-// (g(r', c) / g(r, c) the same for every sampled c) is accepted and the log
-// says so.
+//   scale:   g = C(c) · exp(Λ(r, c)) with Λ(r', c) − Λ(r, c) free of c, so
+//            h(t) = t · exp(Λ(r') − Λ(r)). Linear in t, with a positive
+//            factor: distributes over +, max and min.
+//   shift:   g(r', c) − g(r, c) = D(r, r') free of c, so h(t) = t + D.
+//            Distributes over max and min.
+//   carried: under +, g = a_0(c) + Σ_k a_k(c) · φ_k(r): the change of a
+//            partial sum t is Σ_k A_k · (φ_k(r') − φ_k(r)) where A_k = Σ a_k(c)
+//            over the same terms, so h carries the running sums A_k with t:
+//            h(t, A, r, r') = t + Σ_k A_k · Δ_k(r, r'). Going beyond a plain
+//            repair: with φ(r) = r, r² this gives single-pass variance; with
+//            a_k constant, A_k is a term count (e.g. Σ (x − max)). Linear in
+//            (t, A), so it distributes over +.
+// (1) is proved symbolically on a linear normal form of the exponent, the
+// difference or the polynomial expansion (Loom's float simplifier does not
+// reassociate, so the proof normalizes on its own); every repair is also
+// checked in float64 at random points. Where the symbolic separation fails,
+// a repair found numerically (g(r', c) / g(r, c) the same for every sampled
+// c) is accepted and the log says so.
 #pragma once
 
 #include <string>
@@ -48,22 +54,33 @@ struct ProducerSlot {
     ReduceOp op;       // the producer's own reduction
 };
 
+/** A running sum that a carried repair keeps beside the reduction: each
+ * term adds `per_term` (in g's variables), and a producer move from r to r'
+ * changes the reduction by the sum times `change` (in the slot variables
+ * and their primed names). */
+struct CarriedSum {
+    Expr per_term;
+    Expr change;
+};
+
 struct Repair {
-    enum Kind { None, Scale, Shift, CountedShift };
+    enum Kind { None, Scale, Shift, Carried };
     Kind kind = None;
-    /** Scale: the exponent E, h(t) = t * exp(E). Shift: the offset D,
-     * h(t) = t + D (CountedShift: t + n * D). In terms of the slot Variables
-     * (old values) and the same names with a trailing ' (new values). */
+    /** Scale: the factor F, h(t) = t * F. Shift: the offset D, h(t) = t + D.
+     * In terms of the slot Variables (old values) and the same names with a
+     * trailing ' (new values). */
     Expr term;
+    /** Carried: h(t, A, r, r') = t + Σ_k A_k * carried[k].change. */
+    std::vector<CarriedSum> carried;
     bool proved_symbolically = false;
     std::string log;  // how h was found and accepted, for the compile log
 
     /** h applied to t, for producers moving from old_values to new_values
-     * (one per slot, in slot order); `count` is the carried term count for
-     * CountedShift. */
+     * (one per slot, in slot order); `sums` are the carried running sums
+     * over the same terms as t (Carried only). */
     Expr apply(const Expr &t, const std::vector<ProducerSlot> &slots,
                const std::vector<Expr> &old_values, const std::vector<Expr> &new_values,
-               const Expr &count = Expr()) const;
+               const std::vector<Expr> &sums = {}) const;
     /** h as a readable formula, e.g. "h(t, m, m') = t * exp(m - m')". */
     std::string formula(const std::vector<ProducerSlot> &slots) const;
 };

@@ -75,7 +75,7 @@ class CompiledPipeline {
     /** What rolling_update and split_k did: the chains found, each derived
      * repair and how it was accepted (proved symbolically or checked
      * numerically). Empty without those directives. */
-    const std::vector<std::string> &compile_log() const;
+    std::vector<std::string> compile_log() const;
     /** Seconds of compile_seconds() spent deriving repairs and rewriting
      * reduction chains. */
     double fusion_seconds() const;

@@ -75,3 +75,132 @@ TEST(SplitK, WeightedAverage) {
 }
 
 }  // namespace
+
+namespace {
+
+/** A chain over the rows of x(i, r): out(i) from reductions over r. */
+struct RowChain {
+    BufferParam x{Float(32), 2, "x"};
+    Var i{"i"}, j{"j"};
+    RDom r;
+    Func m{"m"}, l{"l"}, out{"out"};
+    RowChain() : r(0, x.dim(1).extent(), "r") {}
+    void check(const Schedule &sch, int rows, double tol = 2e-6) {
+        Buffer<float> expected(interpret(out, {rows}));
+        Buffer<float> actual({rows});
+        Pipeline(out).compile(sch).realize({actual});
+        EXPECT_TRUE(buffers_match(actual, expected, tol, tol));
+    }
+    /** rolling_update untiled and tiled, and split_k in 1, 2, 7, 16 chunks. */
+    void check_all_schedules(const Func &x_dependent, int rows, double tol = 2e-6) {
+        for (int tile : {0, 5, 16}) {
+            Schedule sch;
+            Stage st = sch.rolling_update(x_dependent, r);
+            if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+            SCOPED_TRACE("rolling_update, tile " + std::to_string(tile));
+            check(sch, rows, tol);
+        }
+        for (int k : {1, 2, 7, 16}) {
+            Schedule sch;
+            Var c("c");
+            sch.split_k(x_dependent, r, k, c).compute_root().parallel(c);
+            SCOPED_TRACE("split_k " + std::to_string(k));
+            check(sch, rows, tol);
+        }
+    }
+};
+
+TEST(ReductionFusion, LogSumExp) {
+    RowChain a;
+    a.x.set(random_buffer<float>({6, 41}, -30, 30));
+    a.m(a.i) = maximum(a.x(a.i, a.r));
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.m(a.i) + log(a.l(a.i));
+    a.check_all_schedules(a.l, 6);
+}
+
+TEST(ReductionFusion, ExpInBaseTwo) {
+    RowChain a;
+    a.x.set(random_buffer<float>({5, 39}, -20, 20));
+    a.m(a.i) = maximum(a.x(a.i, a.r));
+    a.l(a.i) = sum(pow(2.0f, a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.l(a.i);
+    a.check_all_schedules(a.l, 5);
+    // The repair is the base-2 rescaling, proved symbolically.
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    std::string log;
+    for (const std::string &s : Pipeline(a.out).compile(sch).compile_log()) log += s + "\n";
+    EXPECT_NE(log.find("proved symbolically"), std::string::npos) << log;
+    EXPECT_NE(log.find("t * pow_f32(2.0f, (m - m'))"), std::string::npos) << log;
+}
+
+TEST(ReductionFusion, MinProducer) {
+    // A min producer and a decaying weight: sum of exp(min - x).
+    RowChain a;
+    a.x.set(random_buffer<float>({4, 33}, -10, 10));
+    a.m(a.i) = minimum(a.x(a.i, a.r));
+    a.l(a.i) = sum(exp(a.m(a.i) - a.x(a.i, a.r)));
+    a.out(a.i) = a.l(a.i);
+    a.check_all_schedules(a.l, 4);
+}
+
+TEST(ReductionFusion, CarriedTermCount) {
+    // sum(x - max) needs how many terms a partial sum holds: the compiler
+    // carries a count beside it.
+    RowChain a;
+    a.x.set(random_buffer<float>({5, 37}, -4, 4));
+    a.m(a.i) = maximum(a.x(a.i, a.r));
+    a.l(a.i) = sum(a.x(a.i, a.r) - a.m(a.i));
+    a.out(a.i) = a.l(a.i);
+    a.check_all_schedules(a.l, 5, 1e-5);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    std::string log;
+    for (const std::string &s : Pipeline(a.out).compile(sch).compile_log()) log += s + "\n";
+    EXPECT_NE(log.find("carrying A1 = sum of 1"), std::string::npos) << log;
+}
+
+TEST(ReductionFusion, SinglePassVariance) {
+    // Variance from the sum: (x - S/n)^2 is a polynomial in S, so the repair
+    // carries the sums of its coefficients (sum of x, and the count): a
+    // two-pass statistic in one pass.
+    RowChain a;
+    a.x.set(random_buffer<float>({4, 45}, 1, 3));
+    Expr n = cast<float>(a.x.dim(1).extent());
+    a.m(a.i) = sum(a.x(a.i, a.r));
+    Expr dev = a.x(a.i, a.r) - a.m(a.i) / n;
+    a.l(a.i) = sum(dev * dev);
+    a.out(a.i) = a.l(a.i) / n;
+    a.check_all_schedules(a.l, 4, 2e-5);
+}
+
+TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
+    // Leading -inf scores: tiles with nothing unmasked so far must add
+    // nothing (no exp(-inf + inf)).
+    WeightedAverage a;
+    const int rows = 4, n = 50, dims = 3;
+    Buffer<float> x = random_buffer<float>({rows, n}, -5, 5);
+    for (int i = 0; i < rows; i++) {
+        for (int k = 0; k < 10 * i + 3 && k < n; k++) x(i, k) = -INFINITY;
+    }
+    a.x.set(x);
+    a.v.set(random_buffer<float>({n, dims}));
+    for (int tile : {1, 4, 8}) {
+        Schedule sch;
+        sch.rolling_update(a.o, a.r).split(a.r, RVar("ro"), RVar("ri"), tile);
+        sch[a.o].compute_root();
+        SCOPED_TRACE("tile " + std::to_string(tile));
+        a.check(sch, rows, dims);
+    }
+    for (int k : {2, 7}) {
+        Schedule sch;
+        Var c("c");
+        sch.split_k(a.o, a.r, k, c).compute_root();
+        sch[a.o].compute_root();
+        SCOPED_TRACE("split_k " + std::to_string(k));
+        a.check(sch, rows, dims);
+    }
+}
+
+}  // namespace
