@@ -70,7 +70,6 @@ inline void flash_decoding(Schedule &sch, const AttentionChain &a,
     RVar ro("ro"), ri("ri");
     Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
     partial.split(a.r, ro, ri, opt.key_tile)
-        .reorder(chunk, a.b)
         .parallel(chunk)
         .vectorize(a.d, opt.vector)
         .compute_root();

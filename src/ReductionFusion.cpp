@@ -703,14 +703,14 @@ class Rewriter {
      * one combine per member. */
     void split_k() {
         Expr chunks = d.chunks;
-        // At least 1, so that bounds inference knows the divisor's sign.
-        Expr size = max((r_extent + chunks - 1) / chunks, 1);
         const std::string &c = d.chunk_var;
         create_fused_functions();
         std::map<std::string, FunctionPtr> target;
         for (const Member &m : chain.members) {
-            std::vector<std::string> args = m.f->args;
-            args.push_back(c);
+            // The chunk outermost: each chunk's partials are contiguous, so
+            // chunks computed in parallel do not share cache lines.
+            std::vector<std::string> args = {c};
+            args.insert(args.end(), m.f->args.begin(), m.f->args.end());
             std::string name = m.name == chain.leader ? d.partial : m.name + "_partial";
             user_assert(!env.funcs.count(name))
                 << what << ": the pipeline already has a Func named " << name << ".";
@@ -738,15 +738,15 @@ class Rewriter {
             stand_in->updates = {u};
             user_ss = default_stage_schedule(stand_in, 1);
         }
-        roll(target, user_ss, c, size, placement);
+        roll(target, user_ss, c, chunks, placement);
 
         // Combines: producers fold their partials; dependents fold the
         // partials repaired to the producers' final values.
         ReductionDomainPtr combine_dom = make_domain(chain.leader + "." + c, c, 0, chunks, Expr());
         Expr kc = rvar_of(combine_dom);
         auto partial_at = [&](const std::string &name, const Expr &chunk) {
-            std::vector<Expr> args = pure_args(chain.member(name).f);
-            args.push_back(chunk);
+            std::vector<Expr> args = {chunk};
+            for (const Expr &a : pure_args(chain.member(name).f)) args.push_back(a);
             return call(target.at(name), args);
         };
         for (const Member &m : chain.members) {
@@ -800,7 +800,7 @@ class Rewriter {
      * of r are rolled. The tile size and the leader's loops come from
      * `user_ss`, the placement from `placement`. */
     void roll(const std::map<std::string, FunctionPtr> &target, const StageSchedule &user_ss,
-              const std::string &chunk, const Expr &chunk_size, const FuncSchedule &placement) {
+              const std::string &chunk, const Expr &chunks, const FuncSchedule &placement) {
         bool chunked = !chunk.empty();
         Expr tile = 1;
         std::string outer = r, inner;
@@ -822,102 +822,129 @@ class Rewriter {
         bool tiled = !inner.empty();
         const std::string leader = target.at(chain.leader)->name;
 
-        // The piece of r rolled: [base, base + limit) of [0, N), span points
-        // long at most.
-        Expr span = chunked ? chunk_size : r_extent;
-        auto base_of = [&](const Expr &c) { return chunked ? c * chunk_size : Expr(0); };
-        auto limit_of = [&](const Expr &c) {
-            return chunked ? min(chunk_size, r_extent - base_of(c)) : r_extent;
-        };
-        // The point of r at offset `within` of piece c, clamped into the
-        // domain (so bounds inference sees reads inside it; predicates drop
-        // the points past its end).
-        auto point = [&](const Expr &c, const Expr &within) {
-            if (!chunked && !tiled) return r_min + within;
-            // The end written as min(base + size, N), not base + limit:
-            // interval arithmetic then bounds it by N without having to see
-            // that the two bases cancel.
-            Expr end = chunked ? min(base_of(c) + chunk_size, r_extent) : r_extent;
-            return r_min + min(base_of(c) + within, end - 1);
-        };
+        // Chunk c rolls the points [c * size, (c + 1) * size) of [0, N).
+        // With tiles, chunks are whole tiles (size is a multiple of the
+        // tile), so a tile is numbered once for the whole domain: global
+        // tile G holds [G * tile, (G + 1) * tile), wherever its chunk.
+        Expr per_chunk = chunked ? max((r_extent + chunks - 1) / chunks, 1) : Expr();
+        Expr tiles_per_chunk = chunked && tiled ? (per_chunk + tile - 1) / tile : Expr();
+        Expr size = !chunked ? r_extent : tiled ? tiles_per_chunk * tile : per_chunk;
+        Expr span = size;  // the most points one piece rolls
         Expr cv = chunked ? pure_var(chunk) : Expr();
+
+        /** Where a step or a bridge is: its chunk, and its global tile (tiled)
+         * or point of r (untiled). */
+        struct Piece {
+            Expr c, tile, point;
+        };
 
         ReductionDomainPtr steps, tile_dom;
         if (tiled) {
             steps = make_domain(leader + "." + outer, outer, 0, (span + tile - 1) / tile, Expr());
+            // The tile partials run over global tile G = their Var `outer`;
+            // their points are clamped into the domain (so bounds inference
+            // sees reads inside it) and the predicate drops those past N.
             Expr within = pure_var(outer) * tile + Variable::make(Int(32), inner);
-            Expr pred = within < limit_of(cv);
-            if (predicate.defined()) pred = pred && substitute(r, point(cv, within), predicate);
+            Expr pred = within < r_extent;
+            if (predicate.defined())
+                pred = pred && substitute(r, r_min + min(within, r_extent - 1), predicate);
             tile_dom = make_domain(leader + "." + inner, inner, 0, tile, pred);
         } else {
             Expr t = Variable::make(Int(32), r);
-            Expr pred = chunked ? (t < limit_of(cv)) : Expr();
-            if (predicate.defined())
-                pred = and_predicates(pred, substitute(r, point(cv, t), predicate));
+            Expr pred, at = r_min + t;
+            if (chunked) {
+                Expr global = cv * size + t;
+                pred = global < r_extent;
+                // The end written as min(base + size, N), not base + limit:
+                // interval arithmetic then bounds it by N.
+                at = r_min + min(global, min(cv * size + size, r_extent) - 1);
+            }
+            if (predicate.defined()) pred = and_predicates(pred, substitute(r, at, predicate));
             steps = make_domain(leader + "." + r, r, 0, span, pred);
         }
         Expr step = rvar_of(steps);
+        Piece step_piece;
+        step_piece.c = cv;
+        if (tiled) {
+            step_piece.tile = chunked ? cv * tiles_per_chunk + step : step;
+        } else {
+            step_piece.point =
+                chunked ? r_min + min(cv * size + step, min(cv * size + size, r_extent) - 1)
+                        : r_min + step;
+        }
 
         auto args_of = [&](const Member &m, const Expr &c) {
-            std::vector<Expr> args = pure_args(m.f);
+            std::vector<Expr> args;
             if (chunked) args.push_back(c);
+            for (const Expr &a : pure_args(m.f)) args.push_back(a);
             return args;
         };
         auto current_of = [&](const Member &m, const Expr &c) {
             return call(target.at(m.name), args_of(m, c));
         };
         std::map<std::string, FunctionPtr> partial;
-        // new_value(p, t, c): member p's running value after tile (or
-        // point) t of piece c.
-        std::function<Expr(const std::string &, const Expr &, const Expr &)> new_value;
-        auto contribution = [&](const Member &m, const Expr &t, const Expr &c) -> Expr {
+        // new_value(p, piece): member p's running value after the piece.
+        std::function<Expr(const std::string &, const Piece &)> new_value;
+        auto contribution = [&](const Member &m, const Piece &at) -> Expr {
             if (tiled) {
-                std::vector<Expr> args = args_of(m, c);
-                args.push_back(t);
+                std::vector<Expr> args = pure_args(m.f);
+                args.push_back(at.tile);
                 return call(partial.at(m.name), args);
             }
-            return with_producers(m, substitute(r, point(c, t), m.term),
-                                  [&](const std::string &p) { return new_value(p, t, c); });
+            return with_producers(m, substitute(r, at.point, m.term),
+                                  [&](const std::string &p) { return new_value(p, at); });
         };
-        new_value = [&](const std::string &name, const Expr &t, const Expr &c) -> Expr {
+        new_value = [&](const std::string &name, const Piece &at) -> Expr {
             const Member &m = chain.member(name);
-            Expr cur = current_of(m, c);
-            if (m.producers.empty()) return reduce_combine(m.op, cur, contribution(m, t, c));
+            Expr cur = current_of(m, at.c);
+            if (m.producers.empty()) return reduce_combine(m.op, cur, contribution(m, at));
             std::vector<Expr> olds, news, sums;
             for (const std::string &p : m.producers) {
-                olds.push_back(current_of(chain.member(p), c));
-                news.push_back(new_value(p, t, c));
+                olds.push_back(current_of(chain.member(p), at.c));
+                news.push_back(new_value(p, at));
             }
-            for (const std::string &p : m.carried) sums.push_back(current_of(chain.member(p), c));
-            return repaired_step(m, cur, olds, news, sums, contribution(m, t, c), cur);
+            for (const std::string &p : m.carried)
+                sums.push_back(current_of(chain.member(p), at.c));
+            return repaired_step(m, cur, olds, news, sums, contribution(m, at), cur);
         };
 
         if (tiled) {
             for (const Member &m : chain.members) {
-                std::vector<std::string> args = target.at(m.name)->args;
+                std::vector<std::string> args = m.f->args;
                 args.push_back(outer);
                 partial[m.name] = make_reduction(target.at(m.name)->name + "_tile", args, m.op,
                                                  m.f->output_types[0], tile_dom);
             }
         }
-        // Bridges see the producers' values for the piece and tile of their
+        // Bridges see the producers' values for the chunk and tile of their
         // key point.
+        auto chunk_of_tile = [&](const Expr &g) {
+            return chunked ? g / max(tiles_per_chunk, 1) : Expr();
+        };
         rewrite_bridges([&](const std::string &p, const Expr &key) {
+            Piece at;
             Expr rel = key - r_min;
-            Expr c = chunked ? rel / chunk_size : Expr();
-            Expr within = chunked ? rel % chunk_size : rel;
-            return new_value(p, tiled ? within / tile : within, c);
+            if (tiled) {
+                at.tile = rel / tile;
+                at.c = chunk_of_tile(at.tile);
+            } else {
+                at.c = chunked ? rel / size : Expr();
+                at.point = key;
+            }
+            return new_value(p, at);
         });
         if (tiled) {
             // Tile partials: the chain within one tile, with the producers
             // at their values after the tile.
-            Expr t = pure_var(outer);
-            Expr within = t * tile + Variable::make(Int(32), inner, nullptr, tile_dom);
+            Piece at;
+            at.tile = pure_var(outer);
+            at.c = chunk_of_tile(at.tile);
+            Expr within = at.tile * tile + Variable::make(Int(32), inner, nullptr, tile_dom);
             for (const Member &m : chain.members) {
                 FunctionPtr p = partial[m.name];
-                Expr term = substitute(r, point(cv, within), m.term);
-                term = with_producers(m, term,
-                                      [&](const std::string &q) { return new_value(q, t, cv); });
+                Expr term = substitute(r, r_min + min(within, r_extent - 1), m.term);
+                term =
+                    with_producers(m, term, [&](const std::string &q) { return new_value(q, at); });
                 p->updates[0].values = {reduce_combine(m.op, call(p, pure_args(p)), term)};
                 FuncSchedule fs;
                 fs.func = p;
@@ -938,7 +965,7 @@ class Rewriter {
             Definition u;
             u.args = pure_args(f);
             u.rdom = steps;
-            u.values = {new_value(m.name, step, cv)};
+            u.values = {new_value(m.name, step_piece)};
             f->updates = {u};
         }
 

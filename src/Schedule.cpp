@@ -575,8 +575,8 @@ Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const 
     // lowering) will have, so that its schedule can be checked as written.
     auto partial = std::make_shared<FunctionContents>();
     partial->name = X.name() + "_partial";
-    partial->args = X.function()->args;
-    partial->args.push_back(chunk.name());
+    partial->args = {chunk.name()};  // outermost, as in the real partial
+    for (const std::string &a : X.function()->args) partial->args.push_back(a);
     partial->output_types = red->output_types;
     std::vector<Expr> pure;
     for (const std::string &a : partial->args) pure.push_back(Var(a));

@@ -124,11 +124,16 @@ class Schedule {
     /** Splits X's chain of reductions along `r` into `chunks` pieces that
      * can run in parallel, each computing local producers and a local X,
      * and a combine stage that merges the pieces with the same derived
-     * repairs: X = ⊕_k h(X_k, r_k, r). Returns the update stage of X's
-     * per-chunk partial, a Func named X.name() + "_partial" over X's Vars
-     * and `chunk`, to be scheduled (e.g. compute_root().parallel(chunk));
-     * the partials of the other reductions of the chain follow its
-     * placement. X's own schedule places the combine stage. */
+     * repairs: X = ⊕_k h(X_k, r_k, r). Each chunk is ONE rolling pass
+     * (as rolling_update) over its points.
+     *
+     * Returns the update stage of X's per-chunk partial, a Func named
+     * X.name() + "_partial" over `chunk` (outermost) and X's Vars, to be
+     * scheduled: compute_root().parallel(chunk), and split(r, ro, ri, 64)
+     * to roll each chunk in tiles (then other Funcs may be computed per
+     * tile with compute_at(that stage, ro)). The partials of the other
+     * reductions of the chain follow its placement; X's own schedule
+     * places the combine stage. */
     Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk);
 
     std::shared_ptr<internal::ScheduleContents> contents() const { return contents_; }
