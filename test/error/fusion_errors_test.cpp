@@ -1,0 +1,150 @@
+// rolling_update and split_k mistakes: chains with no repair, directives on
+// Funcs that are not reductions, schedules the fused loops cannot honour.
+// Each must be a CompileError that names the culprit.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::random_buffer;
+using loom_test::throws_with;
+
+namespace {
+
+/** Rows of x with a max m over r; each test defines l and out. */
+struct Rows {
+    BufferParam x{Float(32), 2, "x"};
+    Var i{"i"};
+    RDom r;
+    Func m{"m"}, l{"l"}, out{"out"};
+    Rows() : r(0, x.dim(1).extent(), "r") {
+        x.set(random_buffer<float>({3, 9}));
+        m(i) = maximum(x(i, r));
+    }
+    void compile(const Schedule &sch) { Pipeline(out).compile(sch); }
+};
+
+}  // namespace
+
+TEST(FusionErrors, NoRepairForSine) {
+    Rows a;
+    a.l(a.i) = sum(sin(a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); }, {"rolling_update(l, r.x)", "cannot repair reduction l",
+                                  "producer m", "no repair h(t, r, r') exists", "sin_f32"}));
+    // The same chain computes fine without the directive.
+    EXPECT_NO_THROW(a.compile(Schedule()));
+}
+
+TEST(FusionErrors, ProductOfTermsReadingTheProducer) {
+    // (Sums of (x - m)^2 are repaired by carrying running sums; see
+    // ReductionFusion.SinglePassVariance. A product of such terms is not.)
+    Rows a;
+    Func pr("pr");
+    pr(a.i) = product(a.x(a.i, a.r) - a.m(a.i));
+    a.out(a.i) = pr(a.i);
+    Schedule sch;
+    sch.split_k(pr, a.r, 2, Var("c"));
+    EXPECT_TRUE(throws_with<CompileError>([&] { a.compile(sch); },
+                                          {"split_k(pr, r.x)", "cannot repair reduction pr",
+                                           "products of terms that read a running producer"}));
+}
+
+TEST(FusionErrors, NotAReduction) {
+    Rows a;
+    Func plain("plain");
+    plain(a.i) = a.x(a.i, 0) * 2.0f;
+    Schedule sch;
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch.rolling_update(plain, a.r); },
+        {"rolling_update(plain, r.x)", "not a reduction over", "inline reduction"}));
+}
+
+TEST(FusionErrors, WrongRVar) {
+    Rows a;
+    RDom other(0, 4, "other");
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    Schedule sch;
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch.rolling_update(a.l, other); },
+                                          {"rolling_update(l, other.x)", "not a reduction over"}));
+}
+
+TEST(FusionErrors, NoChainToFuse) {
+    Rows a;
+    a.l(a.i) = sum(a.x(a.i, a.r));  // reads no other reduction over r
+    a.out(a.i) = a.l(a.i) + a.m(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); },
+        {"rolling_update(l, r.x)", "reads no other reduction", "no chain to fuse"}));
+}
+
+TEST(FusionErrors, DependentMustStartAtIdentity) {
+    Rows a;
+    a.l(a.i) = 1.0f;
+    a.l(a.i) += exp(a.x(a.i, a.r) - a.m(a.i));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); }, {"rolling_update(l, r.x)", "must start at the identity", "1.0f"}));
+}
+
+TEST(FusionErrors, ProducerReadElsewhere) {
+    Rows a;
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i + 1)));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); }, {"rolling_update(l, r.x)", "reads the reduction m", "own Vars"}));
+}
+
+TEST(FusionErrors, TileLoopMustBeSerial) {
+    Rows a;
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    RVar ro("ro"), ri("ri");
+    sch.rolling_update(a.l, a.r).split(a.r, ro, ri, 4).unroll(ri);
+    sch[a.l].compute_root();
+    EXPECT_NO_THROW(a.compile(sch));
+    Schedule bad;
+    // The update's loop over r carries a dependence, so it cannot be
+    // parallel even before fusion; the directive's stage says so.
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { bad.rolling_update(a.l, a.r).split(a.r, ro, ri, 4).parallel(ro); },
+        {"cannot parallelize", "ro", "carries a dependence"}));
+}
+
+TEST(FusionErrors, SplitKArguments) {
+    Rows a;
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    Schedule sch;
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch.split_k(a.l, a.r, 0, Var("c")); },
+                                          {"split_k(l, r.x)", "chunks is 0", "positive"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch.split_k(a.l, a.r, 4, a.i); },
+                                          {"split_k(l, r.x)", "chunk Var 'i'", "fresh Var"}));
+    sch.split_k(a.l, a.r, 4, Var("c"));
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch.rolling_update(a.l, a.r); },
+                                          {"rolling_update(l, r.x)", "already has a split_k"}));
+}
+
+TEST(FusionErrors, MultiDimensionalRDom) {
+    BufferParam x(Float(32), 3, "x");
+    Var i("i");
+    RDom r({{0, x.dim(1).extent()}, {0, x.dim(2).extent()}}, "r");
+    Func m("m"), l("l"), out("out");
+    m(i) = maximum(x(i, r.x, r.y));
+    l(i) = sum(exp(x(i, r.x, r.y) - m(i)));
+    out(i) = l(i);
+    Schedule sch;
+    sch.rolling_update(l, r.x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile(sch); },
+        {"rolling_update(l, r.x)", "2 dimensions", "one-dimensional RDom"}));
+}
