@@ -328,7 +328,9 @@ class Chain {
             std::map<std::string, Expr> slot_values;
             for (const std::string &p : m.producers) {
                 const Member &pm = member(p);
-                m.slots.push_back({p, p, pm.op});
+                // The producer's own term, when it reads no producer itself.
+                Expr phi = pm.producers.empty() ? pm.g : Expr();
+                m.slots.push_back({p, p, pm.op, pm.f->output_types[0], phi});
             }
             ReplaceCalls to_slots;
             to_slots.replace = [&](const Call *c) -> Expr {

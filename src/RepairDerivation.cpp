@@ -98,8 +98,6 @@ bool reads_slots(const Expr &e, const SlotNames &slots) {
 
 /** e with every slot variable renamed to its primed name. */
 Expr prime_slots(const Expr &e, const std::vector<ProducerSlot> &slots) {
-    std::map<std::string, Expr> m;
-    for (const ProducerSlot &p : slots) m[p.var] = Variable::make(e.type(), primed(p.var));
     // The slot Variables have the producers' types, which may differ from
     // e's; substitute with the right type per slot.
     struct Rename : IRMutator {
@@ -345,6 +343,9 @@ class Evaluator {
     explicit Evaluator(std::mt19937_64 &rng) : rng(rng) {}
     std::map<std::string, double> slots;
     void new_point() { atoms.clear(); }
+    using Atoms = std::vector<std::pair<Expr, double>>;
+    const Atoms &current_atoms() const { return atoms; }
+    void use_atoms(const Atoms &a) { atoms = a; }
 
     double eval(const Expr &e) {
         if (const FloatImm *f = e.as<FloatImm>()) return f->value;
@@ -416,10 +417,74 @@ class Evaluator {
  * 1/n) can explain. */
 bool close(double a, double b) {
     if (std::isnan(a) || std::isnan(b)) return false;
+    if (std::isinf(a) || std::isinf(b)) return a == b;
     return std::abs(a - b) <= 1e-6 * std::max({std::abs(a), std::abs(b), 1e-12});
 }
 
 constexpr int kPoints = 64;
+
+bool reads_rvar(const Expr &e) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override { found = found || op->rdom != nullptr; }
+    } find;
+    e.accept(&find);
+    return find.found;
+}
+
+/** Producer values for two sampled terms c1, c2: for a max (min) producer
+ * with a known term φ, r >= max(φ(c1), φ(c2)) and r' >= r (<= for min),
+ * often with equality, since that is where indicator terms live; otherwise
+ * anywhere in [-3, 3]. */
+void sample_slots(Evaluator &ev, std::mt19937_64 &rng, const std::vector<ProducerSlot> &slots,
+                  const Evaluator::Atoms &c1, const Evaluator::Atoms &c2) {
+    std::uniform_real_distribution<double> value(-3, 3), gap(0, 3);
+    std::uniform_int_distribution<int> third(0, 2);
+    auto some_gap = [&]() { return third(rng) == 0 ? 0.0 : gap(rng); };
+    for (const ProducerSlot &p : slots) {
+        bool ordered = p.per_term.defined() && (p.op == ReduceOp::Max || p.op == ReduceOp::Min);
+        if (!ordered) {
+            ev.slots[p.var] = value(rng);
+            ev.slots[primed(p.var)] = value(rng);
+            continue;
+        }
+        double sign = p.op == ReduceOp::Max ? 1 : -1;
+        ev.use_atoms(c1);
+        double phi1 = ev.eval(p.per_term);
+        ev.use_atoms(c2);
+        double phi2 = ev.eval(p.per_term);
+        double r = sign > 0 ? std::max(phi1, phi2) : std::min(phi1, phi2);
+        r += sign * some_gap();
+        ev.slots[p.var] = r;
+        ev.slots[primed(p.var)] = r + sign * some_gap();
+    }
+}
+
+/** Two fresh sets of atom values (terms c1 and c2), covering every atom of
+ * the given Exprs. */
+std::pair<Evaluator::Atoms, Evaluator::Atoms> sample_terms(Evaluator &ev,
+                                                           const std::vector<Expr> &exprs) {
+    std::pair<Evaluator::Atoms, Evaluator::Atoms> c;
+    for (Evaluator::Atoms *a : {&c.first, &c.second}) {
+        ev.new_point();
+        if (a == &c.second) {
+            // What does not read an RVar (a Param, a buffer's extent, the
+            // row's Vars) is the same for every term of one reduction.
+            Evaluator::Atoms shared;
+            for (const auto &atom : c.first) {
+                if (!reads_rvar(atom.first)) shared.push_back(atom);
+            }
+            ev.use_atoms(shared);
+        }
+        // Slots are not atoms; give them placeholder values meanwhile.
+        for (const Expr &e : exprs) {
+            if (e.defined()) ev.eval(e);
+        }
+        *a = ev.current_atoms();
+    }
+    return c;
+}
 
 /** Checks properties (1) and (2) of the repair at random points. Returns an
  * empty string, or which property failed. */
@@ -427,58 +492,56 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
                               const std::vector<ProducerSlot> &slots) {
     std::mt19937_64 rng(0x5eed);
     Evaluator ev(rng);
-    std::uniform_real_distribution<double> value(-3, 3);
     Expr g_new = prime_slots(g, slots);
     Type t = g.type();
     Expr tv = Variable::make(t, "t.check");
     std::vector<Expr> olds, news;
     for (const ProducerSlot &p : slots) {
-        olds.push_back(Variable::make(t, p.var));
-        news.push_back(Variable::make(t, primed(p.var)));
+        olds.push_back(Variable::make(p.type, p.var));
+        news.push_back(Variable::make(p.type, primed(p.var)));
     }
     // Carried sums: A_k over one term, then over two.
-    std::vector<Expr> sums;
+    std::vector<Expr> sums, atoms_of = {g};
     for (size_t k = 0; k < h.carried.size(); k++) {
         sums.push_back(Variable::make(t, "A" + std::to_string(k) + ".check"));
+        atoms_of.push_back(h.carried[k].per_term);
     }
+    for (const ProducerSlot &p : slots) atoms_of.push_back(p.per_term);
     Expr h1 = h.apply(tv, slots, olds, news, sums);
+    auto combine = [&](double a, double b) {
+        switch (op) {
+        case ReduceOp::Add: return a + b;
+        case ReduceOp::Mul: return a * b;
+        case ReduceOp::Max: return std::max(a, b);
+        case ReduceOp::Min: return std::min(a, b);
+        }
+        return a;
+    };
     for (int k = 0; k < kPoints; k++) {
-        for (const ProducerSlot &p : slots) {
-            ev.slots[p.var] = value(rng);
-            ev.slots[primed(p.var)] = value(rng);
+        for (const ProducerSlot &p : slots) ev.slots[p.var] = ev.slots[primed(p.var)] = 0;
+        auto [c1, c2] = sample_terms(ev, atoms_of);
+        sample_slots(ev, rng, slots, c1, c2);
+        double g_old[2], g_next[2];
+        std::vector<double> a_both(h.carried.size(), 0.0);
+        for (int n = 0; n < 2; n++) {
+            ev.use_atoms(n == 0 ? c1 : c2);
+            g_old[n] = ev.eval(g);
+            g_next[n] = ev.eval(g_new);
+            for (size_t j = 0; j < h.carried.size(); j++) {
+                double a = ev.eval(h.carried[j].per_term);
+                a_both[j] += a;
+                ev.slots["A" + std::to_string(j) + ".check"] = a;
+            }
+            ev.slots["t.check"] = g_old[n];
+            if (!close(ev.eval(h1), g_next[n])) {
+                return "h(g(r, c), r, r') = g(r', c) (property 1)";
+            }
         }
-        ev.new_point();
-        double g1 = ev.eval(g), g1_new = ev.eval(g_new);
-        std::vector<double> a1;
         for (size_t j = 0; j < h.carried.size(); j++) {
-            a1.push_back(ev.eval(h.carried[j].per_term));
-            ev.slots["A" + std::to_string(j) + ".check"] = a1.back();
+            ev.slots["A" + std::to_string(j) + ".check"] = a_both[j];
         }
-        ev.slots["t.check"] = g1;
-        if (!close(ev.eval(h1), g1_new)) {
-            return "h(g(r, c), r, r') = g(r', c) (property 1)";
-        }
-        ev.new_point();
-        double g2 = ev.eval(g), g2_new = ev.eval(g_new);
-        for (size_t j = 0; j < h.carried.size(); j++) {
-            ev.slots["A" + std::to_string(j) + ".check"] = a1[j] + ev.eval(h.carried[j].per_term);
-        }
-        double both = 0;
-        switch (op) {
-        case ReduceOp::Add: both = g1 + g2; break;
-        case ReduceOp::Mul: both = g1 * g2; break;
-        case ReduceOp::Max: both = std::max(g1, g2); break;
-        case ReduceOp::Min: both = std::min(g1, g2); break;
-        }
-        double expect = 0;
-        switch (op) {
-        case ReduceOp::Add: expect = g1_new + g2_new; break;
-        case ReduceOp::Mul: expect = g1_new * g2_new; break;
-        case ReduceOp::Max: expect = std::max(g1_new, g2_new); break;
-        case ReduceOp::Min: expect = std::min(g1_new, g2_new); break;
-        }
-        ev.slots["t.check"] = both;
-        if (!close(ev.eval(h1), expect)) {
+        ev.slots["t.check"] = combine(g_old[0], g_old[1]);
+        if (!close(ev.eval(h1), combine(g_next[0], g_next[1]))) {
             return std::string("h(x ") + reduce_op_name(op) + " y) = h(x) " + reduce_op_name(op) +
                    " h(y) (property 2)";
         }
@@ -521,6 +584,14 @@ Expr Repair::apply(const Expr &t, const std::vector<ProducerSlot> &slots,
     }
     switch (kind) {
     case Scale: return t * substitute(m, term);
+    case Reset: {
+        Expr same;
+        for (size_t k = 0; k < slots.size(); k++) {
+            Expr e = old_values[k] == new_values[k];
+            same = same.defined() ? (same && e) : e;
+        }
+        return select(same, t, term);
+    }
     case Shift: return t + substitute(m, term);
     case Carried: {
         internal_assert(sums.size() == carried.size());
@@ -545,6 +616,14 @@ std::string Repair::formula(const std::vector<ProducerSlot> &slots) const {
     case None: os << "t"; break;
     case Scale: os << "t * " << term; break;
     case Shift: os << "t + " << term; break;
+    case Reset: {
+        os << "select(";
+        for (size_t k = 0; k < slots.size(); k++) {
+            os << (k ? " && " : "") << slots[k].var << " == " << primed(slots[k].var);
+        }
+        os << ", t, " << term << ")";
+        break;
+    }
     case Carried:
         os << "t";
         for (size_t k = 0; k < carried.size(); k++)
@@ -647,8 +726,8 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
     if (!scale_ok && op == ReduceOp::Add) {
         std::vector<Expr> coefs;
         if (slots.size() == 1 && polynomial(g, slots[0].var, coefs) && coefs.size() > 1) {
-            Expr r = Variable::make(t, slots[0].var),
-                 r_new = Variable::make(t, primed(slots[0].var));
+            Expr r = Variable::make(slots[0].type, slots[0].var),
+                 r_new = Variable::make(slots[0].type, primed(slots[0].var));
             h.kind = Repair::Carried;
             // Degrees with a constant coefficient share one term count.
             Expr count_change;
@@ -731,6 +810,38 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
                         "at " +
                         std::to_string(kPoints) + " random points (float64)";
             }
+        }
+    }
+    // Reset: terms that count only while they attain a max (min) producer.
+    bool ordered = !slots.empty() && op != ReduceOp::Mul;
+    for (const ProducerSlot &p : slots) {
+        ordered =
+            ordered && p.per_term.defined() && (p.op == ReduceOp::Max || p.op == ReduceOp::Min);
+    }
+    if (h.kind == Repair::None && ordered) {
+        // Reset to the identity, or, for max and min (where repeating a
+        // value changes nothing), to what g gives the terms that do not
+        // attain the producer: select(x == m, v, b) resets to b.
+        std::vector<Expr> targets = {reduce_identity(op, t)};
+        const Select *sel = g.as<Select>();
+        if (sel && op != ReduceOp::Add && !reads_slots(sel->false_value, vars)) {
+            targets.push_back(sel->false_value);
+        }
+        Repair candidate;
+        candidate.kind = Repair::Reset;
+        for (const Expr &target : targets) {
+            candidate.term = target;
+            if (check_numerically(candidate, op, g, slots).empty()) break;
+            candidate.term = Expr();
+        }
+        if (candidate.term.defined()) {
+            h = candidate;
+            h.log =
+                "reset repair, accepted numerically: terms count only while they attain the "
+                "producer, which a moved producer no longer holds (checked at " +
+                std::to_string(kPoints) +
+                " random points in float64, with each producer "
+                "bounding the terms reduced into it)";
         }
     }
     if (h.kind == Repair::None) {

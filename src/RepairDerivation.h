@@ -22,6 +22,11 @@
 //            repair: with φ(r) = r, r² this gives single-pass variance; with
 //            a_k constant, A_k is a term count (e.g. Σ (x − max)). Linear in
 //            (t, A), so it distributes over +.
+//   reset:   h(t) = t if the max (min) producer did not move, else the
+//            identity: terms like select(x == max, v, e) that count only
+//            while they attain the producer (online top-1 carrying a value).
+//            Exact under the producer's invariant φ(c) <= r <= r', which the
+//            numerical check samples.
 // (1) is proved symbolically on a linear normal form of the exponent, the
 // difference or the polynomial expansion (Loom's float simplifier does not
 // reassociate, so the proof normalizes on its own); every repair is also
@@ -52,6 +57,13 @@ struct ProducerSlot {
     std::string func;  // the producer Func's name (for messages)
     std::string var;   // the Variable in g standing for its final value
     ReduceOp op;       // the producer's own reduction
+    Type type;         // the producer's value type
+    /** The producer's own term φ(c), if it reads no producer itself. For a
+     * max (min) producer, every term c already in a partial result t was
+     * also reduced into the producer, so φ(c) <= r <= r' (>= for min): the
+     * properties need to hold only there, which is what makes a reset
+     * repair exact. */
+    Expr per_term;
 };
 
 /** A running sum that a carried repair keeps beside the reduction: each
@@ -64,11 +76,13 @@ struct CarriedSum {
 };
 
 struct Repair {
-    enum Kind { None, Scale, Shift, Carried };
+    enum Kind { None, Scale, Shift, Carried, Reset };
     Kind kind = None;
     /** Scale: the factor F, h(t) = t * F. Shift: the offset D, h(t) = t + D.
      * In terms of the slot Variables (old values) and the same names with a
-     * trailing ' (new values). */
+     * trailing ' (new values). Reset: the identity e of ⊕, h(t) = t if no
+     * producer moved, else e: for terms that count only while they attain
+     * the producer (select(x == max, v, e)), which a moved max forgets. */
     Expr term;
     /** Carried: h(t, A, r, r') = t + Σ_k A_k * carried[k].change. */
     std::vector<CarriedSum> carried;

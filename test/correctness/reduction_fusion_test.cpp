@@ -204,3 +204,64 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ReductionFusion, OnlineTopOneCarryingAValue) {
+    // The top-1 score, the value it carries, and its first index, in one
+    // pass: the dependents count only terms attaining the running max, and
+    // forget them when it moves (a reset repair).
+    BufferParam x(Float(32), 2, "x"), v(Float(32), 2, "v");
+    Var i("i");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func m("m"), val("val"), idx("idx"), out("out");
+    m(i) = maximum(x(i, r));
+    val(i) = maximum(select(x(i, r) == m(i), v(i, r), -INFINITY));
+    idx(i) = minimum(select(x(i, r) == m(i), Expr(r), x.dim(1).extent()));
+    out(i) = val(i) * 1000.0f + cast<float>(idx(i));
+    const int rows = 9, n = 47;
+    // Few distinct scores, so that ties (several keys attaining the max)
+    // happen and the first index must win.
+    Buffer<float> xs = random_buffer<float>({rows, n}, 0, 6);
+    for (int y = 0; y < rows; y++) {
+        for (int k = 0; k < n; k++) xs(y, k) = std::floor(xs(y, k));
+    }
+    x.set(xs);
+    Buffer<float> vs = random_buffer<float>({rows, n});
+    v.set(vs);
+    Buffer<float> expected(interpret(out, {rows}));
+    // Plain C++ too: the interpreter runs the same algorithm.
+    for (int y = 0; y < rows; y++) {
+        int best = 0;
+        for (int k = 1; k < n; k++) best = xs(y, k) > xs(y, best) ? k : best;
+        float carried = -INFINITY;
+        for (int k = 0; k < n; k++) {
+            if (xs(y, k) == xs(y, best)) carried = std::max(carried, vs(y, k));
+        }
+        ASSERT_EQ(expected(y), carried * 1000.0f + best);
+    }
+    auto check = [&](const Schedule &sch, const std::string &what) {
+        Buffer<float> actual({rows});
+        CompiledPipeline c = Pipeline(out).compile(sch);
+        c.realize({actual});
+        EXPECT_TRUE(buffers_match(actual, expected)) << what;
+        return c;
+    };
+    for (int tile : {0, 4, 16}) {
+        Schedule sch;
+        Stage st = sch.rolling_update(val, r);
+        if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+        CompiledPipeline c = check(sch, "rolling_update, tile " + std::to_string(tile));
+        std::string log;
+        for (const std::string &s : c.compile_log()) log += s + "\n";
+        EXPECT_NE(log.find("reset repair"), std::string::npos) << log;
+        EXPECT_NE(log.find("computes val idx m"), std::string::npos) << log;
+    }
+    for (int k : {1, 2, 7, 16}) {
+        Schedule sch;
+        sch.split_k(val, r, k, Var("c")).compute_root();
+        check(sch, "split_k " + std::to_string(k));
+    }
+}
+
+}  // namespace

@@ -148,3 +148,16 @@ TEST(FusionErrors, MultiDimensionalRDom) {
         [&] { Pipeline(out).compile(sch); },
         {"rolling_update(l, r.x)", "2 dimensions", "one-dimensional RDom"}));
 }
+
+TEST(FusionErrors, NoResetForTermsNearTheMax) {
+    // Terms within 1 of the max do not simply vanish when the max moves (a
+    // term may still be within 1 of the new max): no reset repair, and no
+    // other.
+    Rows a;
+    a.l(a.i) = sum(select(a.x(a.i, a.r) >= a.m(a.i) - 1.0f, a.x(a.i, a.r), 0.0f));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); }, {"cannot repair reduction l", "producer m", "no repair"}));
+}
