@@ -194,6 +194,157 @@ void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
     }
 }
 
+// ---------------------------------------------------------------- Tuple states
+
+/** One element of a Tuple reduction as a reduction of its own. */
+struct Element {
+    ReduceOp op;
+    Expr init, term;
+};
+
+/** Splits a Tuple-valued reduction T over `dom` into single-valued ones:
+ * each element either reduces on its own (T[k] = T[k] op g_k, with g_k not
+ * reading T), or T is the argmax (argmin) shape that argmax() builds:
+ * every element select(e > T[v], t_k, T[k]) with t_v = e and the other t_k
+ * the RVar. Then T[v] is the max of e, and T[k] the first point attaining
+ * it, min(select(e == T[v], r, +inf)): a dependent of T[v], repaired like
+ * any other. Returns the elements' names (empty if T is not of either
+ * shape); calls to T[k] anywhere in env now read element k. */
+std::vector<std::string> decompose_tuple(LoweringEnv &env, const std::string &name,
+                                         const ReductionDomainPtr &dom) {
+    FunctionPtr f = env.funcs.at(name);
+    if (f->output_types.size() < 2 || f->updates.size() != 1 || f->updates[0].rdom != dom)
+        return {};
+    const Definition &u = f->updates[0];
+    size_t n = f->output_types.size();
+    for (size_t k = 0; k < u.args.size(); k++) {
+        const Variable *v = u.args[k].as<Variable>();
+        if (!v || v->name != f->args[k]) return {};
+    }
+    auto self = [&](size_t k) {
+        return Call::make(f->output_types[k], name, pure_args(f), Call::Func, f,
+                          static_cast<int>(k));
+    };
+    auto reads_self = [&](const Expr &e) {
+        bool found = false;
+        visit_calls(e, [&](const Call *c) { found |= c->name == name; });
+        return found;
+    };
+    std::vector<Element> elements(n);
+    bool independent = true;
+    for (size_t k = 0; k < n && independent; k++) {
+        const Expr &v = u.values[k];
+        Expr a, b;
+        ReduceOp op;
+        if (const Add *x = v.as<Add>()) op = ReduceOp::Add, a = x->a, b = x->b;
+        else if (const Mul *x = v.as<Mul>()) op = ReduceOp::Mul, a = x->a, b = x->b;
+        else if (const Max *x = v.as<Max>()) op = ReduceOp::Max, a = x->a, b = x->b;
+        else if (const Min *x = v.as<Min>()) op = ReduceOp::Min, a = x->a, b = x->b;
+        else {
+            independent = false;
+            break;
+        }
+        if (equal(b, self(k))) std::swap(a, b);
+        independent = equal(a, self(k)) && !reads_self(b);
+        elements[k] = {op, f->init.values[k], b};
+    }
+    if (!independent) {
+        // argmax / argmin: one condition e > T[v] (e < T[v]) selecting
+        // every element.
+        const Select *first = u.values[0].as<Select>();
+        if (!first || dom->domain.size() != 1) return {};
+        Expr cond = first->condition;
+        Expr e, best;
+        ReduceOp op;
+        if (const GT *g = cond.as<GT>()) op = ReduceOp::Max, e = g->a, best = g->b;
+        else if (const LT *l = cond.as<LT>()) op = ReduceOp::Min, e = l->a, best = l->b;
+        else return {};
+        const Call *bc = best.as<Call>();
+        if (!bc || bc->name != name || reads_self(e)) return {};
+        size_t value = static_cast<size_t>(bc->value_index);
+        Expr rv = Variable::make(Int(32), dom->domain[0].var, nullptr, dom);
+        for (size_t k = 0; k < n; k++) {
+            const Select *sk = u.values[k].as<Select>();
+            if (!sk || !equal(sk->condition, cond) || !equal(sk->false_value, self(k))) return {};
+            if (k == value) {
+                if (!equal(sk->true_value, e)) return {};
+                elements[k] = {op, f->init.values[k], e};
+            } else {
+                const Variable *t = sk->true_value.as<Variable>();
+                if (!t || t->name != dom->domain[0].var) return {};
+                // The first point attaining the extreme value.
+                Type it = f->output_types[k];
+                elements[k] = {ReduceOp::Min, type_max(it),
+                               select(e == self(value), cast(it, rv), type_max(it))};
+            }
+        }
+    }
+
+    // The elements as Functions; calls to T[k] read element k.
+    std::vector<FunctionPtr> parts(n);
+    std::vector<std::string> names;
+    for (size_t k = 0; k < n; k++) {
+        auto p = std::make_shared<FunctionContents>();
+        p->name = name + "_" + std::to_string(k);
+        user_assert(!env.funcs.count(p->name))
+            << "Tuple reduction " << name << ": the pipeline already has a Func named " << p->name
+            << ", the name its element " << k << " takes in reduction fusion.";
+        p->args = f->args;
+        p->output_types = {f->output_types[k]};
+        parts[k] = p;
+        names.push_back(p->name);
+    }
+    ReplaceCalls to_parts;
+    to_parts.replace = [&](const Call *c) -> Expr {
+        if (c->name != name) return Expr();
+        return Call::make(c->type, parts[c->value_index]->name, c->args, Call::Func,
+                          parts[c->value_index]);
+    };
+    auto relink = [&](const Expr &e) { return to_parts.mutate(e); };
+    for (size_t k = 0; k < n; k++) {
+        FunctionPtr p = parts[k];
+        p->init.args = pure_args(p);
+        p->init.values = {relink(elements[k].init)};
+        Definition pu;
+        pu.args = pure_args(p);
+        pu.rdom = dom;
+        pu.values = {
+            reduce_combine(elements[k].op, call(p, pure_args(p)), relink(elements[k].term))};
+        p->updates = {pu};
+    }
+    FuncSchedule fs = env.schedules.at(name);
+    env.funcs.erase(name);
+    env.schedules.erase(name);
+    auto pos = std::find(env.order.begin(), env.order.end(), name);
+    pos = env.order.erase(pos);
+    for (size_t k = 0; k < n; k++) {
+        FuncSchedule pfs = fs;
+        pfs.func = parts[k];
+        pfs.stages = {default_stage_schedule(parts[k], 0), default_stage_schedule(parts[k], 1)};
+        env.funcs[parts[k]->name] = parts[k];
+        env.schedules[parts[k]->name] = pfs;
+        pos = env.order.insert(pos, parts[k]->name) + 1;
+    }
+    for (auto &kv : env.funcs) {
+        auto copy = std::make_shared<FunctionContents>(*kv.second);
+        copy->init = map_definition(copy->init, relink);
+        for (Definition &d : copy->updates) d = map_definition(d, relink);
+        kv.second = copy;
+        env.schedules[kv.first].func = copy;
+    }
+    for (FunctionPtr &o : env.outputs) {
+        user_assert(o->name != name)
+            << "Tuple reduction " << name << " is an output of the pipeline; reduction fusion "
+            << "needs it read through another Func (e.g. out(x) = " << name << "(x)[0]).";
+    }
+    env.fusion_log.push_back("Tuple reduction " + name + " is computed as " + [&] {
+        std::string s;
+        for (const std::string &e : names) s += (s.empty() ? "" : ", ") + e;
+        return s;
+    }());
+    return names;
+}
+
 // ---------------------------------------------------------------- chain analysis
 
 struct Member {
@@ -1306,11 +1457,44 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
                 << what << ": " << d.func << " is already fused into the chain of " << g.leader
                 << ".";
         }
-        Chain chain(env, d);
+        // Tuple reductions over the chain's RDom become one reduction per
+        // element; a Tuple X is led by its first element that reads
+        // another reduction.
+        FusionDirective eff = d;
+        {
+            ReductionDomainPtr dom;
+            const FunctionPtr &x = env.funcs.at(d.func);
+            if (x->updates.size() == 1) dom = x->updates[0].rdom;
+            std::vector<std::string> tuples;
+            for (const auto &kv : env.funcs) {
+                if (dom && kv.second->output_types.size() > 1 && kv.second->updates.size() == 1 &&
+                    kv.second->updates[0].rdom == dom)
+                    tuples.push_back(kv.first);
+            }
+            for (const std::string &t : tuples) {
+                std::vector<std::string> parts = decompose_tuple(env, t, dom);
+                if (t != d.func || parts.empty()) continue;
+                eff.func = parts.back();
+                for (const std::string &p : parts) {
+                    bool reads = false;
+                    visit_calls(*env.funcs.at(p), [&](const Call *c) {
+                        const FunctionPtr *q = nullptr;
+                        auto it = env.funcs.find(c->name);
+                        if (it != env.funcs.end()) q = &it->second;
+                        reads |= c->name != p && q && (*q)->updates.size() == 1 &&
+                                 (*q)->updates[0].rdom == dom;
+                    });
+                    if (reads) {
+                        eff.func = p;
+                        break;
+                    }
+                }
+            }
+        }
+        Chain chain(env, eff);
         chain.discover();
-        // Producers behind scheduled wrappers take the wrappers' names too.
         chain.derive(env.fusion_log);
-        Rewriter rw(env, s, d, chain);
+        Rewriter rw(env, s, eff, chain);
         if (d.kind == FusionDirective::RollingUpdate) {
             rw.rolling_update();
         } else {

@@ -265,3 +265,56 @@ TEST(ReductionFusion, OnlineTopOneCarryingAValue) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ReductionFusion, TupleStates) {
+    // A Tuple-valued producer, argmax's (index, value), read by a softmax
+    // denominator; and a Tuple-valued dependent holding two sums. Each
+    // Tuple's elements become reductions of their own (argmax's index a
+    // dependent of its value), fused like any other chain: greedy decoding's
+    // top-1 token and its probability, in one pass.
+    BufferParam x(Float(32), 2, "x"), w(Float(32), 2, "w");
+    Var i("i");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func top("top"), sums("sums"), out("out");
+    top(i) = argmax(x(i, r));
+    sums(i) = Tuple(0.0f, 0.0f);
+    Expr p = exp(x(i, r) - top(i)[1]);
+    sums(i) = Tuple(sums(i)[0] + p, sums(i)[1] + p * w(i, r));
+    // index + probability of the top-1 + softmax-weighted mean of w / 10
+    out(i) = cast<float>(top(i)[0]) + 1.0f / sums(i)[0] + sums(i)[1] / sums(i)[0] / 10.0f;
+    const int rows = 7, n = 45;
+    Buffer<float> xs = random_buffer<float>({rows, n}, 0, 8);
+    for (int y = 0; y < rows; y++) {
+        for (int k = 0; k < n; k++) xs(y, k) = std::floor(xs(y, k));  // ties: first index wins
+    }
+    x.set(xs);
+    w.set(random_buffer<float>({rows, n}));
+    Buffer<float> expected(interpret(out, {rows}));
+    auto check = [&](const Schedule &sch, const std::string &what) {
+        Buffer<float> actual({rows});
+        CompiledPipeline c = Pipeline(out).compile(sch);
+        c.realize({actual});
+        EXPECT_TRUE(buffers_match(actual, expected, 2e-6, 2e-6)) << what;
+        return c;
+    };
+    for (int tile : {0, 8}) {
+        Schedule sch;
+        Stage st = sch.rolling_update(sums, r);
+        if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+        CompiledPipeline c = check(sch, "rolling_update, tile " + std::to_string(tile));
+        std::string log;
+        for (const std::string &s : c.compile_log()) log += s + "\n";
+        EXPECT_NE(log.find("Tuple reduction sums is computed as sums_0, sums_1"), std::string::npos)
+            << log;
+        EXPECT_NE(log.find("reset repair"), std::string::npos) << log;  // argmax's index
+    }
+    for (int k : {1, 2, 7, 16}) {
+        Schedule sch;
+        sch.split_k(sums, r, k, Var("c")).compute_root();
+        check(sch, "split_k " + std::to_string(k));
+    }
+}
+
+}  // namespace
