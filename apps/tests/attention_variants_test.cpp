@@ -27,110 +27,19 @@
 // batch 0 only, which keeps the file at a few seconds.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <map>
 #include <memory>
-#include <random>
-#include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "../attention/variants.h"
+#include "attention_test_util.h"
 
 using namespace loom;
-
-namespace attention {
-// Test parameters print as their names.
-void PrintTo(Variant v, std::ostream *os) { *os << variant_name(v); }
-}  // namespace attention
-
-using attention::AttentionVariant;
-using attention::Variant;
-using attention::VariantShape;
+using namespace attention_test;
 
 namespace {
-
-enum class Mode { Prefill, Decode };
-void PrintTo(Mode m, std::ostream *os) { *os << (m == Mode::Prefill ? "prefill" : "decode"); }
-
-unsigned fresh_seed() {
-    if (const char *s = std::getenv("LOOM_TEST_SEED"))
-        return unsigned(std::strtoul(s, nullptr, 10));
-    return std::random_device{}();
-}
-
-std::string type_name(Type t) {
-    if (t == Float(32)) return "fp32";
-    if (t == Float(16)) return "fp16";
-    return "bf16";
-}
-
-/** A buffer of type t holding `vals`, which are rounded to t in place so that
- * the reference sees exactly what Loom reads. */
-RawBuffer to_buffer(Type t, const std::vector<int> &shape, std::vector<float> &vals) {
-    RawBuffer b(t, shape);
-    for (size_t n = 0; n < vals.size(); n++) {
-        if (t == Float(32)) {
-            reinterpret_cast<float *>(b.host())[n] = vals[n];
-        } else if (t == Float(16)) {
-            float16_t x(vals[n]);
-            reinterpret_cast<float16_t *>(b.host())[n] = x;
-            vals[n] = static_cast<float>(x);
-        } else {
-            bfloat16_t x(vals[n]);
-            reinterpret_cast<bfloat16_t *>(b.host())[n] = x;
-            vals[n] = static_cast<float>(x);
-        }
-    }
-    return b;
-}
-
-std::vector<double> to_doubles(const RawBuffer &b) {
-    std::vector<double> r(size_t(b.number_of_elements()));
-    for (size_t n = 0; n < r.size(); n++) {
-        if (b.type() == Float(32)) r[n] = reinterpret_cast<const float *>(b.host())[n];
-        else if (b.type() == Float(16))
-            r[n] = static_cast<float>(reinterpret_cast<const float16_t *>(b.host())[n]);
-        else r[n] = static_cast<float>(reinterpret_cast<const bfloat16_t *>(b.host())[n]);
-    }
-    return r;
-}
-
-/** The allowed |a - b| for output type t and reference value b. */
-double tolerance(Type t, double b) {
-    double accumulation = 1e-5 * (1 + std::abs(b));
-    if (t == Float(32)) return accumulation;
-    double ulp = t == Float(16) ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-    return ulp * std::abs(b) + accumulation;
-}
-
-/** Every element of `got` within tolerance of the same element of `want`
- * (NaN fails); `got` may be shorter (the interpreter's batch 0). */
-::testing::AssertionResult close_to(const std::vector<double> &got, const std::vector<double> &want,
-                                    Type t, const VariantShape &sh) {
-    if (got.empty() || got.size() > want.size()) {
-        return ::testing::AssertionFailure()
-               << "size mismatch: " << got.size() << " values for " << want.size();
-    }
-    double worst = 0;
-    size_t at = 0;
-    for (size_t n = 0; n < got.size(); n++) {
-        double ratio = std::abs(got[n] - want[n]) / tolerance(t, want[n]);
-        if (!(ratio <= worst)) {  // NaN-sticky
-            worst = ratio;
-            at = n;
-            if (std::isnan(ratio)) break;
-        }
-    }
-    if (worst <= 1) return ::testing::AssertionSuccess();
-    const size_t D = size_t(sh.head_dim);
-    return ::testing::AssertionFailure()
-           << "element " << at << " (row " << at / D << ", d " << at % D << "): got " << got[at]
-           << ", float64 reference " << want[at] << ", error " << std::abs(got[at] - want[at])
-           << " > tolerance " << tolerance(t, want[at]);
-}
 
 VariantShape make_shape(Variant var, Mode mode, int kv_heads = 2) {
     VariantShape sh;
@@ -142,13 +51,6 @@ VariantShape make_shape(Variant var, Mode mode, int kv_heads = 2) {
     sh.seq_q = mode == Mode::Prefill ? 37 : 1;
     return sh;
 }
-
-/** How the inputs are drawn. */
-enum class Values {
-    Uniform,   // q, k, v uniform in [-1, 1]
-    Integers,  // q, k integers in [-32, 32] (exact in every input type, and so
-               // are their fp32 dot products); v uniform in [-1, 1]
-};
 
 /** One variant compiled for one input type, kept for the whole test
  * program: compiling is what costs, the sizes are run-time values. */
@@ -171,82 +73,19 @@ Kernel &kernel(Variant var, Type t) {
 /** One run: inputs, the float64 reference, the compiled output and (when
  * asked) the interpreter's. The interpreter computes batch 0 only (all heads
  * and rows), the first 1 / batch of the output, to keep the test fast. */
-struct RunResult {
-    VariantShape shape;
-    std::vector<float> q, k, v;
-    std::vector<double> ref, compiled, interpreted;
-    double max_abs_score = 0;  // of the raw scores (scale * q.k), from the float inputs
+struct RunResult : Inputs {
+    std::vector<double> compiled, interpreted;
 };
 
 RunResult run(Variant var, Type t, const VariantShape &sh, float scale, int window, Values values,
               unsigned seed, bool interpret_too) {
     RunResult r;
-    r.shape = sh;
-    std::mt19937 rng(seed);
-    const std::vector<int> q_shape = {sh.batch, sh.q_heads, sh.seq_q, sh.head_dim},
-                           kv_shape = {sh.batch, sh.kv_heads, sh.seq_k, sh.head_dim},
-                           out_shape = q_shape;
-    auto draw = [&](std::vector<float> &x, size_t n, bool integer) {
-        x.resize(n);
-        std::uniform_real_distribution<float> u(-1, 1);
-        std::uniform_int_distribution<int> z(-32, 32);
-        for (float &e : x) e = integer ? float(z(rng)) : u(rng);
-    };
-    const bool ints = values == Values::Integers;
-    draw(r.q, size_t(sh.batch) * sh.q_heads * sh.seq_q * sh.head_dim, ints);
-    draw(r.k, size_t(sh.batch) * sh.kv_heads * sh.seq_k * sh.head_dim, ints);
-    draw(r.v, size_t(sh.batch) * sh.kv_heads * sh.seq_k * sh.head_dim, false);
-
+    static_cast<Inputs &>(r) = make_inputs(var, t, sh, scale, window, values, seed);
     Kernel &kn = kernel(var, t);
-    AttentionVariant &app = *kn.app;
-    app.q.set(to_buffer(t, q_shape, r.q));
-    app.k.set(to_buffer(t, kv_shape, r.k));
-    app.v.set(to_buffer(t, kv_shape, r.v));
-    app.scale.set(scale);
-    app.window.set(window);
-
-    r.ref.resize(r.q.size());
-    attention::variant_reference(var, r.q.data(), r.k.data(), r.v.data(), scale, window,
-                                 r.ref.data(), sh);
-    // The largest |raw score| (before any variant's modification).
-    const size_t D = size_t(sh.head_dim);
-    const int group = sh.q_heads / sh.kv_heads;
-    for (int b = 0; b < sh.batch; b++)
-        for (int h = 0; h < sh.q_heads; h++)
-            for (int i = 0; i < sh.seq_q; i++)
-                for (int j = 0; j < sh.seq_k; j++) {
-                    double acc = 0;
-                    const size_t qo = ((size_t(b) * sh.q_heads + h) * sh.seq_q + i) * D;
-                    const size_t ko = ((size_t(b) * sh.kv_heads + h / group) * sh.seq_k + j) * D;
-                    for (size_t e = 0; e < D; e++) acc += double(r.q[qo + e]) * r.k[ko + e];
-                    r.max_abs_score = std::max(r.max_abs_score, std::abs(acc * scale));
-                }
-
-    RawBuffer out(t, out_shape);
-    kn.compiled.realize({out});
-    r.compiled = to_doubles(out);
-    if (interpret_too) {
-        r.interpreted = to_doubles(interpret(app.out, {1, sh.q_heads, sh.seq_q, sh.head_dim}));
-    }
+    bind(*kn.app, r);
+    r.compiled = realize(kn.compiled, r);
+    if (interpret_too) r.interpreted = interpret_batch0(*kn.app, r);
     return r;
-}
-
-std::string describe(Variant var, Type t, const VariantShape &sh, float scale, int window,
-                     unsigned seed) {
-    std::ostringstream os;
-    os << attention::variant_name(var) << " " << type_name(t) << " [B " << sh.batch << ", Hq "
-       << sh.q_heads << ", Hkv " << sh.kv_heads << ", Lq " << sh.seq_q << ", Lk " << sh.seq_k
-       << ", D " << sh.head_dim << "] scale " << scale << " window " << window
-       << "; replay with LOOM_TEST_SEED=" << seed;
-    return os.str();
-}
-
-const Type all_types[] = {Float(32), Float(16), BFloat(16)};
-
-float default_scale(Variant var, int head_dim) {
-    float s = 1.0f / std::sqrt(float(head_dim));
-    // Scores of a few tens, so that the cap of 50 bends them noticeably.
-    return var == Variant::SoftCap ? 16 * s : s;
 }
 
 const int default_window = 11;  // smaller than both Lk (37, 53): early keys masked
