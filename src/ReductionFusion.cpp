@@ -998,7 +998,9 @@ class Rewriter {
             // their points are clamped into the domain (so bounds inference
             // sees reads inside it) and the predicate drops those past N.
             Expr within = pure_var(outer) * tile + Variable::make(Int(32), inner);
-            Expr pred = within < r_extent;
+            // likely(): partition_loops peels the last tile, so the steady
+            // state has neither the test nor the clamp of the point.
+            Expr pred = likely(within < r_extent);
             if (predicate.defined())
                 pred = pred && substitute(r, r_min + min(within, r_extent - 1), predicate);
             tile_dom = make_domain(leader + "." + inner, inner, 0, tile, pred);
@@ -1186,6 +1188,30 @@ class Rewriter {
         group.loop_var = outside.back().var;
         ss.dims = outside;
         ss.dims.insert(ss.dims.end(), inside.begin(), inside.end());
+        if (tiled && !inside.empty()) {
+            // The leader's tile partial (attention's sum of p * v over the
+            // tile) is computed once per row, where the steps meet, with the
+            // leader's own inner loops (e.g. the head dimension, split and
+            // vectorized) inside the loop over the tile's points: one
+            // accumulator per vector of the head dimension, updated by every
+            // point, instead of one dependent chain per vector.
+            FunctionPtr px = partial.at(chain.leader);
+            FuncSchedule &pfs = env.schedules.at(px->name);
+            pfs.compute_level = pfs.store_level = {LoopLevel::At, leader, group.loop_var};
+            pfs.compute_level_set = pfs.store_level_set = true;
+            StageSchedule pss;
+            pss.splits = splits;
+            for (const std::string &a : px->args) {
+                if (a == outer || shared.count(a)) pss.dims.push_back({a, ForType::Serial, false});
+            }
+            Dim ri{inner, ForType::Serial, true};
+            for (const Dim &ud : user_ss.dims) {
+                if (ud.var == inner) ri.for_type = ud.for_type;
+            }
+            pss.dims.push_back(ri);
+            pss.dims.insert(pss.dims.end(), inside.begin(), inside.end());
+            pfs.stages[1] = pss;
+        }
         for (const Member &m : chain.members) {
             const FunctionPtr &f = target.at(m.name);
             FuncSchedule &fs = env.schedules[f->name];
