@@ -14,6 +14,8 @@ struct Attention {
     loom::Param<float> scale{"scale"};
     loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"};
     loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+    /** The keys every reduction of the softmax chain runs over. */
+    loom::RDom r;
 
     explicit Attention(loom::Type input_type)
         : q(input_type, 4, "q"), k(input_type, 4, "k"), v(input_type, 4, "v") {
@@ -31,7 +33,8 @@ struct Attention {
   private:
     void define(loom::Type input_type) {
         using namespace loom;
-        RDom r(0, k.dim(2).extent(), "r"), e(0, q.dim(3).extent(), "e");
+        r = RDom(0, k.dim(2).extent(), "r");
+        RDom e(0, q.dim(3).extent(), "e");
         s(b, h, i, j) = sum(cast<float>(q(b, h, i, e)) * cast<float>(k(b, h, j, e))) * scale;
         m(b, h, i) = maximum(s(b, h, i, r));
         p(b, h, i, j) = exp(s(b, h, i, j) - m(b, h, i));

@@ -1,8 +1,9 @@
 // The plain attention of attention.h as a generator: the algorithm comes from
 // attention::Attention, the Inputs and the Output bind to it, the element
 // type of q, k, v and the output is a GeneratorParam (float16 or float32;
-// the arithmetic is float32 either way), and so are the schedule's query
-// block and vector sizes.
+// the arithmetic is float32 either way), and so are the schedule (the
+// materialized softmax, FlashAttention with rolling_update, or
+// FlashDecoding with split_k: schedules/flash_attention.h) and its sizes.
 //
 //     loom_add_generator(attention_generator SOURCES attention_generator.cpp)
 //     loom_add_library(attention_f16 GENERATOR attention_generator PARAMS elem=float16)
@@ -13,17 +14,30 @@
 
 #include <loom/loom.h>
 
+#include "../../schedules/flash_attention.h"
 #include "attention.h"
 
 namespace {
 
 using namespace loom;
 
+/** How the softmax chain is computed. */
+enum class AttentionSchedule { Materialized, Flash, Decode };
+
 class AttentionGenerator : public Generator {
   public:
     GeneratorParam<Type> elem{"elem", Float(32)};
+    GeneratorParam<AttentionSchedule> schedule_kind{
+        "schedule",
+        AttentionSchedule::Materialized,
+        {{"materialized", AttentionSchedule::Materialized},
+         {"flash", AttentionSchedule::Flash},
+         {"decode", AttentionSchedule::Decode}}};
     GeneratorParam<int> query_block{"query_block", 16, 1, 4096};
     GeneratorParam<int> vector{"vector", 8, 1, 64};
+    // flash and decode: keys per rolling step; decode: chunks in parallel.
+    GeneratorParam<int> key_tile{"key_tile", 64, 1, 4096};
+    GeneratorParam<int> chunks{"chunks", 16, 1, 1 << 16};
 
     Input<Buffer<>> q{"q", elem, 4};
     Input<Buffer<>> k{"k", elem, 4};
@@ -43,7 +57,19 @@ class AttentionGenerator : public Generator {
             std::make_unique<attention::Attention>(q.param(), k.param(), v.param(), scale.param());
         out = algo->out;
     }
-    void schedule() override { algo->schedule_cpu(sched, query_block, vector); }
+    void schedule() override {
+        schedules::AttentionChain chain{algo->s, algo->p, algo->o, algo->out, algo->b,
+                                        algo->h, algo->i, algo->j, algo->d,   algo->r};
+        switch (schedule_kind.value()) {
+        case AttentionSchedule::Materialized: algo->schedule_cpu(sched, query_block, vector); break;
+        case AttentionSchedule::Flash:
+            schedules::flash_attention(sched, chain, {query_block, key_tile, vector});
+            break;
+        case AttentionSchedule::Decode:
+            schedules::flash_decoding(sched, chain, {chunks, key_tile, vector});
+            break;
+        }
+    }
 };
 
 }  // namespace

@@ -19,8 +19,10 @@
 #include "../gemm/gemm_reference.h"
 #include "../layernorm/layernorm_reference.h"
 #include "../softmax/softmax_reference.h"
+#include "app_attention_decode_f32.h"
 #include "app_attention_f16.h"
 #include "app_attention_f32.h"
+#include "app_attention_flash_f32.h"
 #include "app_blur.h"
 #include "app_gemm.h"
 #include "app_layernorm.h"
@@ -202,6 +204,29 @@ TEST(AppsAot, AttentionFloat32) {
         << last_error();
     attention::reference(q.data(), k.data(), v.data(), scale, ref.data(), kB * kH, kSq, kSk, kD);
     EXPECT_LE(max_error(out, ref), 1e-5);
+}
+
+TEST(AppsAot, AttentionFusedSchedules) {
+    // The FlashAttention and FlashDecoding libraries: the same C function
+    // signature and results as the materialized one, within float32.
+    const float scale = 1.0f / std::sqrt(float(kD));
+    for (int seq_q : {kSq, 1}) {
+        std::vector<float> q = random_vector(size_t(kB) * kH * seq_q * kD, -1, 1, 14);
+        std::vector<float> k = random_vector(size_t(kB) * kH * kSk * kD, -1, 1, 15);
+        std::vector<float> v = random_vector(k.size(), -1, 1, 16);
+        std::vector<float> ref(q.size());
+        attention::reference(q.data(), k.data(), v.data(), scale, ref.data(), kB * kH, seq_q, kSk,
+                             kD);
+        Descriptor dq(q.data(), kFloat32, {kB, kH, seq_q, kD}),
+            dk(k.data(), kFloat32, {kB, kH, kSk, kD}), dv(v.data(), kFloat32, {kB, kH, kSk, kD});
+        for (auto *fn : {&app_attention_flash_f32, &app_attention_decode_f32}) {
+            std::vector<float> out(q.size(), NAN);
+            Descriptor dout(out.data(), kFloat32, {kB, kH, seq_q, kD});
+            ASSERT_EQ(fn(dq.raw(), dk.raw(), dv.raw(), scale, dout.raw()), 0) << last_error();
+            EXPECT_LE(max_error(out, ref), 1e-5)
+                << (fn == &app_attention_flash_f32 ? "flash" : "decode") << ", seq_q " << seq_q;
+        }
+    }
 }
 
 TEST(AppsAot, AttentionFloat16) {
