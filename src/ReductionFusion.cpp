@@ -833,6 +833,40 @@ Expr repaired_step(const Member &m, const Expr &t, const std::vector<Expr> &olds
     return value;
 }
 
+/** `base` (the default loops of a stage) with the user's directives that
+ * apply to its loops: their splits, then their order and loop kinds; loops
+ * the user's schedule does not name keep their default order, innermost. */
+StageSchedule adapt_stage(const StageSchedule &user, const StageSchedule &base) {
+    std::set<std::string> loops;
+    for (const Dim &dim : base.dims) loops.insert(dim.var);
+    StageSchedule ss;
+    for (const Split &sp : user.splits) {
+        bool applies = sp.kind == Split::FuseVars ? loops.count(sp.outer) && loops.count(sp.inner)
+                                                  : loops.count(sp.old_var) > 0;
+        if (!applies) continue;
+        ss.splits.push_back(sp);
+        if (sp.kind == Split::FuseVars) {
+            loops.erase(sp.outer);
+            loops.erase(sp.inner);
+            loops.insert(sp.old_var);
+        } else {
+            loops.erase(sp.old_var);
+            loops.insert(sp.outer);
+            if (sp.kind == Split::SplitVar) loops.insert(sp.inner);
+        }
+    }
+    for (const Dim &dim : user.dims) {
+        if (loops.count(dim.var)) {
+            ss.dims.push_back(dim);
+            loops.erase(dim.var);
+        }
+    }
+    for (const Dim &dim : base.dims) {
+        if (loops.count(dim.var)) ss.dims.push_back(dim);
+    }
+    return ss;
+}
+
 class Rewriter {
   public:
     Rewriter(LoweringEnv &env, const ScheduleContents &s, const FusionDirective &d, Chain &chain)
@@ -932,9 +966,15 @@ class Rewriter {
             u.rdom = combine_dom;
             u.values = {reduce_combine(m.op, current(m), term)};
             f->updates = {u};
+            // The combine follows the user's directives on the Func's loops
+            // (e.g. parallel over heads), its loop over chunks innermost.
             FuncSchedule &fs = env.schedules.at(m.name);
             fs.func = f;
-            fs.stages = {default_stage_schedule(f, 0), default_stage_schedule(f, 1)};
+            StageSchedule user_loops;
+            if (auto it = s.funcs.find(m.name); it != s.funcs.end() && !it->second.stages.empty())
+                user_loops = it->second.stages[0];
+            fs.stages = {adapt_stage(user_loops, default_stage_schedule(f, 0)),
+                         adapt_stage(user_loops, default_stage_schedule(f, 1))};
         }
         std::ostringstream os;
         os << what << ": " << chunks << " chunks of " << r << " (Var " << c
@@ -1313,55 +1353,6 @@ class Rewriter {
             return value(c->name);
         };
         return rc.mutate(e);
-    }
-
-    FuncSchedule partial_schedule(const FunctionPtr &p, const FuncSchedule *user) {
-        FuncSchedule fs;
-        fs.func = p;
-        fs.compute_level = fs.store_level = LoopLevel::inlined();
-        fs.stages = {default_stage_schedule(p, 0), default_stage_schedule(p, 1)};
-        if (!user) return fs;
-        fs.compute_level = user->compute_level;
-        fs.store_level = user->store_level;
-        fs.compute_level_set = user->compute_level_set;
-        fs.store_level_set = user->store_level_set;
-        if (p->name == d.partial) {
-            for (size_t k = 0; k < user->stages.size() && k < 2; k++) {
-                if (!user->stages[k].dims.empty()) fs.stages[k] = user->stages[k];
-            }
-            return fs;
-        }
-        // The other partials take the directives that apply to their loops.
-        for (size_t k = 0; k < user->stages.size() && k < 2; k++) {
-            std::set<std::string> loops;
-            for (const Dim &dim : fs.stages[k].dims) loops.insert(dim.var);
-            StageSchedule ss;
-            for (const Split &sp : user->stages[k].splits) {
-                bool applies = sp.kind == Split::FuseVars
-                                   ? loops.count(sp.outer) && loops.count(sp.inner)
-                                   : loops.count(sp.old_var) > 0;
-                if (!applies) continue;
-                ss.splits.push_back(sp);
-                if (sp.kind == Split::FuseVars) {
-                    loops.erase(sp.outer);
-                    loops.erase(sp.inner);
-                    loops.insert(sp.old_var);
-                } else {
-                    loops.erase(sp.old_var);
-                    loops.insert(sp.outer);
-                    if (sp.kind == Split::SplitVar) loops.insert(sp.inner);
-                }
-            }
-            for (const Dim &dim : user->stages[k].dims) {
-                if (loops.count(dim.var)) {
-                    ss.dims.push_back(dim);
-                    loops.erase(dim.var);
-                }
-            }
-            if (!loops.empty()) continue;  // not all loops placed: keep the default
-            fs.stages[k] = ss;
-        }
-        return fs;
     }
 
     void add_function(const FunctionPtr &f, const FuncSchedule &fs) {

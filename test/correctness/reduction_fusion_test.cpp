@@ -61,6 +61,19 @@ TEST(RollingUpdate, WeightedAverageTiled) {
     }
 }
 
+TEST(SplitK, CombineIsSchedulable) {
+    // The combine stage takes the directives given to the Func itself.
+    WeightedAverage a;
+    a.set_inputs(9, 61, 13);
+    Schedule sch;
+    Var c("c"), io("io"), ii("ii");
+    sch.split_k(a.o, a.r, 5, c).compute_root().parallel(c).vectorize(a.d, 4);
+    sch[a.o].compute_root().split(a.i, io, ii, 4).parallel(io).vectorize(a.d, 8);
+    a.check(sch, 9, 13);
+    std::string stmt = Pipeline(a.out).compile_to_lowered_stmt(sch, Target("host"));
+    EXPECT_NE(stmt.find("parallel (o.s1.io"), std::string::npos) << stmt;
+}
+
 TEST(SplitK, WeightedAverage) {
     for (int k : {1, 2, 7, 16}) {
         WeightedAverage a;
