@@ -1,0 +1,75 @@
+// What every attention variant shares: the softmax chain over the scores.
+// Each variant (one file each in this directory) defines only its scores,
+// s(b, h, i, j); the rest is written once, here, as plain Funcs:
+//
+//   m(b, h, i)    = maximum(s(b, h, i, r))
+//   p(b, h, i, j) = exp(s(b, h, i, j) - m(b, h, i))
+//   l(b, h, i)    = sum(p(b, h, i, r))
+//   o(b, h, i, d) = sum(p(b, h, i, r) * v(b, hk, r, d))
+//   out(b, h, i, d) = input_type(select(l > 0, o / l, 0))
+//
+// with r over the keys [0, Lk). A row whose keys are all masked has no
+// softmax; its result is DEFINED as 0, as in FlashAttention: in this plain
+// chain such a row has m = -inf, p = exp(-inf - -inf) = NaN and l = NaN,
+// and NaN > 0 is false, so the select gives 0. (A fused schedule keeps
+// l = 0 there, which gives the same 0.) No scheduling here.
+#pragma once
+
+#include <limits>
+#include <utility>
+
+#include <loom/loom.h>
+
+namespace attention {
+
+/** The inputs and names of one attention algorithm. */
+struct AttentionFuncs {
+    AttentionFuncs(loom::BufferParam q_, loom::BufferParam k_, loom::BufferParam v_,
+                   loom::Param<float> scale_, loom::Param<int> window_)
+        : q(std::move(q_)),
+          k(std::move(k_)),
+          v(std::move(v_)),
+          scale(std::move(scale_)),
+          window(std::move(window_)) {}
+
+    // q [batch, Hq, Lq, head_dim]; k, v [batch, Hkv, Lk, head_dim].
+    loom::BufferParam q, k, v;
+    loom::Param<float> scale;
+    loom::Param<int> window;  // sliding window only
+    loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"};
+    loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+    /** The keys every reduction of the chain runs over. */
+    loom::RDom r;
+
+    loom::Expr seq_q() const { return q.dim(2).extent(); }
+    loom::Expr seq_k() const { return k.dim(2).extent(); }
+    /** The absolute position of query i: prefill (Lq == Lk) and decode
+     * (Lq == 1, the last position) alike. */
+    loom::Expr query_pos() const { return i + seq_k() - seq_q(); }
+    /** q . k over the head dimension, in float32, for key/value head hk. */
+    loom::Expr dot(const loom::Expr &hk) const {
+        using namespace loom;
+        RDom e(0, q.dim(3).extent(), "e");
+        return sum(cast<float>(q(b, h, i, e)) * cast<float>(k(b, hk, j, e)));
+    }
+    static loom::Expr masked(const loom::Expr &allowed, const loom::Expr &score) {
+        return loom::select(allowed, score, -std::numeric_limits<float>::infinity());
+    }
+};
+
+/** Defines s as `score` and the chain after it; the values are read from
+ * key/value head `hk`. */
+inline void define_chain(AttentionFuncs &a, const loom::Expr &score, const loom::Expr &hk) {
+    using namespace loom;
+    a.r = RDom(0, a.seq_k(), "r");
+    a.s(a.b, a.h, a.i, a.j) = score;
+    a.m(a.b, a.h, a.i) = maximum(a.s(a.b, a.h, a.i, a.r));
+    a.p(a.b, a.h, a.i, a.j) = exp(a.s(a.b, a.h, a.i, a.j) - a.m(a.b, a.h, a.i));
+    a.l(a.b, a.h, a.i) = sum(a.p(a.b, a.h, a.i, a.r));
+    a.o(a.b, a.h, a.i, a.d) = sum(a.p(a.b, a.h, a.i, a.r) * cast<float>(a.v(a.b, hk, a.r, a.d)));
+    a.out(a.b, a.h, a.i, a.d) =
+        cast(a.q.type(),
+             select(a.l(a.b, a.h, a.i) > 0, a.o(a.b, a.h, a.i, a.d) / a.l(a.b, a.h, a.i), 0.0f));
+}
+
+}  // namespace attention
