@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, Halide 14 included (Debian: libhalide14-0-dev, the
-# benchmark's peer), builds the Loom-vs-Halide benchmark and prints its table
-# (see apps/bench/README.md). Environment: as for scripts/test.sh. Extra
-# arguments go to the benchmark, e.g. --quick, --threads 8, --only gemm.
+# benchmarks' peer), builds a benchmark of apps/bench and prints its tables
+# (see apps/bench/README.md). Environment: as for scripts/test.sh.
+#
+#   scripts/bench.sh [BENCH] [ARGS...]
+#
+# BENCH is loom_vs_halide (the default) or attention_fusion_bench (fused vs
+# materialized attention); the other arguments go to the benchmark, e.g.
+# scripts/bench.sh --quick, scripts/bench.sh --only gemm,
+# scripts/bench.sh attention_fusion_bench --only decode.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -19,8 +25,15 @@ if [ ! -d "$LOOM_BUILD_DIR/apps/bench" ]; then
         "(libhalide14-0-dev), or LOOM_BUILD_APPS is off" >&2
     exit 1
 fi
-loom_build loom_vs_halide
+bench_name=loom_vs_halide
+case "${1:-}" in
+loom_vs_halide | attention_fusion_bench)
+    bench_name="$1"
+    shift
+    ;;
+esac
+loom_build "$bench_name"
 
-bench="$LOOM_BUILD_DIR/apps/bench/loom_vs_halide"
+bench="$LOOM_BUILD_DIR/apps/bench/$bench_name"
 loom_log "running $bench $*"
 exec "$bench" "$@"
