@@ -800,37 +800,44 @@ Expr and_predicates(const Expr &a, const Expr &b) {
     return a && b;
 }
 
-/** The repaired value of dependent m, given its current value `t`, its
- * producers' old and new values, and its contribution `add` computed with
- * the new values; skipping what a producer still at its identity would
- * contribute and repairs whose producer did not move. */
-Expr repaired_step(const Member &m, const Expr &t, const std::vector<Expr> &olds,
-                   const std::vector<Expr> &news, const std::vector<Expr> &sums, const Expr &add,
-                   const Expr &skip_value) {
-    Expr repaired = m.repair.apply(t, m.slots, olds, news, sums);
-    // No repair when no producer moved, or when one was still at its
-    // identity: then t holds no terms yet (see `empty` below), and a repair
-    // could only turn the identity into inf * 0.
-    Expr unchanged, fresh;
+/** Whether any max/min producer value of m's among `values` is still its
+ * identity (nothing reduced into it yet); undefined if m has none. */
+Expr any_at_identity(const Member &m, const std::vector<Expr> &values) {
+    Expr any;
+    for (size_t k = 0; k < m.slots.size(); k++) {
+        if (m.slots[k].op != ReduceOp::Max && m.slots[k].op != ReduceOp::Min) continue;
+        Expr id = values[k] == reduce_identity(m.slots[k].op, values[k].type());
+        any = any.defined() ? (any || id) : id;
+    }
+    return any;
+}
+
+/** m's repair of t for producers moving from `olds` to `news`, except when
+ * none moved, or when one was still at its identity: then t holds no terms
+ * yet (steps and chunks skip them, see repaired_step), and a repair could
+ * only turn the identity into inf * 0. */
+Expr guarded_repair(const Member &m, const Expr &t, const std::vector<Expr> &olds,
+                    const std::vector<Expr> &news, const std::vector<Expr> &sums) {
+    Expr unchanged;
     for (size_t k = 0; k < olds.size(); k++) {
         Expr same = olds[k] == news[k];
         unchanged = unchanged.defined() ? (unchanged && same) : same;
-        if (m.slots[k].op == ReduceOp::Max || m.slots[k].op == ReduceOp::Min) {
-            Expr id = olds[k] == reduce_identity(m.slots[k].op, olds[k].type());
-            fresh = fresh.defined() ? (fresh || id) : id;
-        }
     }
-    if (fresh.defined()) unchanged = unchanged || fresh;
-    if (unchanged.defined()) repaired = select(unchanged, t, repaired);
-    Expr value = reduce_combine(m.op, repaired, add);
-    Expr empty;
-    for (size_t k = 0; k < m.slots.size(); k++) {
-        if (m.slots[k].op != ReduceOp::Max && m.slots[k].op != ReduceOp::Min) continue;
-        Expr id = news[k] == reduce_identity(m.slots[k].op, news[k].type());
-        empty = empty.defined() ? (empty || id) : id;
-    }
-    if (empty.defined()) value = select(empty, skip_value, value);
-    return value;
+    if (Expr fresh = any_at_identity(m, olds); fresh.defined()) unchanged = unchanged || fresh;
+    Expr repaired = m.repair.apply(t, m.slots, olds, news, sums);
+    return unchanged.defined() ? select(unchanged, t, repaired) : repaired;
+}
+
+/** The step of dependent m: its current value `t` repaired, combined with
+ * its contribution `add` computed with the producers' new values; while a
+ * producer is still at its identity (everything so far masked) the step
+ * adds nothing and gives `skip_value`. */
+Expr repaired_step(const Member &m, const Expr &t, const std::vector<Expr> &olds,
+                   const std::vector<Expr> &news, const std::vector<Expr> &sums, const Expr &add,
+                   const Expr &skip_value) {
+    Expr value = reduce_combine(m.op, guarded_repair(m, t, olds, news, sums), add);
+    Expr empty = any_at_identity(m, news);
+    return empty.defined() ? select(empty, skip_value, value) : value;
 }
 
 /** `base` (the default loops of a stage) with the user's directives that
@@ -946,20 +953,9 @@ class Rewriter {
                     news.push_back(current(chain.member(p)));
                 }
                 for (const std::string &p : m.carried) sums.push_back(partial_at(p, kc));
-                Expr id = reduce_identity(m.op, f->output_types[0]);
-                Expr repaired = m.repair.apply(term, m.slots, olds, news, sums);
-                Expr unchanged, empty;
-                for (size_t k = 0; k < olds.size(); k++) {
-                    Expr same = olds[k] == news[k];
-                    unchanged = unchanged.defined() ? (unchanged && same) : same;
-                    if (m.slots[k].op == ReduceOp::Max || m.slots[k].op == ReduceOp::Min) {
-                        // A chunk whose producer is still its identity has no terms.
-                        Expr e = olds[k] == reduce_identity(m.slots[k].op, olds[k].type());
-                        empty = empty.defined() ? (empty || e) : e;
-                    }
-                }
-                term = select(unchanged, term, repaired);
-                if (empty.defined()) term = select(empty, id, term);
+                // A chunk whose producer is still its identity holds no
+                // terms: its partial is the identity, left unrepaired.
+                term = guarded_repair(m, term, olds, news, sums);
             }
             Definition u;
             u.args = pure_args(f);
