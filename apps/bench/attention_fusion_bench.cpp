@@ -7,19 +7,22 @@
 //
 //   attention_fusion_bench [--reps N] [--quick] [--threads N] [--budget S]
 //                          [--only prefill|decode|compile|sweep] [--no-memory]
-//                          [--max-seq N] [--query-block N] [--key-tile N]
-//                          [--vector N] [--exact] [--markdown] [--dump DIR]
+//                          [--max-seq N] [--heads N] [--query-block N]
+//                          [--key-tile N] [--vector N] [--halide-causal-max-seq N]
+//                          [--exact] [--markdown] [--dump DIR]
 //
 // It prints four tables:
 //   1. prefill (Lq == Lk), causal and global variants: run time of each
 //      schedule, their ratios, GFLOP/s and modelled bytes moved;
-//   2. the peak memory of each prefill schedule, measured in a forked child;
+//   2. the peak memory of each prefill schedule, measured in forked children;
 //   3. decode (Lq == 1, causal): split_k with several chunk counts,
 //      rolling_update and materialized, with the decode's peak memory;
 //   4. the compile time of each pipeline and the part spent deriving the
 //      repairs of the fused chains (CompiledPipeline::fusion_seconds).
-// Every kernel's first run is checked against the float64 reference of
-// apps/attention/variants_reference.h; a wrong output aborts the program.
+// --only sweep prints instead the template options (and a proposal) against
+// the materialized schedule. Every kernel's first run at every size is
+// checked against the float64 reference of apps/attention/variants_reference.h;
+// a wrong output aborts the program with exit status 1.
 //
 // The file has five parts: measurement (heap counter, timing, forked memory
 // probe), kernels (the Loom schedules and, under LOOM_BENCH_HALIDE, Halide's
@@ -64,11 +67,13 @@
 
 // ---- Heap counter. malloc and friends are replaced for the whole process
 // (glibc supports this: its own internal calls go through these too) by
-// thin wrappers that count the bytes live on the heap and their high-water
-// mark. Every allocation a kernel makes (Loom's loom_malloc, Halide's
-// halide_malloc, the C++ runtime) is counted; stack allocations are not
-// (Loom puts constant-sized scratch of at most 16 KiB on the stack), the RSS
-// measurement below sees those.
+// thin wrappers that, once armed, count the bytes live on the heap, their
+// high-water mark and the allocations made. Only the forked children that
+// measure memory arm it (probe_memory), so that the timed runs pay nothing
+// but a relaxed load per call. Every allocation a kernel makes (Loom's
+// loom_malloc, Halide's halide_malloc, the C++ runtime) is counted; stack
+// allocations are not (Loom puts constant-sized allocations of at most
+// 16 KiB on the stack), the RSS measurement below sees those.
 extern "C" {
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
@@ -78,26 +83,29 @@ void __libc_free(void *);
 }
 
 namespace heap {
-std::atomic<int64_t> live{0}, high{0};
+std::atomic<bool> armed{false};
+std::atomic<int64_t> live{0}, high{0}, allocations{0};
 inline void *counted(void *p) {
-    if (p != nullptr) {
-        int64_t now =
-            live.fetch_add(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed) +
-            static_cast<int64_t>(malloc_usable_size(p));
+    if (p != nullptr && armed.load(std::memory_order_relaxed)) {
+        const int64_t n = static_cast<int64_t>(malloc_usable_size(p));
+        const int64_t now = live.fetch_add(n, std::memory_order_relaxed) + n;
+        allocations.fetch_add(1, std::memory_order_relaxed);
         int64_t h = high.load(std::memory_order_relaxed);
         while (now > h && !high.compare_exchange_weak(h, now, std::memory_order_relaxed)) {}
     }
     return p;
 }
 inline void uncount(void *p) {
-    if (p != nullptr) {
+    if (p != nullptr && armed.load(std::memory_order_relaxed)) {
         live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
     }
 }
-/** Restarts the high-water mark at the current live bytes; returns them. */
+/** Restarts the high-water mark and the allocation count at the current
+ * live bytes; returns them. */
 int64_t reset_high() {
-    int64_t now = live.load();
+    const int64_t now = live.load();
     high.store(now);
+    allocations.store(0);
     return now;
 }
 }  // namespace heap
@@ -202,8 +210,9 @@ std::vector<double> median_times(const std::vector<std::function<void()>> &runs,
 /** Peak memory of one run, above what was live before it. */
 struct MemoryUse {
     bool measured = false;
-    double heap_mib = 0;  // high-water of live heap bytes (malloc counter)
-    double rss_mib = 0;   // getrusage ru_maxrss growth over the child's baseline
+    double heap_mib = 0;      // high-water of live heap bytes (malloc counter)
+    double rss_mib = 0;       // getrusage ru_maxrss growth over the child's baseline
+    int64_t allocations = 0;  // heap allocations made by the run
 };
 
 // ===========================================================================
@@ -564,6 +573,7 @@ MemoryUse probe_memory(Kernel &k, const Problem &p, const Problem &warm) {
     }
     if (pid == 0) {
         close(fds[0]);
+        heap::armed = true;
         MemoryUse r;
         try {
             k.bind(warm);
@@ -574,6 +584,7 @@ MemoryUse probe_memory(Kernel &k, const Problem &p, const Problem &warm) {
             int64_t heap0 = heap::reset_high();
             k.run();
             int64_t heap1 = heap::high.load();
+            r.allocations = heap::allocations.load();
             getrusage(RUSAGE_SELF, &u1);
             r.measured = true;
             r.heap_mib = (heap1 - heap0) / 1048576.0;
@@ -878,8 +889,10 @@ void prefill_memory(Registry &reg, const Options &opt, Table &mem) {
     mem.title =
         "Peak memory of one prefill run above its inputs and output, MiB (heap: malloc "
         "high-water mark; RSS: ru_maxrss growth, in a forked child)";
-    mem.head = {"variant", "seq", "D", "rolling heap", "rolling RSS", "mat. heap", "mat. RSS"};
-    if (have_halide) mem.head.insert(mem.head.end(), {"Halide heap", "Halide RSS"});
+    mem.head = {"variant",        "seq",       "D",        "rolling heap", "rolling RSS",
+                "rolling allocs", "mat. heap", "mat. RSS", "mat. allocs"};
+    if (have_halide)
+        mem.head.insert(mem.head.end(), {"Halide heap", "Halide RSS", "Halide allocs"});
     mem.head.push_back("one S x S fp32");
     // The global variant has the same loops and allocations as the causal
     // one (no schedule here skips masked tiles): only the causal one.
@@ -894,19 +907,21 @@ void prefill_memory(Registry &reg, const Options &opt, Table &mem) {
             MemoryUse m = n < ks.size() ? probe_memory(*ks[n], p, warm) : MemoryUse{};
             row.push_back(m.measured ? fmt("%.2f", m.heap_mib) : "skip");
             row.push_back(m.measured ? fmt("%.2f", m.rss_mib) : "skip");
+            row.push_back(m.measured ? std::to_string(m.allocations) : "skip");
         }
         row.push_back(fmt("%.0f", 4.0 * c.seq * c.seq / 1048576.0));
         mem.rows.push_back(row);
         std::fprintf(stderr, "  memory: %s done\n", config_name(p).c_str());
     }
-    char buf[600];
+    char buf[700];
     std::snprintf(buf, sizeof buf,
-                  "(%d threads. From the schedules: materialized stores s and p, query_block x "
-                  "seq floats each, per running task: %d x 2 x %d x seq x 4 bytes = %.2f MiB "
-                  "per 1k of seq; rolling keeps query_block x key_tile tiles (%d KiB each) on "
-                  "the stack whatever seq is. The last column is the size of ONE head's "
-                  "full score matrix, for scale. skip: Halide causal beyond seq %d, see the "
-                  "prefill table.)",
+                  "(%d threads. allocs: heap allocations made by the run. From the schedules: "
+                  "materialized stores s and p, query_block x seq floats each, per running task: "
+                  "%d x 2 x %d x seq x 4 bytes = %.2f MiB per 1k of seq; rolling allocates and "
+                  "frees its tiles (query_block x key_tile floats, %d KiB) at every key tile, so "
+                  "few are live at once, whatever seq is. The last column is the size of ONE "
+                  "head's full score matrix, for scale. skip: Halide causal beyond seq %d, see "
+                  "the prefill table.)",
                   opt.threads, opt.threads, opt.query_block,
                   opt.threads * 2.0 * opt.query_block * 1024 * 4 / 1048576.0,
                   opt.query_block * opt.key_tile * 4 / 1024, opt.halide_causal_max_seq);
@@ -981,7 +996,7 @@ void decode_section(Registry &reg, const Options &opt, const std::vector<MemoryU
     t.title = "Decode (Lq = 1, causal), fp32, batch 1, " + std::to_string(decode_heads) +
               " heads, D " + std::to_string(decode_head_dim) + ": median ms per run";
     t.head = {"KV len",   "schedule", "ms",      "vs mat.", "GB/s",   "GF/s",
-              "model MB", "heap MiB", "RSS MiB", "rounds",  "max err"};
+              "model MB", "heap MiB", "RSS MiB", "allocs",  "rounds", "max err"};
     size_t mem_index = 0;
     for (int Lk : decode_lengths(opt)) {
         Problem p = make_problem(Variant::Causal, decode_heads, 1, Lk, decode_head_dim);
@@ -997,8 +1012,9 @@ void decode_section(Registry &reg, const Options &opt, const std::vector<MemoryU
                               fmt("%.2f", ms[n] / mat_s), fmt("%.1f", bytes / ms[n] * 1e-9),
                               fmt("%.2f", useful_flops(p) / ms[n] * 1e-9), fmt("%.0f", bytes / 1e6),
                               m.measured ? fmt("%.2f", m.heap_mib) : "-",
-                              m.measured ? fmt("%.2f", m.rss_mib) : "-", std::to_string(rounds),
-                              fmt("%.1e", err)});
+                              m.measured ? fmt("%.2f", m.rss_mib) : "-",
+                              m.measured ? std::to_string(m.allocations) : "-",
+                              std::to_string(rounds), fmt("%.1e", err)});
         }
         std::fprintf(stderr, "  decode: %s done\n", config_name(p).c_str());
     }
