@@ -524,8 +524,8 @@ class Chain {
                     row_only = false;
             }
             auto c = std::make_shared<FunctionContents>();
-            c->name =
-                m.name + (is_one(sums[k].per_term) ? "_count" : "_sum" + std::to_string(k + 1));
+            c->name = m.name +
+                      (is_const_one(sums[k].per_term) ? "_count" : "_sum" + std::to_string(k + 1));
             user_assert(!env.funcs.count(c->name))
                 << what << ": the pipeline already has a Func named " << c->name << ".";
             c->args = row_only ? producer_args : f->args;
@@ -550,18 +550,19 @@ class Chain {
         for (const std::string &n : names) add(n);
         member(name).carried = names;
     }
-    static bool is_one(const Expr &e) { return is_const_one(e); }
 
-    /** Inlines the pure Funcs of env that lead from g to a member producer,
-     * so the producer calls become visible (and can be replaced). */
-    Expr inline_paths_to_reductions(Expr g) {
+    /** Inlines, until none is left, the calls in g to pure Funcs of env
+     * that lead to a reduction over the chain's RDom, except the calls
+     * `keep` keeps. */
+    Expr inline_paths(Expr g, const std::function<bool(const Call *, const FunctionPtr &)> &keep) {
         for (int guard = 0; guard < 64; guard++) {
-            ReplaceCalls inl;
             bool changed = false;
+            ReplaceCalls inl;
             inl.replace = [&](const Call *c) -> Expr {
                 auto it = env.funcs.find(c->name);
-                if (it == env.funcs.end() || !it->second->updates.empty()) return Expr();
-                if (!reaches_reduction_over_dom(it->second, 0)) return Expr();
+                if (it == env.funcs.end() || !it->second->updates.empty() ||
+                    !reaches_reduction_over_dom(it->second, 0) || keep(c, it->second))
+                    return Expr();
                 const FunctionPtr &f = it->second;
                 std::map<std::string, Expr> args;
                 for (size_t k = 0; k < f->args.size(); k++) args[f->args[k]] = c->args[k];
@@ -573,49 +574,42 @@ class Chain {
         }
         return g;
     }
+
+    /** g with every pure Func on the way to a member producer inlined, so
+     * the producer calls become visible (and can be replaced). */
+    Expr inline_paths_to_reductions(const Expr &g) {
+        return inline_paths(g, [](const Call *, const FunctionPtr &) { return false; });
+    }
+
     /** g with the calls to pure Funcs on the way to a producer kept where
      * they can be bridges (called with the RVar itself at one argument),
      * and inlined elsewhere. */
-    Expr keep_bridges(Expr g) {
+    Expr keep_bridges(const Expr &g) {
         const std::string &r = dom->domain[0].var;
         std::set<std::string> refused;
-        for (int guard = 0; guard < 64; guard++) {
-            bool changed = false;
-            ReplaceCalls inl;
-            inl.replace = [&](const Call *c) -> Expr {
-                auto it = env.funcs.find(c->name);
-                if (it == env.funcs.end() || !it->second->updates.empty() ||
-                    !reaches_reduction_over_dom(it->second, 0))
-                    return Expr();
-                const FunctionPtr &f = it->second;
-                int key = -1;
-                for (size_t k = 0; k < c->args.size(); k++) {
-                    const Variable *v = c->args[k].as<Variable>();
-                    if (v && v->name == r) key = static_cast<int>(k);
-                }
-                auto b = bridges.find(f->name);
-                bool ok = key >= 0 && f->init.values.size() == 1 && !refused.count(f->name) &&
-                          (b == bridges.end() || b->second.key == key);
-                if (ok && b == bridges.end()) {
-                    Bridge nb;
-                    nb.f = f;
-                    nb.key = key;
-                    nb.body = inline_paths_to_reductions(f->init.values[0]);
-                    ok = producers_read_at_own_vars(nb.body, f);
-                    if (ok) bridges[f->name] = nb;
-                }
-                if (ok) return Expr();
+        return inline_paths(g, [&](const Call *c, const FunctionPtr &f) {
+            int key = -1;
+            for (size_t k = 0; k < c->args.size(); k++) {
+                const Variable *v = c->args[k].as<Variable>();
+                if (v && v->name == r) key = static_cast<int>(k);
+            }
+            auto b = bridges.find(f->name);
+            bool ok = key >= 0 && f->init.values.size() == 1 && !refused.count(f->name) &&
+                      (b == bridges.end() || b->second.key == key);
+            if (ok && b == bridges.end()) {
+                Bridge nb;
+                nb.f = f;
+                nb.key = key;
+                nb.body = inline_paths_to_reductions(f->init.values[0]);
+                ok = producers_read_at_own_vars(nb.body, f);
+                if (ok) bridges[f->name] = nb;
+            }
+            if (!ok) {
                 refused.insert(f->name);
                 bridges.erase(f->name);
-                std::map<std::string, Expr> args;
-                for (size_t k = 0; k < f->args.size(); k++) args[f->args[k]] = c->args[k];
-                changed = true;
-                return substitute(args, f->init.values[c->value_index]);
-            };
-            g = inl.mutate(g);
-            if (!changed) return g;
-        }
-        return g;
+            }
+            return ok;
+        });
     }
 
     bool producers_read_at_own_vars(const Expr &body, const FunctionPtr &f) {
@@ -658,25 +652,9 @@ class Chain {
     }
 
   private:
-    Expr inline_non_bridges(Expr g) {
-        for (int guard = 0; guard < 64; guard++) {
-            bool changed = false;
-            ReplaceCalls inl;
-            inl.replace = [&](const Call *c) -> Expr {
-                auto it = env.funcs.find(c->name);
-                if (it == env.funcs.end() || bridges.count(c->name) ||
-                    !it->second->updates.empty() || !reaches_reduction_over_dom(it->second, 0))
-                    return Expr();
-                std::map<std::string, Expr> args;
-                for (size_t k = 0; k < it->second->args.size(); k++)
-                    args[it->second->args[k]] = c->args[k];
-                changed = true;
-                return substitute(args, it->second->init.values[c->value_index]);
-            };
-            g = inl.mutate(g);
-            if (!changed) return g;
-        }
-        return g;
+    Expr inline_non_bridges(const Expr &g) {
+        return inline_paths(
+            g, [&](const Call *c, const FunctionPtr &) { return bridges.count(c->name) > 0; });
     }
 
     bool reaches_reduction_over_dom(const FunctionPtr &f, int depth) {
