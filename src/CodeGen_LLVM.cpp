@@ -802,7 +802,30 @@ class CodeGen_LLVM : public IRVisitor {
             return builder->CreateSub(codegen_index(op->a), codegen_index(op->b));
         if (const Mul *op = e.as<Mul>())
             return builder->CreateMul(codegen_index(op->a), codegen_index(op->b));
-        return sign_extend_to_64(codegen(e));
+        Value *v = codegen(e);
+        auto it = index_of_let.find(v);
+        return it != index_of_let.end() ? it->second : sign_extend_to_64(v);
+    }
+
+    // The i64 form of an int32 let whose value is index arithmetic, keyed by
+    // the let's i32 value. Without it, an index written through a let
+    // (t = i - lo; f[t * n + c]) and the same index written out
+    // (f[(i - lo) * n + c]) become sext(i - lo) and sext(i) - sext(lo),
+    // which LLVM cannot prove equal: a load and a store of one accumulator
+    // then look like two addresses, and the accumulator is not promoted to a
+    // register.
+    std::map<Value *, Value *> index_of_let;
+    void note_index_let(const Expr &value, Value *v) {
+        if (value.type() != Int(32)) return;
+        if (!value.as<Add>() && !value.as<Sub>() && !value.as<Mul>()) return;
+        // Only a value this let just emitted: its uses are all in the let's
+        // body, which the i64 form (emitted here) dominates. A folded value
+        // (a constant, an operand) may be used elsewhere.
+        auto *inst = llvm::dyn_cast<llvm::Instruction>(v);
+        if (!inst || inst->getParent() != builder->GetInsertBlock() ||
+            inst != &inst->getParent()->back())
+            return;
+        index_of_let[v] = codegen_index(value);
     }
 
     // v as i64, extended once per value: right after its definition (or at
@@ -1023,6 +1046,7 @@ class CodeGen_LLVM : public IRVisitor {
     void visit(const Let *op) override {
         Value *v = codegen(op->value);
         name_value(v, op->name);
+        note_index_let(op->value, v);
         ScopedBinding<Value *> bind(symbols, op->name, v);
         value = codegen(op->body);
     }
@@ -1375,6 +1399,7 @@ class CodeGen_LLVM : public IRVisitor {
     void visit(const LetStmt *op) override {
         Value *v = codegen(op->value);
         name_value(v, op->name);
+        note_index_let(op->value, v);
         ScopedBinding<Value *> bind(symbols, op->name, v);
         codegen(op->body);
     }
