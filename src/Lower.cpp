@@ -20,6 +20,7 @@
 #include "ReductionFusion.h"
 #include "ScheduleFunctions.h"
 #include "Simplify.h"
+#include "SkipMaskedTiles.h"
 #include "StorageFlattening.h"
 #include "Substitute.h"
 #include "UnrollLoops.h"
@@ -219,6 +220,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     Stmt s = schedule_functions(env);
     debug_print("schedule_functions", s);
     check_placement(s, env);
+    s = skip_masked_tiles(s, env);
+    debug_print("skip_masked_tiles", s);
 
     s = bounds_inference(s, env);
     debug_print("bounds_inference", s);

@@ -499,10 +499,58 @@ class Chain {
         order_members();
     }
 
+    /** A condition C over the members' Vars and the RVar outside of which
+     * every member's term is its reduction's identity, so that a piece of
+     * the domain where C cannot hold changes nothing: the mask of a max
+     * (min) producer's term (attention's select(causal, s, -inf)), kept if
+     * the terms of all members vanish outside it (checked numerically: a
+     * chain like sum(x - max) does not). Undefined when there is none. Call
+     * after derive(). */
+    Expr vanishing_mask() {
+        auto inline_pure = [&](const Expr &g) {
+            return inline_calls(g, [](const Call *, const FunctionPtr &) { return true; });
+        };
+        for (const Member &p : members) {
+            if (!p.producers.empty() || (p.op != ReduceOp::Max && p.op != ReduceOp::Min)) continue;
+            Type t = p.f->output_types[0];
+            Expr mask = where_not_identity(inline_pure(p.g), reduce_identity(p.op, t));
+            if (is_const_one(mask)) continue;
+            bool vanish = true;
+            for (const Member &m : members) {
+                Expr g = inline_pure(m.producers.empty() ? m.g : m.g_slots);
+                vanish = vanish && vanishes_where_false(g, m.op, mask, m.slots);
+            }
+            if (vanish) return mask;
+        }
+        return Expr();
+    }
+
   private:
     LoweringEnv &env;
     const FusionDirective &d;
     std::string what;
+
+    /** Where e can differ from `identity`: false where e is a select of
+     * the identity, true where nothing is known. */
+    static Expr where_not_identity(const Expr &e, const Expr &identity) {
+        if (equal(e, identity)) return const_false();
+        if (const Select *s = e.as<Select>()) {
+            Expr t = where_not_identity(s->true_value, identity);
+            Expr f = where_not_identity(s->false_value, identity);
+            if (is_const_zero(f)) return is_const_one(t) ? s->condition : (s->condition && t);
+            if (is_const_zero(t)) return is_const_one(f) ? !s->condition : (!s->condition && f);
+            return const_true();
+        }
+        if (const Let *l = e.as<Let>()) {
+            return where_not_identity(substitute(l->name, l->value, l->body), identity);
+        }
+        if (const Cast *c = e.as<Cast>(); c && c->type.is_float() && c->value.type().is_float()) {
+            if (const FloatImm *v = identity.as<FloatImm>()) {
+                return where_not_identity(c->value, make_const(c->value.type(), v->value));
+            }
+        }
+        return const_true();
+    }
 
     /** The running sums a carried repair of member `name` needs, as
      * reductions over the chain's RDom that join the chain (roots: they
@@ -552,16 +600,16 @@ class Chain {
     }
 
     /** Inlines, until none is left, the calls in g to pure Funcs of env
-     * that lead to a reduction over the chain's RDom, except the calls
-     * `keep` keeps. */
-    Expr inline_paths(Expr g, const std::function<bool(const Call *, const FunctionPtr &)> &keep) {
+     * that `inline_it` chooses. */
+    Expr inline_calls(Expr g,
+                      const std::function<bool(const Call *, const FunctionPtr &)> &inline_it) {
         for (int guard = 0; guard < 64; guard++) {
             bool changed = false;
             ReplaceCalls inl;
             inl.replace = [&](const Call *c) -> Expr {
                 auto it = env.funcs.find(c->name);
                 if (it == env.funcs.end() || !it->second->updates.empty() ||
-                    !reaches_reduction_over_dom(it->second, 0) || keep(c, it->second))
+                    !inline_it(c, it->second))
                     return Expr();
                 const FunctionPtr &f = it->second;
                 std::map<std::string, Expr> args;
@@ -573,6 +621,14 @@ class Chain {
             if (!changed) return g;
         }
         return g;
+    }
+
+    /** Inlines the calls in g to pure Funcs of env that lead to a reduction
+     * over the chain's RDom, except the calls `keep` keeps. */
+    Expr inline_paths(Expr g, const std::function<bool(const Call *, const FunctionPtr &)> &keep) {
+        return inline_calls(g, [&](const Call *c, const FunctionPtr &f) {
+            return reaches_reduction_over_dom(f, 0) && !keep(c, f);
+        });
     }
 
     /** g with every pure Func on the way to a member producer inlined, so
@@ -1236,6 +1292,20 @@ class Rewriter {
             fs.store_level_set = placement.store_level_set;
             fs.stages = {default_stage_schedule(f, 0),
                          m.name == chain.leader ? ss : default_stage_schedule(f, 1)};
+        }
+        if (tiled) {
+            group.mask = chain.vanishing_mask();
+            if (group.mask.defined()) {
+                Expr g = chunked ? cv * tiles_per_chunk + pure_var(outer) : pure_var(outer);
+                group.mask_key = r;
+                group.tile_loop = outer;
+                group.tile_first = r_min + g * tile;
+                group.tile_last = r_min + min(g * tile + tile, r_extent) - 1;
+                std::ostringstream os;
+                os << what << ": every term is its identity where " << group.mask
+                   << " is false, so tiles where it holds for no row are skipped";
+                env.fusion_log.push_back(os.str());
+            }
         }
         env.groups.push_back(group);
         std::ostringstream os;

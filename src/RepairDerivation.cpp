@@ -455,6 +455,10 @@ void sample_slots(Evaluator &ev, std::mt19937_64 &rng, const std::vector<Produce
         ev.use_atoms(c2);
         double phi2 = ev.eval(p.per_term);
         double r = sign > 0 ? std::max(phi1, phi2) : std::min(phi1, phi2);
+        // Both terms masked to the identity (-inf for max): any finite value
+        // bounds them. An infinite one never reaches a repair: the fused
+        // loops skip steps and repairs while the producer is at its identity.
+        if (std::isinf(r)) r = value(rng);
         r += sign * some_gap();
         ev.slots[p.var] = r;
         ev.slots[primed(p.var)] = r + sign * some_gap();
@@ -547,6 +551,38 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
         }
     }
     return "";
+}
+
+double identity_value(ReduceOp op) {
+    switch (op) {
+    case ReduceOp::Add: return 0;
+    case ReduceOp::Mul: return 1;
+    case ReduceOp::Max: return -INFINITY;
+    case ReduceOp::Min: return INFINITY;
+    }
+    return 0;
+}
+
+/** Samples points where `mask` is false (its atoms, indices and extents,
+ * drawn like the term's: about half the points fall outside a select
+ * mask) and checks that the term g of ⊕ is ⊕'s identity there, exactly,
+ * whatever finite values the producers have reached. Returns how many
+ * points fell outside the mask, or -1 at the first where g is not the
+ * identity. */
+int points_outside_where_vanishing(const Expr &g, ReduceOp op, const Expr &mask,
+                                   const std::vector<ProducerSlot> &slots) {
+    std::mt19937_64 rng(0x0ff5);
+    Evaluator ev(rng);
+    std::uniform_real_distribution<double> value(-3, 3);
+    int outside = 0;
+    for (int k = 0; k < 8 * kPoints && outside < kPoints; k++) {
+        ev.new_point();
+        for (const ProducerSlot &p : slots) ev.slots[p.var] = value(rng);
+        if (ev.eval(mask) != 0) continue;
+        outside++;
+        if (ev.eval(g) != identity_value(op)) return -1;
+    }
+    return outside;
 }
 
 /** Replaces every atom of e (what is not a slot) with the constant it has at
@@ -854,9 +890,30 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
     // exp() is, and the numerical path checked it.
     std::string failed = check_numerically(h, op, g, slots);
     if (!failed.empty()) refuse("the derived " + h.formula(slots) + " fails " + failed);
+    // The fused loops skip steps and repairs while a max (min) producer is
+    // still at its identity, so that no exp(-inf - -inf) is formed. That is
+    // exact only if the member's terms are the identity wherever the
+    // producer's own term is (exp(s - m) is 0 where s is masked to -inf;
+    // exp(x - m) reading the unmasked x is not).
+    for (const ProducerSlot &p : slots) {
+        if (!p.per_term.defined() || (p.op != ReduceOp::Max && p.op != ReduceOp::Min)) continue;
+        Expr at_identity = reduce_identity(p.op, p.per_term.type());
+        if (points_outside_where_vanishing(g, op, NE::make(p.per_term, at_identity), slots) < 0) {
+            std::ostringstream os;
+            os << "its terms are not " << reduce_identity(op, g.type()) << " where the terms of "
+               << p.func << " are " << at_identity << " (masked), so the fused loop, which "
+               << "skips those points until " << p.func << " has a value, would drop them";
+            refuse(os.str());
+        }
+    }
     h.log += "; properties (1) and (2) checked in float64 at " + std::to_string(kPoints) +
              " random points";
     return h;
+}
+
+bool vanishes_where_false(const Expr &g, ReduceOp op, const Expr &mask,
+                          const std::vector<ProducerSlot> &slots) {
+    return points_outside_where_vanishing(g, op, mask, slots) >= kPoints / 4;
 }
 
 }  // namespace internal

@@ -106,6 +106,13 @@ struct Repair {
 Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
                      const std::vector<ProducerSlot> &slots, const std::string &directive);
 
+/** Whether the term g of a reduction ⊕ is ⊕'s identity wherever `mask` is
+ * false, for any finite values of the producers in `slots`: then the points
+ * outside the mask change nothing and may be skipped. Checked in float64 at
+ * random points outside the mask (false when too few fall outside). */
+bool vanishes_where_false(const Expr &g, ReduceOp op, const Expr &mask,
+                          const std::vector<ProducerSlot> &slots);
+
 /** The name of the Variable standing for the new value of a slot. */
 std::string primed(const std::string &var);
 

@@ -25,6 +25,15 @@ struct FusedGroup {
     std::vector<std::string> members;   // step order: the leader first, producers last
     std::string loop_var;               // the leader's stage-1 loop where the steps meet
     std::vector<std::string> row_dims;  // the leader's Vars that every member has
+    /** Tiles that cannot change the chain (skip_masked_tiles). Every term of
+     * every member is its reduction's identity at the points where `mask`
+     * is false; `mask` is written in the leader's Vars and `mask_key` for
+     * the point of the reduction domain. Tile `tile_loop` (the leader's
+     * stage-1 loop over tiles) holds the points [tile_first, tile_last],
+     * written in the leader's Vars and `tile_loop`. Undefined mask: none. */
+    Expr mask;
+    std::string mask_key, tile_loop;
+    Expr tile_first, tile_last;
 };
 
 struct LoweringEnv {

@@ -220,6 +220,77 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
 
 namespace {
 
+/** The compile log of one schedule, one note per line. */
+std::string log_of(const Func &out, const Schedule &sch) {
+    std::string log;
+    for (const std::string &s : Pipeline(out).compile(sch).compile_log()) log += s + "\n";
+    return log;
+}
+
+TEST(ReductionFusion, TilesOutsideTheMaskAreSkipped) {
+    // A banded mask, key j allowed for row i when i - w < j <= i + lag:
+    // most tiles of a row hold no allowed key. Every term of the chain
+    // vanishes there (exp(-inf - m) = 0), so the compiler skips those tiles
+    // whole; the results must not change.
+    BufferParam x(Float(32), 2, "x"), v(Float(32), 2, "v");
+    Param<int> lag("lag"), w("w");
+    Var i("i"), j("j"), d("d");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func s("s"), m("m"), p("p"), l("l"), o("o"), out("out");
+    s(i, j) = select(j <= i + lag && j > i - w, x(i, j), -std::numeric_limits<float>::infinity());
+    m(i) = maximum(s(i, r));
+    p(i, j) = exp(s(i, j) - m(i));
+    l(i) = sum(p(i, r));
+    o(i, d) = sum(p(i, r) * v(r, d));
+    out(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0f);
+    const int rows = 37, n = 61, dims = 3;
+    x.set(random_buffer<float>({rows, n}, -4, 4));
+    v.set(random_buffer<float>({n, dims}));
+    // lag -3 leaves rows 0..2 with no key at all (defined as 0); w 1 leaves
+    // one key per row.
+    for (auto [lag_value, w_value] : {std::pair{0, 9}, {-3, 1}, {5, 100}}) {
+        lag.set(lag_value);
+        w.set(w_value);
+        Buffer<float> expected(interpret(out, {rows, dims}));
+        auto check = [&](const Schedule &sch, const std::string &what) {
+            SCOPED_TRACE(what + ", lag " + std::to_string(lag_value) + ", w " +
+                         std::to_string(w_value));
+            Buffer<float> actual({rows, dims});
+            Pipeline(out).compile(sch).realize({actual});
+            EXPECT_TRUE(buffers_match(actual, expected, 2e-6, 2e-6));
+            std::string log = log_of(out, sch);
+            EXPECT_NE(log.find("tiles where it holds for no row are skipped"), std::string::npos)
+                << log;
+        };
+        for (int tile : {1, 4, 16}) {
+            Schedule sch;
+            Var io("io"), ii("ii");
+            sch[out].split(i, io, ii, 8);
+            sch.rolling_update(o, r).split(r, RVar("ro"), RVar("ri"), tile);
+            sch[o].compute_at(out, io);
+            check(sch, "rolling_update, tile " + std::to_string(tile));
+        }
+        for (int k : {2, 7}) {
+            Schedule sch;
+            Var c("c");
+            sch.split_k(o, r, k, c).split(r, RVar("ro"), RVar("ri"), 4).compute_root();
+            sch[o].compute_root();
+            check(sch, "split_k " + std::to_string(k));
+        }
+    }
+    // The test is on the tile loop: its whole body, the Funcs computed per
+    // tile included, sits under it.
+    Schedule sch;
+    sch.rolling_update(o, r).split(r, RVar("ro"), RVar("ri"), 16);
+    sch[o].compute_root();
+    sch[s].compute_at(o, RVar("ro"));
+    std::string stmt = Pipeline(out).compile_to_lowered_stmt(sch);
+    size_t loop = stmt.find("for (o.s1.ro");
+    ASSERT_NE(loop, std::string::npos) << stmt;
+    size_t test = stmt.find("if (", loop), produce_s = stmt.find("produce s", loop);
+    EXPECT_LT(test, produce_s) << stmt;
+}
+
 TEST(ReductionFusion, OnlineTopOneCarryingAValue) {
     // The top-1 score, the value it carries, and its first index, in one
     // pass: the dependents count only terms attaining the running max, and

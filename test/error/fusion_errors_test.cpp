@@ -3,6 +3,8 @@
 // Each must be a CompileError that names the culprit.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "test_util.h"
 
 using namespace loom;
@@ -160,4 +162,31 @@ TEST(FusionErrors, NoResetForTermsNearTheMax) {
     sch.rolling_update(a.l, a.r);
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { a.compile(sch); }, {"cannot repair reduction l", "producer m", "no repair"}));
+}
+
+TEST(FusionErrors, DependentThatDoesNotVanishWhereTheMaxIsMasked) {
+    // The max reads masked scores, the sum reads x itself: where a row's
+    // keys are masked so far, the fused loop has no max to repair against
+    // and skips the points, but exp(x - m) is not 0 there.
+    Rows a;
+    Var j("j");
+    Func s("s");
+    s(a.i, j) = select(j <= a.i, a.x(a.i, j), -std::numeric_limits<float>::infinity());
+    Func m2("m2");
+    m2(a.i) = maximum(s(a.i, a.r));
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - m2(a.i)));
+    a.out(a.i) = a.l(a.i);
+    Schedule sch;
+    sch.rolling_update(a.l, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); },
+        {"rolling_update(l, r.x)", "cannot repair reduction l", "producer m2",
+         "its terms are not 0.0f where the terms of m2 are -inff (masked)", "would drop them"}));
+    // Reading the masked scores instead, the terms vanish and it fuses.
+    Func l2("l2"), out2("out2");
+    l2(a.i) = sum(exp(s(a.i, a.r) - m2(a.i)));
+    out2(a.i) = l2(a.i);
+    Schedule ok;
+    ok.rolling_update(l2, a.r);
+    EXPECT_NO_THROW(Pipeline(out2).compile(ok));
 }
