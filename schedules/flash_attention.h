@@ -22,6 +22,12 @@ struct AttentionChain {
     Func s, p, o, out;
     Var b, h, i, j, d;
     RVar r;
+    /** Optional: the keys as read by s, with the key Var innermost
+     * (kt(b, h, c, j) = k(b, h, j, c)). When given, flash_attention stores
+     * each key tile of it transposed, so that the scores, vectorized along
+     * the keys, read contiguous vectors instead of gathering one key per
+     * lane. */
+    Func kt = Func();
 };
 
 struct FlashAttentionOptions {
@@ -50,6 +56,7 @@ inline void flash_attention(Schedule &sch, const AttentionChain &a,
         .reorder(ro, a.i)
         .vectorize(a.d, opt.vector);
     sch[a.o].compute_at(a.out, task);
+    if (a.kt.defined()) sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, opt.vector);
     sch[a.s].compute_at(a.o, ro).vectorize(a.j, opt.vector);
     sch[a.p].compute_at(a.o, ro).vectorize(a.j, opt.vector);
 }

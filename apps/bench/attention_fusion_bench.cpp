@@ -274,9 +274,10 @@ class Kernel {
     double lower_s = -1;                   // a cache-hit recompile: lowering alone (incl. fusion)
     std::string what;                      // the schedule in words
     // For the bytes model: queries per task, whether s and p are stored over
-    // the whole key range per task, and split_k's chunk count (0: none).
+    // the whole key range per task, whether the keys are staged transposed
+    // (kt) once per run, and split_k's chunk count (0: none).
     int query_block = 16;
-    bool stores_scores = false;
+    bool stores_scores = false, stages_keys = false;
     int chunks = 0;
 
   protected:
@@ -302,7 +303,11 @@ loom::Target loom_target(const Options &opt) {
 enum class LoomSchedule {
     Rolling,       // schedules::flash_attention
     Materialized,  // AttentionVariant::schedule_materialized
-    SplitK,        // schedules::flash_decoding
+    // schedule_materialized with the keys staged transposed once per run,
+    // kt computed at root as flash_attention does: the materialized
+    // schedule given the same score stage as the fused one.
+    MaterializedStagedKeys,
+    SplitK,  // schedules::flash_decoding
     // Proposals measured by --only sweep, not templates: the same two
     // schedules with the score stage s left unvectorized along the keys (so
     // LLVM's loop vectorizer, with fast_math, vectorizes its head_dim
@@ -361,8 +366,7 @@ class LoomKernel : public Kernel {
     LoomKernel(Variant var, const LoomSpec &o, const Options &opt)
         : app_(std::make_unique<AttentionVariant>(var, loom::Float(32))) {
         const AttentionVariant &a = *app_;
-        const loom::schedules::AttentionChain chain{a.s, a.p, a.o, a.out, a.b,
-                                                    a.h, a.i, a.j, a.d,   a.r};
+        const loom::schedules::AttentionChain chain = a.chain();
         loom::Schedule sch;
         char buf[200];
         query_block = o.query_block;
@@ -370,6 +374,7 @@ class LoomKernel : public Kernel {
         case LoomSchedule::Rolling:
             loom::schedules::flash_attention(sch, chain, {o.query_block, o.key_tile, o.vector});
             name = "rolling";
+            stages_keys = true;
             std::snprintf(buf, sizeof buf,
                           "flash_attention{query_block %d, key_tile %d, vector %d}", o.query_block,
                           o.key_tile, o.vector);
@@ -379,6 +384,15 @@ class LoomKernel : public Kernel {
             name = "materialized";
             stores_scores = true;
             std::snprintf(buf, sizeof buf, "schedule_materialized(query_block %d, vector %d)",
+                          o.query_block, o.vector);
+            break;
+        case LoomSchedule::MaterializedStagedKeys:
+            a.schedule_materialized(sch, o.query_block, o.vector);
+            sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, o.vector);
+            name = "materialized+kt";
+            stores_scores = stages_keys = true;
+            std::snprintf(buf, sizeof buf,
+                          "schedule_materialized(query_block %d, vector %d), kt at root",
                           o.query_block, o.vector);
             break;
         case LoomSchedule::SplitK:
@@ -789,6 +803,7 @@ double modelled_bytes(const Problem &p, const Kernel &k) {
         bytes += blocks * 2 /*s, p*/ * rows_per_block * Lk * f * 2 /*write + read*/;
     }
     if (k.chunks > 0) bytes += p.heads * p.seq_q * k.chunks * (D + 2) * f * 2;
+    if (k.stages_keys) bytes += p.heads * Lk * D * f * 2;  // k read, kt written, once
     return bytes;
 }
 
@@ -809,6 +824,9 @@ struct Registry {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::Rolling, opt), opt);
         } else if (which == "materialized") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::Materialized, opt), opt);
+        } else if (which == "materialized+kt") {
+            k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::MaterializedStagedKeys, opt),
+                                             opt);
         } else if (which == "split_k") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::SplitK, opt, chunks), opt);
         } else {
@@ -931,9 +949,9 @@ void prefill_memory(Registry &reg, const Options &opt, Table &mem) {
 void prefill_section(Registry &reg, const Options &opt, Table &t) {
     t.title = "Prefill (Lq = Lk = seq), fp32, batch 1, " + std::to_string(opt.prefill_heads) +
               " heads: median ms per run";
-    t.head = {"variant", "seq", "D", "rolling ms", "mat. ms"};
+    t.head = {"variant", "seq", "D", "rolling ms", "mat. ms", "mat+kt ms"};
     if (have_halide) t.head.push_back("Halide ms");
-    t.head.push_back("roll/mat");
+    t.head.insert(t.head.end(), {"roll/mat", "roll/mat+kt"});
     if (have_halide) t.head.push_back("roll/Hal");
     t.head.insert(t.head.end(), {"roll GF/s", "mat GF/s"});
     if (have_halide) t.head.push_back("Hal GF/s");
@@ -941,16 +959,20 @@ void prefill_section(Registry &reg, const Options &opt, Table &t) {
     for (const PrefillConfig &c : prefill_configs(opt)) {
         Problem p = make_problem(c.variant, opt.prefill_heads, c.seq, c.seq, c.head_dim);
         std::vector<Kernel *> ks = prefill_kernels(reg, c);
+        ks.push_back(&reg.get(c.variant, "materialized+kt"));
         double err = 0;
         int rounds = 0;
         std::vector<double> ms = check_and_time(ks, p, opt, &err, &rounds);
-        const bool hal = ks.size() > 2;
+        const bool hal = ks.size() > 3;
+        const double staged = ms.back();
         const double flops = useful_flops(p);
-        std::vector<std::string> row = {attention::variant_name(c.variant), std::to_string(c.seq),
-                                        std::to_string(c.head_dim), fmt("%.1f", ms[0] * 1e3),
-                                        fmt("%.1f", ms[1] * 1e3)};
+        std::vector<std::string> row = {
+            attention::variant_name(c.variant), std::to_string(c.seq),
+            std::to_string(c.head_dim),         fmt("%.1f", ms[0] * 1e3),
+            fmt("%.1f", ms[1] * 1e3),           fmt("%.1f", staged * 1e3)};
         if (have_halide) row.push_back(hal ? fmt("%.1f", ms[2] * 1e3) : "skip");
         row.push_back(fmt("%.2f", ms[0] / ms[1]));
+        row.push_back(fmt("%.2f", ms[0] / staged));
         if (have_halide) row.push_back(hal ? fmt("%.2f", ms[0] / ms[2]) : "-");
         row.push_back(fmt("%.1f", flops / ms[0] * 1e-9));
         row.push_back(fmt("%.1f", flops / ms[1] * 1e-9));
@@ -963,7 +985,9 @@ void prefill_section(Registry &reg, const Options &opt, Table &t) {
         std::fprintf(stderr, "  prefill: %s done\n", config_name(p).c_str());
     }
     t.notes.push_back(
-        "(roll/mat, roll/Hal: run-time ratios; below 1 the fused schedule is faster. GF/s: "
+        "(roll/mat, roll/mat+kt, roll/Hal: run-time ratios; below 1 the fused schedule is "
+        "faster. mat+kt: the materialized schedule with the keys staged transposed at root, "
+        "the score stage flash_attention uses. GF/s: "
         "useful flops, 4 x heads x D x unmasked query-key pairs, per second. MB: modelled "
         "bytes moved to and from L3/DRAM (README). rounds: timed rounds behind the medians (1: "
         "the checked run alone, when one round takes longer than --budget). max err: worst "
@@ -1244,6 +1268,7 @@ int main(int argc, char **argv) {
             for (Variant var : {Variant::Causal, Variant::Global}) {
                 reg.get(var, "rolling");
                 reg.get(var, "materialized");
+                reg.get(var, "materialized+kt");
                 if (have_halide) reg.get(var, "Halide");
             }
             decode_kernels(reg);

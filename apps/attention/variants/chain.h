@@ -30,13 +30,21 @@ struct AttentionFuncs {
           k(std::move(k_)),
           v(std::move(v_)),
           scale(std::move(scale_)),
-          window(std::move(window_)) {}
+          window(std::move(window_)) {
+        kt(b, h, c, j) = loom::cast<float>(k(b, h, j, c));
+    }
 
     // q [batch, Hq, Lq, head_dim]; k, v [batch, Hkv, Lk, head_dim].
     loom::BufferParam q, k, v;
     loom::Param<float> scale;
     loom::Param<int> window;  // sliding window only
-    loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"};
+    loom::Var b{"b"}, h{"h"}, i{"i"}, j{"j"}, d{"d"}, c{"c"};
+    /** The keys in float32 with the head dimension outermost: kt(b, h, c, j)
+     * = k(b, h, j, c). The scores read k through it; it changes no value,
+     * and inlined (the default) it is k itself. A schedule that computes it
+     * per key tile stores that tile transposed, so that scores vectorized
+     * along the keys read contiguous memory. */
+    loom::Func kt{"kt"};
     loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
     /** The keys every reduction of the chain runs over. */
     loom::RDom r;
@@ -50,7 +58,7 @@ struct AttentionFuncs {
     loom::Expr dot(const loom::Expr &hk) const {
         using namespace loom;
         RDom e(0, q.dim(3).extent(), "e");
-        return sum(cast<float>(q(b, h, i, e)) * cast<float>(k(b, hk, j, e)));
+        return sum(cast<float>(q(b, h, i, e)) * kt(b, hk, e, j));
     }
     static loom::Expr masked(const loom::Expr &allowed, const loom::Expr &score) {
         return loom::select(allowed, score, -std::numeric_limits<float>::infinity());
