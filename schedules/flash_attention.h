@@ -23,17 +23,32 @@ struct AttentionChain {
     Var b, h, i, j, d;
     RVar r;
     /** Optional: the keys as read by s, with the key Var innermost
-     * (kt(b, h, c, j) = k(b, h, j, c)). When given, flash_attention stores
-     * each key tile of it transposed, so that the scores, vectorized along
-     * the keys, read contiguous vectors instead of gathering one key per
-     * lane. */
+     * (kt(b, h, c, j) = k(b, h, j, c)). When given, flash_attention can
+     * store them transposed (FlashAttentionOptions::stage_keys), so that
+     * the scores, vectorized along the keys, read contiguous vectors
+     * instead of gathering one key per lane. */
     Func kt = Func();
+    /** Optional: the scores' dot products as a reduction over the head
+     * dimension e, qk(b, h, i, j) += q(b, h, i, e) * kt(b, h, e, j). When
+     * given, flash_attention computes each tile of it with the head
+     * dimension outermost, then the keys, then the queries: a vector of
+     * keys is loaded once per head-dimension index and serves the whole
+     * query block, and every query-key pair of the tile is an independent
+     * accumulator (query_block x key_tile floats, in L1), where an inline
+     * sum is one dependent chain of FMAs per vector of scores. */
+    Func qk = Func();
+    RVar e = RVar();
 };
 
 struct FlashAttentionOptions {
     int query_block = 16;  // queries per parallel task
     int key_tile = 64;     // keys per rolling step
     int vector = 8;        // vector width (floats)
+    /** With AttentionChain::kt: store the keys transposed once, at root (a
+     * copy the size of k), so that every task reads its key tiles as
+     * contiguous vectors. Pays off when many queries share the keys
+     * (prefill); for one query (decode) it is a whole extra pass over k. */
+    bool stage_keys = true;
 };
 
 /** FlashAttention for prefill: tasks of `query_block` queries of one head
@@ -41,7 +56,10 @@ struct FlashAttentionOptions {
  * each tile the scores and probabilities of the whole query block are
  * computed (vectorized along the keys), then each query's running max, sum
  * and weighted sum are repaired and accumulated. No Func is stored over the
- * whole key range: memory is O(query_block * key_tile) per task. */
+ * whole key range of a query block: memory is O(query_block * key_tile) per
+ * task, plus, with stage_keys, one transposed copy of the keys. Key tiles
+ * that the variant's mask leaves empty for the whole block (causal: above
+ * the diagonal) are skipped by the compiler. */
 inline void flash_attention(Schedule &sch, const AttentionChain &a,
                             const FlashAttentionOptions &opt = {}) {
     Var io("io"), ii("ii"), task("task");
@@ -56,7 +74,13 @@ inline void flash_attention(Schedule &sch, const AttentionChain &a,
         .reorder(ro, a.i)
         .vectorize(a.d, opt.vector);
     sch[a.o].compute_at(a.out, task);
-    if (a.kt.defined()) sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, opt.vector);
+    if (a.kt.defined() && opt.stage_keys) {
+        sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, opt.vector);
+    }
+    if (a.qk.defined()) {
+        sch[a.qk].compute_at(a.o, ro).vectorize(a.j, opt.vector);
+        sch[a.qk].update().reorder(a.e, a.j, a.i).vectorize(a.j, opt.vector);
+    }
     sch[a.s].compute_at(a.o, ro).vectorize(a.j, opt.vector);
     sch[a.p].compute_at(a.o, ro).vectorize(a.j, opt.vector);
 }

@@ -70,7 +70,9 @@ struct AttentionVariant : AttentionFuncs {
 
   public:
     /** The Funcs the schedule templates take. */
-    loom::schedules::AttentionChain chain() const { return {s, p, o, out, b, h, i, j, d, r, kt}; }
+    loom::schedules::AttentionChain chain() const {
+        return {s, p, o, out, b, h, i, j, d, r, kt, qk, e};
+    }
     /** The materialized baseline (schedules/materialized_attention.h). */
     void schedule_materialized(loom::Schedule &sch, int query_block = 16, int vector = 8) const {
         loom::schedules::materialized_attention(sch, chain(), m, l, query_block, vector);

@@ -308,6 +308,9 @@ enum class LoomSchedule {
     // schedule given the same score stage as the fused one.
     MaterializedStagedKeys,
     SplitK,  // schedules::flash_decoding
+    // flash_attention without stage_keys: for decode, where one query
+    // cannot repay a transposed copy of the keys.
+    RollingUnstaged,
     // Proposals measured by --only sweep, not templates: the same two
     // schedules with the score stage s left unvectorized along the keys (so
     // LLVM's loop vectorizer, with fast_math, vectorizes its head_dim
@@ -386,6 +389,17 @@ class LoomKernel : public Kernel {
             std::snprintf(buf, sizeof buf, "schedule_materialized(query_block %d, vector %d)",
                           o.query_block, o.vector);
             break;
+        case LoomSchedule::RollingUnstaged: {
+            loom::schedules::FlashAttentionOptions fo{o.query_block, o.key_tile, o.vector};
+            fo.stage_keys = false;
+            loom::schedules::flash_attention(sch, chain, fo);
+            name = "rolling";
+            std::snprintf(buf, sizeof buf,
+                          "flash_attention{query_block %d, key_tile %d, vector %d, "
+                          "stage_keys false}",
+                          o.query_block, o.key_tile, o.vector);
+            break;
+        }
         case LoomSchedule::MaterializedStagedKeys:
             a.schedule_materialized(sch, o.query_block, o.vector);
             sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, o.vector);
@@ -824,6 +838,8 @@ struct Registry {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::Rolling, opt), opt);
         } else if (which == "materialized") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::Materialized, opt), opt);
+        } else if (which == "rolling, k unstaged") {
+            k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::RollingUnstaged, opt), opt);
         } else if (which == "materialized+kt") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::MaterializedStagedKeys, opt),
                                              opt);
@@ -931,15 +947,16 @@ void prefill_memory(Registry &reg, const Options &opt, Table &mem) {
         mem.rows.push_back(row);
         std::fprintf(stderr, "  memory: %s done\n", config_name(p).c_str());
     }
-    char buf[700];
+    char buf[900];
     std::snprintf(buf, sizeof buf,
                   "(%d threads. allocs: heap allocations made by the run. From the schedules: "
                   "materialized stores s and p, query_block x seq floats each, per running task: "
-                  "%d x 2 x %d x seq x 4 bytes = %.2f MiB per 1k of seq; rolling allocates and "
-                  "frees its tiles (query_block x key_tile floats, %d KiB) at every key tile, so "
-                  "few are live at once, whatever seq is. The last column is the size of ONE "
-                  "head's full score matrix, for scale. skip: Halide causal beyond seq %d, see "
-                  "the prefill table.)",
+                  "%d x 2 x %d x seq x 4 bytes = %.2f MiB per 1k of seq; rolling stores the keys "
+                  "transposed once (stage_keys: heads x seq x D floats, the size of k, 1 MiB per "
+                  "1k of seq at D 64 with 4 heads) and allocates and frees its tiles "
+                  "(query_block x key_tile floats, %d KiB) at every key tile, so few are live at "
+                  "once. The last column is the size of ONE head's full score matrix, for "
+                  "scale. skip: Halide causal beyond seq %d, see the prefill table.)",
                   opt.threads, opt.threads, opt.query_block,
                   opt.threads * 2.0 * opt.query_block * 1024 * 4 / 1048576.0,
                   opt.query_block * opt.key_tile * 4 / 1024, opt.halide_causal_max_seq);
@@ -1008,7 +1025,7 @@ const int decode_heads = 8, decode_head_dim = 128;
 std::vector<Kernel *> decode_kernels(Registry &reg) {
     std::vector<Kernel *> ks;
     for (int c : decode_chunks()) ks.push_back(&reg.get(Variant::Causal, "split_k", c));
-    ks.push_back(&reg.get(Variant::Causal, "rolling"));
+    ks.push_back(&reg.get(Variant::Causal, "rolling, k unstaged"));
     ks.push_back(&reg.get(Variant::Causal, "materialized"));
     if (have_halide) ks.push_back(&reg.get(Variant::Causal, "Halide"));
     return ks;

@@ -111,7 +111,7 @@ Kernel compile_fused(Variant var, Type t, Fusion fusion) {
     Kernel k;
     k.app = std::make_unique<AttentionVariant>(var, t);
     const AttentionVariant &a = *k.app;
-    const schedules::AttentionChain chain{a.s, a.p, a.o, a.out, a.b, a.h, a.i, a.j, a.d, a.r};
+    const schedules::AttentionChain chain = a.chain();
     Schedule sch;
     if (fusion == rolling) {
         schedules::flash_attention(

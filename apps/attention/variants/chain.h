@@ -45,6 +45,10 @@ struct AttentionFuncs {
      * per key tile stores that tile transposed, so that scores vectorized
      * along the keys read contiguous memory. */
     loom::Func kt{"kt"};
+    /** The scores' dot products, q . k over the head dimension in float32:
+     * qk(b, h, i, j), a reduction over e (made by dot()). */
+    loom::Func qk{"qk"};
+    loom::RDom e;
     loom::Func s{"s"}, m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
     /** The keys every reduction of the chain runs over. */
     loom::RDom r;
@@ -54,11 +58,15 @@ struct AttentionFuncs {
     /** The absolute position of query i: prefill (Lq == Lk) and decode
      * (Lq == 1, the last position) alike. */
     loom::Expr query_pos() const { return i + seq_k() - seq_q(); }
-    /** q . k over the head dimension, in float32, for key/value head hk. */
-    loom::Expr dot(const loom::Expr &hk) const {
+    /** q . k over the head dimension for key/value head hk, as qk(b, h, i,
+     * j). A named reduction rather than an inline sum, so that a schedule
+     * can order its loops (the head dimension outside the keys of a tile). */
+    loom::Expr dot(const loom::Expr &hk) {
         using namespace loom;
-        RDom e(0, q.dim(3).extent(), "e");
-        return sum(cast<float>(q(b, h, i, e)) * kt(b, hk, e, j));
+        e = RDom(0, q.dim(3).extent(), "e");
+        qk(b, h, i, j) = 0.0f;
+        qk(b, h, i, j) += cast<float>(q(b, h, i, e)) * kt(b, hk, e, j);
+        return qk(b, h, i, j);
     }
     static loom::Expr masked(const loom::Expr &allowed, const loom::Expr &score) {
         return loom::select(allowed, score, -std::numeric_limits<float>::infinity());
