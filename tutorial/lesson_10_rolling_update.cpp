@@ -87,23 +87,32 @@ int main() {
     k.set(K);
     v.set(V);
 
-    // The same in plain C++ (in double), for checking.
-    std::vector<std::vector<double>> want_softmax(N, std::vector<double>(L));
-    std::vector<std::vector<double>> want_out(N, std::vector<double>(D, 0.0));
-    for (int y = 0; y < N; y++) {
-        std::vector<double> score(L);
+    // The same in plain C++ (in double), for checking: the softmax weights
+    // of row y over its first `seen` keys, and the weighted average.
+    auto weights_of = [&](int y, int seen) {
+        std::vector<double> w(seen);
         double mx = -INFINITY, total = 0;
-        for (int x = 0; x < L; x++) {
-            score[x] = 0;
-            for (int c = 0; c < E; c++) score[x] += double(Q(y, c)) * K(x, c);
-            score[x] *= 0.5;
-            mx = std::max(mx, score[x]);
+        for (int x = 0; x < seen; x++) {
+            w[x] = 0;
+            for (int c = 0; c < E; c++) w[x] += double(Q(y, c)) * K(x, c);
+            w[x] *= 0.5;
+            mx = std::max(mx, w[x]);
         }
-        for (int x = 0; x < L; x++) total += std::exp(score[x] - mx);
-        for (int x = 0; x < L; x++) want_softmax[y][x] = std::exp(score[x] - mx) / total;
-        for (int x = 0; x < L; x++) {
-            for (int c = 0; c < D; c++) want_out[y][c] += want_softmax[y][x] * V(x, c);
+        for (int x = 0; x < seen; x++) total += std::exp(w[x] - mx);
+        for (int x = 0; x < seen; x++) w[x] = std::exp(w[x] - mx) / total;
+        return w;
+    };
+    auto average_of = [&](const std::vector<double> &w) {
+        std::vector<double> avg(D, 0.0);
+        for (size_t x = 0; x < w.size(); x++) {
+            for (int c = 0; c < D; c++) avg[c] += w[x] * V(int(x), c);
         }
+        return avg;
+    };
+    std::vector<std::vector<double>> want_softmax, want_out;
+    for (int y = 0; y < N; y++) {
+        want_softmax.push_back(weights_of(y, L));
+        want_out.push_back(average_of(want_softmax.back()));
     }
 
     // ---- 1. The plain chain with an ordinary schedule.
@@ -212,6 +221,55 @@ int main() {
         if (start == std::string::npos || line.find("m_tile") == std::string::npos) continue;
         if (line.compare(start, 2, "m[") == 0 || line.compare(start, 2, "l[") == 0) {
             std::printf("  %s\n", line.c_str() + start);
+        }
+    }
+
+    // ---- 3b. A mask: tiles with nothing in them are skipped.
+    // Causal attention lets query i see only the keys up to its position;
+    // the others get the score -inf, the identity of max, so exp(-inf - m)
+    // adds 0 to l and o. Here query i sits at position 8 i. With tiles of 16
+    // keys and blocks of 2 queries, the first block sees only tile 0: the
+    // other tiles change nothing for it. The compiler finds the mask in the
+    // max's terms, checks that every reduction of the chain adds its
+    // identity outside it, and then tests once per tile whether the mask can
+    // hold for some key of the tile and some query of the block; where it
+    // cannot, the whole tile (scores, probabilities, repairs) is skipped.
+    std::printf("\n3b. a causal mask: empty tiles are skipped\n");
+    Func cs("cs"), cm("cm"), cp("cp"), cl("cl"), co("co"), cout("cout");
+    cs(i, j) = select(j <= i * 8, s(i, j), -std::numeric_limits<float>::infinity());
+    cm(i) = maximum(cs(i, r));
+    cp(i, j) = exp(cs(i, j) - cm(i));
+    cl(i) = sum(cp(i, r));
+    co(i, d) = sum(cp(i, r) * v(r, d));
+    cout(i, d) = co(i, d) / cl(i);
+    Schedule causal;
+    causal[cout].split(i, io, ii, 2);
+    causal.rolling_update(co, r).split(r, ro, ri, 16).reorder(ro, i);
+    causal[co].compute_at(cout, io);
+    causal[cs].compute_at(co, ro);
+    causal[cp].compute_at(co, ro);
+    Pipeline causal_attention(cout);
+    CompiledPipeline masked = causal_attention.compile(causal);
+    for (const std::string &line : masked.compile_log()) {
+        if (line.find("skipped") != std::string::npos) std::printf("  log: %s\n", line.c_str());
+    }
+    std::vector<std::vector<double>> want_causal;
+    for (int y = 0; y < N; y++) {
+        want_causal.push_back(average_of(weights_of(y, std::min(L, 8 * y + 1))));  // keys 0 .. 8 y
+    }
+    Buffer<float> causal_out({N, D});
+    masked.realize({causal_out});
+    check("causal attention, empty tiles skipped", causal_out,
+          Buffer<float>(interpret(cout, {N, D})), want_causal);
+    // In the lowered statement the test sits right inside the tile loop:
+    // the tile's first key must not be past the block's last query.
+    std::istringstream causal_lines(causal_attention.compile_to_lowered_stmt(causal));
+    bool in_tile_loop = false;
+    for (std::string line; std::getline(causal_lines, line);) {
+        if (line.find("for (co.s1.ro") != std::string::npos) in_tile_loop = true;
+        if (in_tile_loop && line.find("if (") != std::string::npos) {
+            std::printf("  %s\n", line.c_str() + line.find_first_not_of(' '));
+            break;
         }
     }
 

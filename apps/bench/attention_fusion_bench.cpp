@@ -19,8 +19,8 @@
 //      rolling_update and materialized, with the decode's peak memory;
 //   4. the compile time of each pipeline and the part spent deriving the
 //      repairs of the fused chains (CompiledPipeline::fusion_seconds).
-// --only sweep prints instead the template options (and a proposal) against
-// the materialized schedule. Every kernel's first run at every size is
+// --only sweep prints instead the template options against the
+// materialized schedule with the same key staging. Every kernel's first run at every size is
 // checked against the float64 reference of apps/attention/variants_reference.h;
 // a wrong output aborts the program with exit status 1.
 //
@@ -311,12 +311,6 @@ enum class LoomSchedule {
     // flash_attention without stage_keys: for decode, where one query
     // cannot repay a transposed copy of the keys.
     RollingUnstaged,
-    // Proposals measured by --only sweep, not templates: the same two
-    // schedules with the score stage s left unvectorized along the keys (so
-    // LLVM's loop vectorizer, with fast_math, vectorizes its head_dim
-    // reduction over contiguous q and k rows instead of gathering k).
-    RollingScalarScores,
-    MaterializedScalarScores,
 };
 
 /** A Loom schedule of the attention chain and its options. */
@@ -327,41 +321,6 @@ struct LoomSpec {
 
 LoomSpec spec(LoomSchedule kind, const Options &opt, int chunks = 0) {
     return {kind, opt.query_block, opt.key_tile, opt.vector, chunks};
-}
-
-/** flash_attention with s not vectorized along j (see RollingScalarScores);
- * otherwise schedules/flash_attention.h's flash_attention line for line. */
-void flash_attention_scalar_scores(loom::Schedule &sch, const loom::schedules::AttentionChain &a,
-                                   const LoomSpec &o) {
-    loom::Var io("io"), ii("ii"), task("task");
-    loom::RVar ro("ro"), ri("ri");
-    sch[a.out]
-        .split(a.i, io, ii, o.query_block)
-        .fuse(a.h, io, task)
-        .parallel(task)
-        .vectorize(a.d, o.vector);
-    sch.rolling_update(a.o, a.r)
-        .split(a.r, ro, ri, o.key_tile)
-        .reorder(ro, a.i)
-        .vectorize(a.d, o.vector);
-    sch[a.o].compute_at(a.out, task);
-    sch[a.s].compute_at(a.o, ro);
-    sch[a.p].compute_at(a.o, ro).vectorize(a.j, o.vector);
-}
-
-/** schedule_materialized with s not vectorized along j. */
-void materialized_scalar_scores(loom::Schedule &sch, const AttentionVariant &a, const LoomSpec &o) {
-    loom::Var io("io"), ii("ii"), t("t");
-    sch[a.out]
-        .split(a.i, io, ii, o.query_block)
-        .fuse(a.h, io, t)
-        .parallel(t)
-        .vectorize(a.d, o.vector);
-    sch[a.s].compute_at(a.out, t);
-    sch[a.m].compute_at(a.out, t);
-    sch[a.p].compute_at(a.out, t).vectorize(a.j, o.vector);
-    sch[a.l].compute_at(a.out, t);
-    sch[a.o].compute_at(a.out, t).vectorize(a.d, o.vector);
 }
 
 class LoomKernel : public Kernel {
@@ -415,21 +374,6 @@ class LoomKernel : public Kernel {
             chunks = o.chunks;
             std::snprintf(buf, sizeof buf, "flash_decoding{chunks %d, key_tile %d, vector %d}",
                           o.chunks, o.key_tile, o.vector);
-            break;
-        case LoomSchedule::RollingScalarScores:
-            flash_attention_scalar_scores(sch, chain, o);
-            name = "rolling, scalar s";
-            std::snprintf(buf, sizeof buf,
-                          "flash_attention{%d, %d, %d} but s not vectorized (proposal)",
-                          o.query_block, o.key_tile, o.vector);
-            break;
-        case LoomSchedule::MaterializedScalarScores:
-            materialized_scalar_scores(sch, a, o);
-            name = "materialized, scalar s";
-            stores_scores = true;
-            std::snprintf(buf, sizeof buf,
-                          "schedule_materialized(%d, %d) but s not vectorized (proposal)",
-                          o.query_block, o.vector);
             break;
         }
         what = buf;
@@ -1100,70 +1044,52 @@ void compile_section(const Registry &reg, Table &t) {
         "code cache, i.e. the front end, fusion included, without LLVM.)");
 }
 
-/** --only sweep: template options (and two proposals) against the
- * materialized schedule with the same query_block and vector, on causal
- * prefill at one length, and split_k's options on decode. */
+/** --only sweep: flash_attention's options against the materialized
+ * schedule with the same key staging, query_block and vector, on causal
+ * and global prefill at one length, and flash_decoding's options against
+ * rolling on decode. */
 void sweep_section(const Options &opt, Table &t, Table &td) {
     const int S = opt.quick ? 512 : std::min(opt.max_seq, 2048);
-    t.title = "flash_attention options, causal prefill, seq " + std::to_string(S) + ", " +
+    t.title = "flash_attention options, prefill, seq " + std::to_string(S) + ", " +
               std::to_string(opt.prefill_heads) +
-              " heads (rolling vs materialized with the "
-              "same query_block and vector, interleaved)";
-    t.head = {"D",       "schedule", "query_block", "key_tile",      "vector",      "rolling ms",
-              "mat. ms", "roll/mat", "roll GF/s",   "roll speed-up", "mat speed-up"};
+              " heads (rolling vs materialized+kt with the same query_block and vector, "
+              "interleaved)";
+    t.head = {"variant",    "D",         "query_block", "key_tile", "vector",
+              "rolling ms", "mat+kt ms", "roll/mat+kt", "roll GF/s"};
     struct Point {
         int qb, kt, vec;
-        bool proposal;  // also time the schedules with s not vectorized
     };
     std::vector<Point> points;
-    points.push_back({16, 64, 8, false});  // the templates' default vector
-    for (int qb : {8, 16, 32, 64}) {
-        for (int kt : {32, 64, 128, 256}) {
-            points.push_back({qb, kt, 16, (qb == 16 || qb == 32) && (kt == 64 || kt == 128)});
-        }
+    points.push_back({16, 64, 8});  // the templates' default vector
+    for (int qb : {8, 16, 32}) {
+        for (int kt : {32, 64, 128, 256}) points.push_back({qb, kt, 16});
     }
-    for (int D : {64, 128}) {
-        Problem p = make_problem(Variant::Causal, opt.prefill_heads, S, S, D);
-        for (const Point &pt : points) {
-            Options o = opt;
-            o.query_block = pt.qb;
-            o.key_tile = pt.kt;
-            o.vector = pt.vec;
-            o.dump_dir.clear();
-            std::vector<std::unique_ptr<Kernel>> owned;
-            owned.push_back(
-                std::make_unique<LoomKernel>(Variant::Causal, spec(LoomSchedule::Rolling, o), o));
-            owned.push_back(std::make_unique<LoomKernel>(Variant::Causal,
-                                                         spec(LoomSchedule::Materialized, o), o));
-            if (pt.proposal) {
-                owned.push_back(std::make_unique<LoomKernel>(
-                    Variant::Causal, spec(LoomSchedule::RollingScalarScores, o), o));
-                owned.push_back(std::make_unique<LoomKernel>(
-                    Variant::Causal, spec(LoomSchedule::MaterializedScalarScores, o), o));
-            }
-            std::vector<Kernel *> ks;
-            for (auto &k : owned) ks.push_back(k.get());
-            double err = 0;
-            int rounds = 0;
-            std::vector<double> ms = check_and_time(ks, p, o, &err, &rounds);
-            for (size_t n = 0; n < ks.size(); n += 2) {
-                const bool prop = n > 0;
-                t.rows.push_back({std::to_string(D), prop ? "s not vectorized" : "templates",
+    for (Variant var : {Variant::Causal, Variant::Global}) {
+        for (int D : {64, 128}) {
+            Problem p = make_problem(var, opt.prefill_heads, S, S, D);
+            for (const Point &pt : points) {
+                Options o = opt;
+                o.query_block = pt.qb;
+                o.key_tile = pt.kt;
+                o.vector = pt.vec;
+                o.dump_dir.clear();
+                LoomKernel rolling(var, spec(LoomSchedule::Rolling, o), o);
+                LoomKernel staged(var, spec(LoomSchedule::MaterializedStagedKeys, o), o);
+                std::vector<Kernel *> ks = {&rolling, &staged};
+                double err = 0;
+                int rounds = 0;
+                std::vector<double> ms = check_and_time(ks, p, o, &err, &rounds);
+                t.rows.push_back({attention::variant_name(var), std::to_string(D),
                                   std::to_string(pt.qb), std::to_string(pt.kt),
-                                  std::to_string(pt.vec), fmt("%.1f", ms[n] * 1e3),
-                                  fmt("%.1f", ms[n + 1] * 1e3), fmt("%.2f", ms[n] / ms[n + 1]),
-                                  fmt("%.1f", useful_flops(p) / ms[n] * 1e-9),
-                                  prop ? fmt("%.2f", ms[0] / ms[n]) : "-",
-                                  prop ? fmt("%.2f", ms[1] / ms[n + 1]) : "-"});
+                                  std::to_string(pt.vec), fmt("%.1f", ms[0] * 1e3),
+                                  fmt("%.1f", ms[1] * 1e3), fmt("%.2f", ms[0] / ms[1]),
+                                  fmt("%.1f", useful_flops(p) / ms[0] * 1e-9)});
+                std::fprintf(stderr, "  sweep: %s D %d qb %d kt %d vec %d: %.1f / %.1f ms\n",
+                             attention::variant_name(var), D, pt.qb, pt.kt, pt.vec, ms[0] * 1e3,
+                             ms[1] * 1e3);
             }
-            std::fprintf(stderr, "  sweep: D %d qb %d kt %d vec %d: %.1f / %.1f ms\n", D, pt.qb,
-                         pt.kt, pt.vec, ms[0] * 1e3, ms[1] * 1e3);
         }
     }
-    t.notes.push_back(
-        "(s not vectorized: a proposal, not a template: the same two schedules with the score "
-        "stage left unvectorized along the keys, timed in the same rounds as the templates' "
-        "row above it; speed-up: the template's time over the proposal's.)");
 
     const int Lk = opt.quick ? 4096 : 16384;
     td.title = "flash_decoding options, decode, KV " + std::to_string(Lk) + ", " +
@@ -1175,9 +1101,7 @@ void sweep_section(const Options &opt, Table &t, Table &td) {
     Options o = opt;
     o.dump_dir.clear();
     owned.push_back(
-        std::make_unique<LoomKernel>(Variant::Causal, spec(LoomSchedule::Rolling, o), o));
-    owned.push_back(std::make_unique<LoomKernel>(Variant::Causal,
-                                                 spec(LoomSchedule::RollingScalarScores, o), o));
+        std::make_unique<LoomKernel>(Variant::Causal, spec(LoomSchedule::RollingUnstaged, o), o));
     for (int chunks : {2, 8, 32}) {
         for (int kt : {64, 256, 1024}) {
             LoomSpec sp = spec(LoomSchedule::SplitK, o, chunks);
