@@ -1466,6 +1466,10 @@ class CodeGen_LLVM : public IRVisitor {
     void visit(const ProducerConsumer *op) override { codegen(op->body); }
 
     void visit(const For *op) override {
+        user_assert(op->for_type != ForType::GPUBlock && op->for_type != ForType::GPUThread)
+            << "The loop " << op->name << " runs on the GPU, and running GPU pipelines is not "
+            << "supported yet: Pipeline::compile_to_cuda generates their kernels (CUDA C++, "
+            << "PTX and cubin).";
         if (op->for_type == ForType::Parallel) return codegen_parallel_for(op);
         Value *mn = codegen(op->min);
         Value *ext = codegen(op->extent);

@@ -27,6 +27,8 @@ const char *for_type_name(ForType t) {
     case ForType::Parallel: return "parallel";
     case ForType::Vectorized: return "vectorized";
     case ForType::Unrolled: return "unrolled";
+    case ForType::GPUBlock: return "gpu_block";
+    case ForType::GPUThread: return "gpu_thread";
     }
     return "?";
 }

@@ -13,6 +13,7 @@
 #include "Bounds.h"
 #include "BoundsInference.h"
 #include "CSE.h"
+#include "CodeGen_CUDA.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -220,6 +221,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     Stmt s = schedule_functions(env);
     debug_print("schedule_functions", s);
     check_placement(s, env);
+    check_gpu_loops(s, target);
     s = skip_masked_tiles(s, env);
     debug_print("skip_masked_tiles", s);
 

@@ -6,9 +6,11 @@
 #include <mutex>
 #include <sstream>
 
+#include "CodeGen_CUDA.h"
 #include "IRPrinter.h"
 #include "JITModule.h"
 #include "Lower.h"
+#include "NVRTC.h"
 #include "ScheduleContents.h"
 #include "loom/Param.h"
 #include "loom/runtime/loom_runtime.h"
@@ -293,6 +295,33 @@ void Pipeline::compile_to_lowered_stmt(const std::string &filename, const Schedu
     std::ofstream f(filename);
     user_assert(f.good()) << "Cannot open " << filename << " for writing.";
     f << compile_to_lowered_stmt(schedule, target);
+}
+
+std::string Pipeline::compile_to_cuda(const Schedule &schedule, const Target &target) const {
+    user_assert(target.has_feature(Target::CUDA))
+        << "compile_to_cuda needs a target with a GPU, e.g. Target(\"host-cuda-sm_90\"); "
+        << target.to_string() << " has none.";
+    LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target,
+                                   "loom_" + outputs_.front().name());
+    return codegen_cuda(lowered.func, target).source;
+}
+
+void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &schedule,
+                               const Target &target) const {
+    user_assert(target.cuda_capability() != 0)
+        << "compile_to_cuda(\"" << basename << "\", ...) compiles with NVRTC, which needs the "
+        << "GPU's capability in the target: " << target.to_string()
+        << " has none. Name one, e.g. Target(\"host-cuda-sm_90a\").";
+    std::string source = compile_to_cuda(schedule, target);
+    CudaBinary binary = compile_cuda(source, "loom_" + outputs_.front().name(), target.cuda_arch());
+    auto write = [&](const std::string &suffix, const char *data, size_t size) {
+        std::ofstream f(basename + suffix, std::ios::binary);
+        user_assert(f.good()) << "Cannot open " << basename << suffix << " for writing.";
+        f.write(data, static_cast<std::streamsize>(size));
+    };
+    write(".cu", source.data(), source.size());
+    write(".ptx", binary.ptx.data(), binary.ptx.size());
+    write(".cubin", binary.cubin.data(), binary.cubin.size());
 }
 
 std::string Pipeline::print_loop_nest(const Schedule &schedule) const {

@@ -368,7 +368,7 @@ Stage &Stage::rename(const VarOrRVar &old, const VarOrRVar &new_name) {
 namespace {
 Stage &set_for_type(Stage &s, StageState st, const VarOrRVar &v, ForType t, const char *what) {
     int i = find_dim(st, v.name(), what);
-    if (t == ForType::Parallel || t == ForType::Vectorized) {
+    if (t != ForType::Serial && t != ForType::Unrolled) {
         check_loop_may_be_reordered(st, v.name(), what);
     }
     st.ss->dims[i].for_type = t;
@@ -389,6 +389,43 @@ Stage &Stage::parallel(const VarOrRVar &v) {
 }
 Stage &Stage::serial(const VarOrRVar &v) {
     return set_for_type(*this, state_of(*sched_, func_, stage_), v, ForType::Serial, "serial");
+}
+
+Stage &Stage::gpu_loops(const std::vector<VarOrRVar> &loops, bool threads) {
+    if (loops.size() > 1) reorder(std::vector<VarOrRVar>(loops.rbegin(), loops.rend()));
+    for (const VarOrRVar &v : loops) {
+        set_for_type(*this, state_of(*sched_, func_, stage_), v,
+                     threads ? ForType::GPUThread : ForType::GPUBlock,
+                     threads ? "gpu_threads" : "gpu_blocks");
+    }
+    return *this;
+}
+Stage &Stage::gpu_blocks(const VarOrRVar &x) { return gpu_loops({x}, false); }
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
+    return gpu_loops({x, y}, false);
+}
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    return gpu_loops({x, y, z}, false);
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x) { return gpu_loops({x}, true); }
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
+    return gpu_loops({x, y}, true);
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    return gpu_loops({x, y, z}, true);
+}
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, const Expr &tx,
+                       TailStrategy tail) {
+    split(x, xo, xi, tx, tail);
+    gpu_blocks(xo);
+    return gpu_threads(xi);
+}
+Stage &Stage::gpu_tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo,
+                       const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi,
+                       const Expr &ty, const Expr &tx, TailStrategy tail) {
+    tile(y, x, yo, xo, yi, xi, ty, tx, tail);
+    gpu_blocks(xo, yo);
+    return gpu_threads(xi, yi);
 }
 
 namespace {

@@ -4,6 +4,8 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Host.h>
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include "loom/Error.h"
@@ -29,7 +31,11 @@ const FeatureName feature_names[] = {
     {Target::Debug, "debug"},
     {Target::FastMath, "fast_math"},
     {Target::LLVMLoopOpt, "llvm_loop_opt"},
+    {Target::CUDA, "cuda"},
 };
+
+// The GPU capabilities Loom generates code for (major * 10 + minor).
+const int cuda_capabilities[] = {80, 86, 89, 90};
 
 // Features that come with another: every AVX2 machine has AVX, SSE4.1, FMA
 // and F16C (x86-64-v3), and our AVX-512 means x86-64-v4 (F, VL, BW, DQ, CD).
@@ -116,6 +122,28 @@ Target::Target(const std::string &s) {
         i = 3;
     }
     for (; i < tok.size(); i++) {
+        if (tok[i].compare(0, 3, "sm_") == 0) {
+            std::string digits = tok[i].substr(3);
+            bool specific = !digits.empty() && digits.back() == 'a';
+            if (specific) digits.pop_back();
+            int cap = 0;
+            bool known = !digits.empty() && digits.size() <= 3 &&
+                         digits.find_first_not_of("0123456789") == std::string::npos;
+            if (known) {
+                cap = std::stoi(digits);
+                known = std::find(std::begin(cuda_capabilities), std::end(cuda_capabilities),
+                                  cap) != std::end(cuda_capabilities) &&
+                        (!specific || cap == 90);
+            }
+            if (!known) {
+                user_error << "Unknown GPU capability \"" << tok[i] << "\" in target string \"" << s
+                           << "\". Known: sm_80, sm_86, sm_89, sm_90, sm_90a.";
+            }
+            cuda_capability_ = cap;
+            cuda_arch_specific_ = specific;
+            features |= 1u << CUDA;
+            continue;
+        }
         bool found = false;
         for (const auto &fn : feature_names) {
             if (tok[i] == fn.name) {
@@ -127,7 +155,8 @@ Target::Target(const std::string &s) {
             std::string valid;
             for (const auto &fn : feature_names) valid += std::string(" ") + fn.name;
             user_error << "Unknown feature \"" << tok[i] << "\" in target string \"" << s
-                       << "\". Known features:" << valid << ".";
+                       << "\". Known features:" << valid << ", and a GPU capability (sm_80, "
+                       << "sm_86, sm_89, sm_90, sm_90a).";
         }
     }
     features = with_implied(features);
@@ -148,6 +177,10 @@ Target Target::with_feature(Feature f) const {
 Target Target::without_feature(Feature f) const {
     Target t = *this;
     t.features &= ~(1u << f);
+    if (f == CUDA) {
+        t.cuda_capability_ = 0;
+        t.cuda_arch_specific_ = false;
+    }
     // Removing a feature also removes those that imply it.
     auto bit = [](Feature x) { return 1u << x; };
     if (f == SSE41 || f == AVX) t.features &= ~(bit(AVX) | bit(AVX2) | bit(AVX512));
@@ -167,7 +200,13 @@ std::string Target::to_string() const {
     for (const auto &fn : feature_names) {
         if (has_feature(fn.feature)) s += std::string("-") + fn.name;
     }
+    if (cuda_capability_ != 0) s += "-" + cuda_arch();
     return s;
+}
+
+std::string Target::cuda_arch() const {
+    if (cuda_capability_ == 0) return "";
+    return "sm_" + std::to_string(cuda_capability_) + (cuda_arch_specific_ ? "a" : "");
 }
 
 }  // namespace loom

@@ -275,7 +275,10 @@ struct ProducerConsumer : StmtNode<ProducerConsumer> {
     static constexpr IRNodeType _node_type = IRNodeType::ProducerConsumer;
 };
 
-enum class ForType { Serial, Parallel, Vectorized, Unrolled };
+/** How a loop runs. GPUBlock and GPUThread loops are the block and thread
+ * indices of a CUDA kernel (blockIdx, threadIdx), innermost first as x, y,
+ * z. */
+enum class ForType { Serial, Parallel, Vectorized, Unrolled, GPUBlock, GPUThread };
 const char *for_type_name(ForType t);
 
 struct For : StmtNode<For> {

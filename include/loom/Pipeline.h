@@ -113,6 +113,14 @@ class Pipeline {
                                         const Target &target = Target::host()) const;
     void compile_to_lowered_stmt(const std::string &filename, const Schedule &schedule,
                                  const Target &target = Target::host()) const;
+    /** The CUDA C++ of the pipeline's GPU kernels (its loops scheduled with
+     * gpu_blocks and gpu_threads), for a target with the cuda feature. */
+    std::string compile_to_cuda(const Schedule &schedule, const Target &target) const;
+    /** Writes `basename`.cu, and that source compiled by NVRTC for the
+     * target's GPU capability (e.g. host-cuda-sm_90a): `basename`.ptx and
+     * `basename`.cubin. */
+    void compile_to_cuda(const std::string &basename, const Schedule &schedule,
+                         const Target &target) const;
     /** The loop nest only: loops, allocations and stores, without the bounds
      * arithmetic. */
     std::string print_loop_nest(const Schedule &schedule = Schedule()) const;

@@ -64,6 +64,26 @@ class Stage {
                     TailStrategy tail = TailStrategy::Auto);
     Stage &serial(const VarOrRVar &v);
 
+    // GPU loops (a target with the cuda feature). Each loop named becomes
+    // one dimension of the kernel's grid (gpu_blocks) or of its blocks
+    // (gpu_threads), the first named being x; a block's loops must have
+    // constant extents. The loops must be adjacent, thread loops inside
+    // block loops.
+    Stage &gpu_blocks(const VarOrRVar &x);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Stage &gpu_threads(const VarOrRVar &x);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    /** Splits x by tx: blocks over xo, tx threads per block over xi. */
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, const Expr &tx,
+                    TailStrategy tail = TailStrategy::Auto);
+    /** tile(y, x, yo, xo, yi, xi, ty, tx), then blocks over (xo, yo) and
+     * threads over (xi, yi): a ty x tx block of threads per tile. */
+    Stage &gpu_tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo,
+                    const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty,
+                    const Expr &tx, TailStrategy tail = TailStrategy::Auto);
+
     /** The handle of update definition i of the same Func. */
     Stage update(int i = 0) const;
 
@@ -88,6 +108,8 @@ class Stage {
 
   private:
     friend class Schedule;
+    /** Marks `loops` (x first) as block (or thread) loops, x innermost. */
+    Stage &gpu_loops(const std::vector<VarOrRVar> &loops, bool threads);
     Stage(std::shared_ptr<internal::ScheduleContents> s, internal::FunctionPtr f, int stage)
         : sched_(std::move(s)), func_(std::move(f)), stage_(stage) {}
     std::shared_ptr<internal::ScheduleContents> sched_;

@@ -9,7 +9,13 @@ namespace loom {
 /** A compilation target, written as a string: "host" (this machine, with the
  * features it has), or "arch-os[-feature...]" such as "x86-64-linux-avx2" or
  * "x86-64-linux-avx512". Features: sse41, avx, avx2, fma, f16c, avx512,
- * no_asserts, debug, fast_math, llvm_loop_opt. */
+ * no_asserts, debug, fast_math, llvm_loop_opt, cuda.
+ *
+ * `cuda` adds an NVIDIA GPU: loops scheduled with gpu_blocks / gpu_threads
+ * become CUDA kernels. A GPU capability token, sm_80, sm_86, sm_89, sm_90 or
+ * sm_90a (Hopper's architecture-specific instructions), names the GPU and
+ * implies cuda: "host-cuda-sm_90a". "host-cuda" alone means the capability
+ * of the device found when the pipeline first runs. */
 class Target {
   public:
     enum Arch { X86_64 };
@@ -39,6 +45,8 @@ class Target {
          * rewrite loops the user chose to leave scalar. LLVM's SLP
          * vectorizer, which has no counterpart in the schedule, always runs. */
         LLVMLoopOpt,
+        /** An NVIDIA GPU, programmed in CUDA C++ compiled by NVRTC. */
+        CUDA,
         FeatureEnd
     };
 
@@ -57,13 +65,26 @@ class Target {
     /** Natural vector width in bytes: 64 with avx512, 32 with avx/avx2, else 16. */
     int vector_bytes() const;
     std::string to_string() const;
+    /** The GPU capability as major * 10 + minor (80, 86, 89, 90), or 0: the
+     * device's, read when the pipeline first runs. */
+    int cuda_capability() const { return cuda_capability_; }
+    /** Whether the capability has the "a" suffix (sm_90a): instructions
+     * such as wgmma, which only that architecture runs. */
+    bool cuda_arch_specific() const { return cuda_arch_specific_; }
+    /** The NVRTC architecture name, e.g. "sm_90a"; empty when the capability
+     * is the device's. */
+    std::string cuda_arch() const;
     bool operator==(const Target &o) const {
-        return arch == o.arch && os == o.os && features == o.features;
+        return arch == o.arch && os == o.os && features == o.features &&
+               cuda_capability_ == o.cuda_capability_ &&
+               cuda_arch_specific_ == o.cuda_arch_specific_;
     }
     bool operator!=(const Target &o) const { return !(*this == o); }
 
   private:
     unsigned features = 0;
+    int cuda_capability_ = 0;
+    bool cuda_arch_specific_ = false;
 };
 
 }  // namespace loom

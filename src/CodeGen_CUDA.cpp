@@ -1,0 +1,750 @@
+// Emits CUDA C++ rather than PTX or NVVM IR: the source is readable (names
+// come from the algorithm), NVRTC compiles it without a GPU, and the
+// instructions a later tile backend needs (mma, wgmma, cp.async) fit in as
+// inline PTX. Integer division and modulo keep Loom's semantics (rounding
+// toward -inf, x / 0 == 0), through helpers in the source's prelude.
+#include "CodeGen_CUDA.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "IRPrinter.h"
+#include "IRVisitor.h"
+#include "Scope.h"
+#include "Simplify.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+/** The Func a loop belongs to: loops are named func.sK.var. */
+std::string func_of_loop(const std::string &loop) {
+    size_t s = loop.find(".s");
+    return s == std::string::npos ? loop : loop.substr(0, s);
+}
+
+bool is_gpu(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
+
+const char *gpu_directive(ForType t) {
+    return t == ForType::GPUBlock ? "gpu_blocks" : "gpu_threads";
+}
+
+/** How many loops of type t a chain of them holds below (and including)
+ * s's first such loop; also checks that they form one chain. */
+int chain_depth(const Stmt &s, ForType t) {
+    struct Depth : IRVisitor {
+        ForType t;
+        int depth = 0;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type != t) return IRVisitor::visit(op);
+            Depth inner;
+            inner.t = t;
+            op->body.accept(&inner);
+            depth = std::max(depth, inner.depth + 1);
+        }
+    } d;
+    d.t = t;
+    s.accept(&d);
+    return d.depth;
+}
+
+}  // namespace
+
+void check_gpu_loops(const Stmt &s, const Target &target) {
+    struct Checker : IRVisitor {
+        const Target *target;
+        std::vector<const For *> loops;  // enclosing loops, outermost first
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (is_gpu(op->for_type)) {
+                const std::string func = func_of_loop(op->name);
+                user_assert(target->has_feature(Target::CUDA))
+                    << "Func " << func << " runs its loop " << op->name << " with "
+                    << gpu_directive(op->for_type) << ", but the target " << target->to_string()
+                    << " has no GPU. Compile for one, e.g. Target(\"host-cuda-sm_90\"), or use "
+                       "parallel() for the CPU.";
+                bool in_block = false, in_thread = false;
+                for (const For *l : loops) {
+                    user_assert(l->for_type != ForType::Parallel &&
+                                l->for_type != ForType::Vectorized)
+                        << "Func " << func << "'s GPU loop " << op->name << " is inside the "
+                        << for_type_name(l->for_type) << " loop " << l->name
+                        << ": GPU loops must be outside every parallel or vectorized loop.";
+                    in_block |= l->for_type == ForType::GPUBlock;
+                    in_thread |= l->for_type == ForType::GPUThread;
+                }
+                if (op->for_type == ForType::GPUThread) {
+                    user_assert(in_block)
+                        << "Func " << func << "'s loop " << op->name
+                        << " is a gpu_threads loop with no gpu_blocks loop around it. Threads "
+                           "run inside blocks: mark an outer loop with gpu_blocks (gpu_tile "
+                           "does both), or compute "
+                        << func << " inside another Func's block loop.";
+                } else {
+                    user_assert(!in_thread)
+                        << "Func " << func << "'s gpu_blocks loop " << op->name
+                        << " is inside a gpu_threads loop. Block loops must enclose thread loops.";
+                }
+                int depth = chain_depth(Stmt(op), op->for_type);
+                user_assert(depth <= 3)
+                    << "Func " << func << " has " << depth << " nested "
+                    << gpu_directive(op->for_type) << " loops from " << op->name
+                    << "; a CUDA kernel has at most three (x, y, z). Fuse some of them first.";
+            }
+            loops.push_back(op);
+            op->body.accept(this);
+            loops.pop_back();
+        }
+    } checker;
+    checker.target = &target;
+    s.accept(&checker);
+}
+
+namespace {
+
+/** C++ spelling of a scalar type. */
+std::string c_type(Type t, const std::string &where) {
+    user_assert(t.is_scalar()) << "Vectorized code inside a GPU kernel (" << where
+                               << ") is not supported yet: vectorize loops outside the kernels, "
+                                  "or leave them scalar inside (each thread is a lane).";
+    if (t.is_bool()) return "bool";
+    if (t.is_handle()) return "void *";
+    if (t.code == Type::Float && t.bits == 32) return "float";
+    if (t.code == Type::Float && t.bits == 64) return "double";
+    if (t.is_int()) {
+        switch (t.bits) {
+        case 8: return "signed char";
+        case 16: return "short";
+        case 32: return "int";
+        case 64: return "long long";
+        }
+    }
+    if (t.is_uint()) {
+        switch (t.bits) {
+        case 8: return "unsigned char";
+        case 16: return "unsigned short";
+        case 32: return "unsigned int";
+        case 64: return "unsigned long long";
+        }
+    }
+    user_error << "The type " << type_to_string(t) << " inside a GPU kernel (" << where
+               << ") is not supported yet by the CUDA backend.";
+    return "";
+}
+
+const char *kPrelude = R"(// Generated by Loom. Integer division rounds toward -inf and x / 0 == 0,
+// as on the CPU; x % y has the sign of y and x % 0 == 0.
+template <typename T> __device__ __forceinline__ T loom_div(T a, T b) {
+    if (b == T(0)) return T(0);
+    if (T(-1) < T(0) && b == T(-1)) return T(T(0) - a);
+    T q = T(a / b), r = T(a % b);
+    return (T(-1) < T(0) && r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(q - T(1)) : q;
+}
+template <typename T> __device__ __forceinline__ T loom_mod(T a, T b) {
+    if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
+    T r = T(a % b);
+    return (T(-1) < T(0) && r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+}
+template <typename T> __device__ __forceinline__ T loom_min(T a, T b) { return a < b ? a : b; }
+template <typename T> __device__ __forceinline__ T loom_max(T a, T b) { return a > b ? a : b; }
+__device__ __forceinline__ float loom_fmod(float a, float b) { return a - b * floorf(a / b); }
+__device__ __forceinline__ double loom_fmod(double a, double b) { return a - b * floor(a / b); }
+)";
+
+/** Prints one kernel. */
+class KernelPrinter : public IRVisitor {
+  public:
+    KernelPrinter(CudaKernel &k, std::map<std::string, std::string> &c_names)
+        : kernel(k), c_names(c_names) {}
+
+    std::ostringstream out;
+    int indent = 1;
+    int block_dims = 0;  // how many block loops the kernel's chain has
+
+    std::string name_of(const std::string &n) const {
+        auto it = c_names.find(n);
+        internal_assert(it != c_names.end()) << "CUDA codegen: no C name for " << n;
+        return it->second;
+    }
+
+    std::string print(const Expr &e) {
+        std::ostringstream saved;
+        std::swap(saved, expr_out);
+        e.accept(this);
+        std::swap(saved, expr_out);
+        return saved.str();
+    }
+    void print(const Stmt &s) { s.accept(this); }
+
+  private:
+    CudaKernel &kernel;
+    std::map<std::string, std::string> &c_names;  // lowered name -> C name
+    std::ostringstream expr_out;
+    int let_counter = 0;
+
+    void pad() { out << std::string(indent * 4, ' '); }
+    std::string where() const { return kernel.name; }
+    std::string type(Type t) const { return c_type(t, where()); }
+
+    // ---- expressions
+    using IRVisitor::visit;
+    void visit(const IntImm *op) override {
+        if (op->type.bits == 64) expr_out << op->value << "LL";
+        else if (op->type.bits == 32) expr_out << op->value;
+        else expr_out << "(" << type(op->type) << ")(" << op->value << ")";
+    }
+    void visit(const UIntImm *op) override {
+        if (op->type.is_bool()) expr_out << (op->value ? "true" : "false");
+        else if (op->type.bits == 64) expr_out << op->value << "ULL";
+        else expr_out << "(" << type(op->type) << ")(" << op->value << "U)";
+    }
+    void visit(const FloatImm *op) override {
+        const bool f32 = op->type.bits == 32;
+        user_assert(op->type.code == Type::Float && (f32 || op->type.bits == 64))
+            << "The type " << type_to_string(op->type) << " inside a GPU kernel (" << where()
+            << ") is not supported yet by the CUDA backend.";
+        double v = op->value;
+        if (std::isnan(v)) {
+            expr_out << (f32 ? "__int_as_float(0x7fc00000)"
+                             : "__longlong_as_double(0x7ff8000000000000LL)");
+        } else if (std::isinf(v)) {
+            if (f32)
+                expr_out << (v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
+            else
+                expr_out << (v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                                   : "__longlong_as_double(0xfff0000000000000LL)");
+        } else {
+            char buf[64];
+            // Hexadecimal: exact, and no locale or rounding surprises.
+            std::snprintf(buf, sizeof buf, "%a",
+                          f32 ? static_cast<double>(static_cast<float>(v)) : v);
+            expr_out << buf << (f32 ? "f" : "");
+        }
+    }
+    void visit(const StringImm *) override {
+        user_error << "A string inside a GPU kernel (" << where() << ") is not supported.";
+    }
+    void visit(const Cast *op) override {
+        expr_out << "((" << type(op->type) << ")(" << print(op->value) << "))";
+    }
+    void visit(const Reinterpret *op) override {
+        Type from = op->value.type(), to = op->type;
+        std::string v = print(op->value);
+        if (from.is_float() && to.bits == 32)
+            expr_out << "((" << type(to) << ")__float_as_int(" << v << "))";
+        else if (to.is_float() && from.bits == 32) expr_out << "__int_as_float((int)(" << v << "))";
+        else if (from.is_float() && to.bits == 64)
+            expr_out << "((" << type(to) << ")__double_as_longlong(" << v << "))";
+        else if (to.is_float() && from.bits == 64)
+            expr_out << "__longlong_as_double((long long)(" << v << "))";
+        else expr_out << "((" << type(to) << ")(" << v << "))";
+    }
+    void visit(const Variable *op) override { expr_out << name_of(op->name); }
+    void binary(const Expr &a, const char *o, const Expr &b, Type t) {
+        std::string s = "(" + print(a) + " " + o + " " + print(b) + ")";
+        // C promotes narrow integers to int: wrap back to the type.
+        if (t.is_int_or_uint() && !t.is_bool() && t.bits < 32) s = "((" + type(t) + ")" + s + ")";
+        expr_out << s;
+    }
+    void visit(const Add *op) override { binary(op->a, "+", op->b, op->type); }
+    void visit(const Sub *op) override { binary(op->a, "-", op->b, op->type); }
+    void visit(const Mul *op) override { binary(op->a, "*", op->b, op->type); }
+    void visit(const Div *op) override {
+        if (op->type.is_float()) return binary(op->a, "/", op->b, op->type);
+        expr_out << "loom_div<" << type(op->type) << ">(" << print(op->a) << ", " << print(op->b)
+                 << ")";
+    }
+    void visit(const Mod *op) override {
+        if (op->type.is_float()) {
+            expr_out << "loom_fmod(" << print(op->a) << ", " << print(op->b) << ")";
+            return;
+        }
+        expr_out << "loom_mod<" << type(op->type) << ">(" << print(op->a) << ", " << print(op->b)
+                 << ")";
+    }
+    void min_max(const Expr &a, const Expr &b, Type t, bool is_min) {
+        if (t.is_float()) {
+            // fmin/fmax ignore a NaN operand, as the CPU backend does.
+            expr_out << (is_min ? "fmin" : "fmax") << (t.bits == 32 ? "f" : "") << "(" << print(a)
+                     << ", " << print(b) << ")";
+            return;
+        }
+        expr_out << (is_min ? "loom_min<" : "loom_max<") << type(t) << ">(" << print(a) << ", "
+                 << print(b) << ")";
+    }
+    void visit(const Min *op) override { min_max(op->a, op->b, op->type, true); }
+    void visit(const Max *op) override { min_max(op->a, op->b, op->type, false); }
+    void visit(const EQ *op) override { binary(op->a, "==", op->b, op->type); }
+    void visit(const NE *op) override { binary(op->a, "!=", op->b, op->type); }
+    void visit(const LT *op) override { binary(op->a, "<", op->b, op->type); }
+    void visit(const LE *op) override { binary(op->a, "<=", op->b, op->type); }
+    void visit(const GT *op) override { binary(op->a, ">", op->b, op->type); }
+    void visit(const GE *op) override { binary(op->a, ">=", op->b, op->type); }
+    void visit(const And *op) override { binary(op->a, "&&", op->b, op->type); }
+    void visit(const Or *op) override { binary(op->a, "||", op->b, op->type); }
+    void visit(const Not *op) override { expr_out << "(!" << print(op->a) << ")"; }
+    void visit(const Select *op) override {
+        expr_out << "(" << print(op->condition) << " ? " << print(op->true_value) << " : "
+                 << print(op->false_value) << ")";
+    }
+    void visit(const Load *op) override {
+        type(op->type);  // refuses vectors and unsupported types
+        expr_out << name_of(op->name) << "[" << print(op->index) << "]";
+    }
+    void visit(const Ramp *) override { type(Int(32, 2)); }
+    void visit(const Broadcast *) override { type(Int(32, 2)); }
+    void visit(const VectorReduce *) override { type(Int(32, 2)); }
+    void visit(const Let *op) override {
+        // An expression with a local: an immediately invoked lambda.
+        std::string n = declare_local(op->name);
+        expr_out << "([&]() { const " << type(op->value.type()) << " " << n << " = "
+                 << print(op->value) << "; return " << print(op->body) << "; }())";
+    }
+    void visit(const Call *op) override {
+        if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::promise_clamped)) {
+            expr_out << print(op->args[0]);
+            return;
+        }
+        if (op->is_intrinsic(Call::abs)) {
+            Type t = op->args[0].type();
+            if (t.is_float())
+                expr_out << (t.bits == 32 ? "fabsf(" : "fabs(") << print(op->args[0]) << ")";
+            else
+                expr_out << "((" << type(op->type) << ")(" << print(op->args[0]) << " < 0 ? -"
+                         << print(op->args[0]) << " : " << print(op->args[0]) << "))";
+            return;
+        }
+        static const std::map<std::string, const char *> bit_ops = {{Call::bitwise_and, "&"},
+                                                                    {Call::bitwise_or, "|"},
+                                                                    {Call::bitwise_xor, "^"},
+                                                                    {Call::shift_left, "<<"},
+                                                                    {Call::shift_right, ">>"}};
+        auto b = bit_ops.find(op->name);
+        if (b != bit_ops.end() && op->call_type != Call::Extern) {
+            return binary(op->args[0], b->second, op->args[1], op->type);
+        }
+        if (op->is_intrinsic(Call::bitwise_not)) {
+            expr_out << "((" << type(op->type) << ")(~" << print(op->args[0]) << "))";
+            return;
+        }
+        if (op->is_intrinsic(Call::div_round_up)) {
+            std::string a = print(op->args[0]), d = print(op->args[1]);
+            expr_out << "loom_div<" << type(op->type) << ">(" << a << " + " << d << " - 1, " << d
+                     << ")";
+            return;
+        }
+        if (op->call_type == Call::PureIntrinsic) {
+            size_t u = op->name.rfind('_');
+            std::string fn = op->name.substr(0, u), sfx = op->name.substr(u + 1);
+            static const std::set<std::string> math = {"exp",   "log", "sqrt",  "rsqrt",
+                                                       "sin",   "cos", "floor", "ceil",
+                                                       "round", "pow", "tanh",  "erf"};
+            if (math.count(fn) && (sfx == "f32" || sfx == "f64")) {
+                std::string c = fn == "round" ? "rint" : fn;
+                expr_out << c << (sfx == "f32" ? "f" : "") << "(";
+                for (size_t i = 0; i < op->args.size(); i++) {
+                    expr_out << (i ? ", " : "") << print(op->args[i]);
+                }
+                expr_out << ")";
+                return;
+            }
+        }
+        user_error << "The call " << Expr(op) << " inside a GPU kernel (" << where()
+                   << ") is not supported yet by the CUDA backend.";
+    }
+
+    // ---- statements
+    void visit(const LetStmt *op) override {
+        pad();
+        out << "{\n";
+        indent++;
+        std::string value = print(op->value);
+        std::string n = declare_local(op->name);
+        pad();
+        out << "const " << type(op->value.type()) << " " << n << " = " << value << ";\n";
+        print(op->body);
+        indent--;
+        pad();
+        out << "}\n";
+    }
+    void visit(const AssertStmt *op) override {
+        // A failed check inside a kernel stops it; the launch reports the
+        // error (the message itself is only on the host).
+        pad();
+        out << "if (!" << print(op->condition) << ") __trap();\n";
+    }
+    void visit(const ProducerConsumer *op) override {
+        pad();
+        out << "// " << (op->is_producer ? "produce " : "consume ") << op->name << "\n";
+        print(op->body);
+    }
+    void visit(const For *op) override {
+        std::string n = declare_local(op->name);
+        if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
+            const bool block = op->for_type == ForType::GPUBlock;
+            int dim = chain_depth(op->body, op->for_type);
+            const char *axis[] = {"x", "y", "z"};
+            pad();
+            out << "{\n";
+            indent++;
+            if (!block) {
+                // Loops of one block may have fewer threads than it has.
+                int extent = thread_extent(op);
+                if (extent < kernel.block[dim]) {
+                    pad();
+                    out << "if (threadIdx." << axis[dim] << " < " << extent << ") {\n";
+                    indent++;
+                }
+            }
+            pad();
+            out << "const int " << n << " = " << print(op->min) << " + (int)"
+                << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
+            print(op->body);
+            if (!block && thread_extent(op) < kernel.block[dim]) {
+                indent--;
+                pad();
+                out << "}\n";
+            }
+            indent--;
+            pad();
+            out << "}\n";
+            return;
+        }
+        user_assert(op->for_type == ForType::Serial || op->for_type == ForType::Unrolled)
+            << "The " << for_type_name(op->for_type) << " loop " << op->name
+            << " inside a GPU kernel is not supported: make it serial.";
+        std::string mn = print(op->min), ext = print(op->extent);
+        pad();
+        out << "for (int " << n << " = " << mn << ", " << n << "_end = " << n << " + " << ext
+            << "; " << n << " < " << n << "_end; " << n << "++) {\n";
+        indent++;
+        print(op->body);
+        indent--;
+        pad();
+        out << "}\n";
+    }
+    void visit(const Store *op) override {
+        type(op->value.type());
+        pad();
+        out << name_of(op->name) << "[" << print(op->index) << "] = " << print(op->value) << ";\n";
+    }
+    void visit(const Allocate *op) override {
+        int64_t size = 1;
+        for (const Expr &e : op->extents) {
+            Expr c = simplify(e);
+            const int64_t *v = as_const_int(c);
+            user_assert(v)
+                << "Func " << op->name << " is allocated inside the GPU kernel " << kernel.name
+                << " with a size known only at run time (" << e
+                << "). Compute it where its size is constant (e.g. inside the thread loops, "
+                   "over a constant tile), or at root.";
+            size *= *v;
+        }
+        user_assert(size * op->type.bytes() <= 16 * 1024)
+            << "Func " << op->name << " needs " << size * op->type.bytes()
+            << " bytes per GPU thread in kernel " << kernel.name
+            << "; at most 16 KiB of per-thread storage is supported.";
+        std::string n = declare_local(op->name);
+        pad();
+        out << "{\n";
+        indent++;
+        pad();
+        out << type(op->type) << " " << n << "[" << std::max<int64_t>(size, 1) << "];\n";
+        print(op->body);
+        indent--;
+        pad();
+        out << "}\n";
+    }
+    void visit(const Free *) override {}
+    void visit(const Block *op) override {
+        print(op->first);
+        print(op->rest);
+    }
+    void visit(const IfThenElse *op) override {
+        pad();
+        out << "if (" << print(op->condition) << ") {\n";
+        indent++;
+        print(op->then_case);
+        indent--;
+        if (op->else_case.defined()) {
+            pad();
+            out << "} else {\n";
+            indent++;
+            print(op->else_case);
+            indent--;
+        }
+        pad();
+        out << "}\n";
+    }
+    void visit(const Evaluate *op) override {
+        pad();
+        out << "(void)" << print(op->value) << ";\n";
+    }
+    void visit(const Provide *) override { internal_error << "Provide in CUDA codegen"; }
+    void visit(const Realize *) override { internal_error << "Realize in CUDA codegen"; }
+
+  public:
+    static int thread_extent(const For *op) {
+        Expr e = simplify(op->extent);
+        const int64_t *v = as_const_int(e);
+        user_assert(v && *v > 0)
+            << "Func " << func_of_loop(op->name) << "'s gpu_threads loop " << op->name
+            << " has the extent " << op->extent
+            << ", which is not a positive constant: a block has a fixed number of threads. "
+               "Split the loop by a constant first (gpu_tile(x, xo, xi, 128)).";
+        return static_cast<int>(*v);
+    }
+
+    /** A C name for a name defined inside the kernel (loop, let, buffer). */
+    std::string declare_local(const std::string &n) {
+        auto it = c_names.find(n);
+        if (it != c_names.end()) return it->second;
+        std::string c = unique_c_name(n);
+        c_names[n] = c;
+        return c;
+    }
+    std::string unique_c_name(const std::string &n) {
+        std::string c;
+        for (char ch : n) c += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+        if (c.empty() || std::isdigit(static_cast<unsigned char>(c[0]))) c = "_" + c;
+        c += "_";  // never a CUDA keyword or builtin (min, int, threadIdx)
+        std::string base = c;
+        for (int k = 1; used.count(c); k++) c = base + std::to_string(k);
+        used.insert(c);
+        return c;
+    }
+    std::set<std::string> used;
+};
+
+/** The free names of a kernel: scalars read and buffers loaded or stored
+ * that the kernel does not define. */
+struct FreeNames : IRVisitor {
+    Scope<int> defined;
+    std::map<std::string, Type> scalars;
+    std::map<std::string, std::pair<Type, bool>> buffers;  // type, written
+    std::vector<std::string> order;                        // first use
+
+    using IRVisitor::visit;
+    void note(const std::string &n) {
+        if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+    }
+    void visit(const Variable *op) override {
+        if (defined.contains(op->name)) return;
+        scalars[op->name] = op->type;
+        note(op->name);
+    }
+    void visit(const Load *op) override {
+        IRVisitor::visit(op);
+        if (defined.contains(op->name)) return;
+        auto &b = buffers[op->name];
+        b.first = op->type.element_of();
+        note(op->name);
+    }
+    void visit(const Store *op) override {
+        IRVisitor::visit(op);
+        if (defined.contains(op->name)) return;
+        auto &b = buffers[op->name];
+        b.first = op->value.type().element_of();
+        b.second = true;
+        note(op->name);
+    }
+    void visit(const Let *op) override {
+        op->value.accept(this);
+        ScopedBinding<int> bind(defined, op->name, 0);
+        op->body.accept(this);
+    }
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        ScopedBinding<int> bind(defined, op->name, 0);
+        op->body.accept(this);
+    }
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        ScopedBinding<int> bind(defined, op->name, 0);
+        op->body.accept(this);
+    }
+    void visit(const Allocate *op) override {
+        for (const Expr &e : op->extents) e.accept(this);
+        ScopedBinding<int> bind(defined, op->name, 0);
+        op->body.accept(this);
+    }
+};
+
+/** Finds the kernels (outermost block loops), prints each, and leaves the
+ * rest of the statement to the host. */
+class KernelFinder : public IRVisitor {
+  public:
+    explicit KernelFinder(const std::string &prefix) : prefix(prefix) {}
+    CudaModule module;
+    std::ostringstream source;
+
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+        if (op->for_type != ForType::GPUBlock) return IRVisitor::visit(op);
+        emit_kernel(op);
+    }
+
+  private:
+    std::string prefix;
+    std::set<std::string> kernel_names;
+
+    /** Threads per block in each dimension: the largest extent of the
+     * thread loops of that dimension. */
+    static void block_shape(const Stmt &s, int block[3]) {
+        struct Shape : IRVisitor {
+            int *block;
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                if (op->for_type == ForType::GPUThread) {
+                    int dim = chain_depth(op->body, ForType::GPUThread);
+                    block[dim] = std::max(block[dim], KernelPrinter::thread_extent(op));
+                }
+                IRVisitor::visit(op);
+            }
+        } shape;
+        shape.block = block;
+        s.accept(&shape);
+    }
+
+    /** Refuses work between the block loops and the thread loops: every
+     * thread of a block would repeat it. */
+    static void check_block_level(const Stmt &s, const std::string &kernel) {
+        struct Check : IRVisitor {
+            const std::string *kernel;
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                if (op->for_type == ForType::GPUThread) return;  // per-thread code
+                IRVisitor::visit(op);
+            }
+            void visit(const Store *op) override {
+                user_error << "Kernel " << *kernel << " stores to " << op->name
+                           << " outside its gpu_threads loops, so every thread of a block "
+                              "would repeat it. Compute "
+                           << op->name
+                           << " inside the thread loops (compute_at a gpu_threads loop) or "
+                              "at root; work shared by a block (shared memory) is not "
+                              "supported yet.";
+            }
+            void visit(const Allocate *op) override {
+                user_error << "Kernel " << *kernel << " allocates " << op->name
+                           << " outside its gpu_threads loops (per block). Compute " << op->name
+                           << " inside the thread loops (compute_at a gpu_threads loop) or "
+                              "at root; block-level storage (store_in shared memory) is not "
+                              "supported yet.";
+            }
+        } check;
+        check.kernel = &kernel;
+        s.accept(&check);
+    }
+
+    void emit_kernel(const For *op) {
+        CudaKernel k;
+        std::string base = func_of_loop(op->name);
+        std::string n;
+        for (char ch : base) n += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+        n = prefix + "_" + n;
+        k.name = n;
+        for (int i = 1; kernel_names.count(k.name); i++) k.name = n + "_" + std::to_string(i);
+        kernel_names.insert(k.name);
+
+        Stmt body(op);
+        if (chain_depth(body, ForType::GPUThread) > 0) {
+            check_block_level(body, k.name);
+            block_shape(body, k.block);
+        }
+        int threads = k.block[0] * k.block[1] * k.block[2];
+        user_assert(threads <= 1024)
+            << "Kernel " << k.name << " has " << k.block[0] << " x " << k.block[1] << " x "
+            << k.block[2] << " = " << threads
+            << " threads per block; CUDA allows at most 1024. Use smaller gpu_threads tiles.";
+
+        // Grid: the extents of the block loops, innermost first (x).
+        for (int d = 0; d < 3; d++) k.grid[d] = 1;
+        const For *loop = op;
+        int dims = chain_depth(body, ForType::GPUBlock);
+        for (int d = dims - 1; d >= 0 && loop; d--) {
+            k.grid[d] = loop->extent;
+            // The next block loop down the chain.
+            struct Next : IRVisitor {
+                const For *found = nullptr;
+                using IRVisitor::visit;
+                void visit(const For *f) override {
+                    if (found) return;
+                    if (f->for_type == ForType::GPUBlock) found = f;
+                    else IRVisitor::visit(f);
+                }
+            } next;
+            loop->body.accept(&next);
+            loop = next.found;
+        }
+
+        // Parameters: buffers first (pointers), then scalars, by name.
+        FreeNames free;
+        body.accept(&free);
+        std::map<std::string, std::string> c_names;
+        KernelPrinter printer(k, c_names);
+        for (const auto &b : free.buffers) {
+            CudaKernel::Param p;
+            p.name = b.first;
+            p.type = b.second.first;
+            p.is_buffer = true;
+            p.written = b.second.second;
+            p.c_name = printer.declare_local(p.name);
+            k.params.push_back(p);
+            free.scalars.erase(b.first);
+        }
+        for (const auto &s : free.scalars) {
+            CudaKernel::Param p;
+            p.name = s.first;
+            p.type = s.second;
+            p.c_name = printer.declare_local(p.name);
+            k.params.push_back(p);
+        }
+
+        source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
+               << k.grid[2] << "), block (" << k.block[0] << ", " << k.block[1] << ", "
+               << k.block[2] << ")\n";
+        source << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << k.name
+               << "(";
+        for (size_t i = 0; i < k.params.size(); i++) {
+            const CudaKernel::Param &p = k.params[i];
+            source << (i ? ",\n    " : "");
+            if (p.is_buffer) {
+                source << (p.written ? "" : "const ") << c_type(p.type, k.name) << " *__restrict__ "
+                       << p.c_name;
+            } else {
+                source << "const " << c_type(p.type, k.name) << " " << p.c_name;
+            }
+        }
+        source << ") {\n";
+        printer.print(body);
+        source << printer.out.str() << "}\n";
+        module.kernels.push_back(k);
+    }
+};
+
+}  // namespace
+
+CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
+    check_gpu_loops(f.body, target);
+    KernelFinder finder(f.name);
+    f.body.accept(&finder);
+    CudaModule m = finder.module;
+    std::ostringstream s;
+    s << kPrelude << finder.source.str();
+    m.source = s.str();
+    return m;
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,52 @@
+// CUDA C++ for the GPU loops of a lowered pipeline: every outermost nest of
+// gpu_blocks loops becomes one __global__ function, its block loops read
+// from blockIdx and its thread loops from threadIdx, with names taken from
+// the algorithm. The host side (launches) is not generated here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "LoweredFunc.h"
+#include "loom/Target.h"
+
+namespace loom {
+namespace internal {
+
+/** One kernel: its name, its parameters and its launch shape. */
+struct CudaKernel {
+    struct Param {
+        std::string name;    // in the lowered IR, e.g. "out" or "out.stride.1"
+        std::string c_name;  // in the CUDA source
+        Type type;           // element type of a buffer, or the scalar's type
+        bool is_buffer = false;
+        bool written = false;  // buffers only
+    };
+    std::string name;
+    std::vector<Param> params;
+    /** Grid extents (x, y, z), in the host's variables; threads per block
+     * (x, y, z), constants. Unused dimensions have extent 1. */
+    Expr grid[3];
+    int block[3] = {1, 1, 1};
+};
+
+struct CudaModule {
+    std::string source;  // every kernel, with the helpers they use
+    std::vector<CudaKernel> kernels;
+};
+
+/** The CUDA C++ of every GPU loop nest of f. Throws a CompileError for a GPU
+ * schedule this backend cannot map: thread loops outside block loops,
+ * extents of thread loops that are not constant, more than 1024 threads per
+ * block, allocations inside a kernel whose size is not constant, or work
+ * between the block and the thread loops. */
+CudaModule codegen_cuda(const LoweredFunc &f, const Target &target);
+
+/** Refuses GPU loops that no kernel can hold: on a target without cuda, one
+ * inside another kernel's thread loops, thread loops with no block loop
+ * around them, more than three block or thread dimensions, and GPU loops
+ * inside parallel or vectorized loops. Names the Func whose loop it is. */
+void check_gpu_loops(const Stmt &s, const Target &target);
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,180 @@
+// GPU schedules compiled to CUDA C++ and through NVRTC, for sm_80 and
+// sm_90a, in every test run: no GPU is needed to compile, so code the
+// backend generates wrongly fails here on any machine with the CUDA toolkit.
+// (Running the kernels needs a device; those tests carry the label gpu.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "NVRTC.h"
+#include "gpu_test_pipelines.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom::internal::compile_cuda;
+using loom::internal::CudaBinary;
+
+namespace {
+
+const char *kArchs[] = {"sm_80", "sm_90a"};
+
+/** Generates the pipeline's CUDA C++ for each architecture, compiles it with
+ * NVRTC, and checks that every kernel named in the source is in the PTX
+ * and that the cubin is an ELF image. Returns the source. */
+std::string compile_for_every_arch(const Func &out, const Schedule &sch, int kernels) {
+    std::string why;
+    if (!loom::internal::nvrtc_available(&why)) {
+        ADD_FAILURE() << "NVRTC is needed to check the CUDA backend (" << why << ")";
+        return "";
+    }
+    std::string source;
+    for (const char *arch : kArchs) {
+        SCOPED_TRACE(arch);
+        Target target(std::string("host-cuda-") + arch);
+        source = Pipeline(out).compile_to_cuda(sch, target);
+        CudaBinary bin = compile_cuda(source, out.name(), arch);
+        EXPECT_EQ(bin.log, "") << source;
+        EXPECT_NE(bin.ptx.find(std::string(".target ") + arch), std::string::npos);
+        int found = 0;
+        for (size_t at = source.find("__global__"); at != std::string::npos;
+             at = source.find("__global__", at + 1)) {
+            size_t open = source.find('(', source.find(") ", at) + 2);
+            std::string name =
+                source.substr(source.rfind(' ', open) + 1, open - source.rfind(' ', open) - 1);
+            EXPECT_NE(bin.ptx.find(".entry " + name), std::string::npos) << name;
+            found++;
+        }
+        EXPECT_EQ(found, kernels) << source;
+        EXPECT_GE(bin.cubin.size(), 4u);
+        if (bin.cubin.size() >= 4) EXPECT_EQ(std::string(bin.cubin.data() + 1, 3), "ELF");
+    }
+    return source;
+}
+
+}  // namespace
+
+TEST(CudaTarget, ParsesCapabilities) {
+    Target t("host-cuda-sm_90a");
+    EXPECT_TRUE(t.has_feature(Target::CUDA));
+    EXPECT_EQ(t.cuda_capability(), 90);
+    EXPECT_TRUE(t.cuda_arch_specific());
+    EXPECT_EQ(t.cuda_arch(), "sm_90a");
+    EXPECT_EQ(Target(t.to_string()), t);
+    Target u("x86-64-linux-avx2-sm_86");  // a capability implies cuda
+    EXPECT_TRUE(u.has_feature(Target::CUDA));
+    EXPECT_EQ(u.cuda_arch(), "sm_86");
+    EXPECT_EQ(u.to_string(), "x86-64-linux-sse41-avx-avx2-fma-f16c-cuda-sm_86");
+    Target device("host-cuda");  // the device's capability, read at run time
+    EXPECT_EQ(device.cuda_capability(), 0);
+    EXPECT_EQ(device.cuda_arch(), "");
+    EXPECT_FALSE(u.without_feature(Target::CUDA).has_feature(Target::CUDA));
+    EXPECT_EQ(u.without_feature(Target::CUDA).cuda_capability(), 0);
+    for (const char *bad : {"host-sm_75", "host-sm_86a", "host-sm_", "host-sm_9x"}) {
+        EXPECT_TRUE(loom_test::throws_with<CompileError>(
+            [&] { Target t2(bad); }, {"Unknown GPU capability", "sm_80, sm_86, sm_89, sm_90"}))
+            << bad;
+    }
+}
+
+TEST(CudaCodegen, ElementwiseOneDimension) {
+    BufferParam in(Float(32), 1, "in");
+    Param<float> gain("gain");
+    Var x("x"), xo("xo"), xi("xi");
+    Func brighten("brighten");
+    brighten(x) = select(in(x) > 0.5f, in(x)*gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
+    Schedule sch;
+    sch[brighten].gpu_tile(x, xo, xi, 128);
+    std::string src = compile_for_every_arch(brighten, sch, 1);
+    // Names from the algorithm, the launch bounds, the tail guard.
+    EXPECT_NE(src.find("brighten_s0_xi_ = 0 + (int)threadIdx.x"), std::string::npos) << src;
+    EXPECT_NE(src.find("__launch_bounds__(128)"), std::string::npos) << src;
+    EXPECT_NE(src.find("const float gain_"), std::string::npos) << src;
+    EXPECT_NE(src.find("const float *__restrict__ in_"), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, TwoDimensionalTilesWithAPerThreadReduction) {
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    RDom r(0, in.dim(1).extent(), "r");
+    Func rowsum("rowsum"), normalized("normalized");
+    rowsum(y) = sum(in(y, r));
+    normalized(y, x) = in(y, x) / max(rowsum(y), 1e-3f);
+    Schedule sch;
+    sch[normalized].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    sch[rowsum].compute_at(normalized, xi);
+    std::string src = compile_for_every_arch(normalized, sch, 1);
+    EXPECT_NE(src.find("blockIdx.y"), std::string::npos) << src;
+    EXPECT_NE(src.find("block (32, 8, 1)"), std::string::npos) << src;
+    EXPECT_NE(src.find("// produce rowsum"), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, IntegerArithmeticKeepsLoomSemantics) {
+    BufferParam in(Int(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("f");
+    Expr v = in(x);
+    f(x) = cast<uint8_t>(v / 7 + v % 5 + min(v, 3) * max(v, -2)) +
+           cast<uint8_t>((v & 12) | (v >> 2)) + cast<uint8_t>(x / 3);
+    Schedule sch;
+    sch[f].gpu_tile(x, xo, xi, 64);
+    std::string src = compile_for_every_arch(f, sch, 1);
+    EXPECT_NE(src.find("loom_div<int>("), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_mod<int>("), std::string::npos) << src;
+    EXPECT_NE(src.find("unsigned char *__restrict__ f_"), std::string::npos) << src;
+}
+
+using loom_test::Blur;
+
+TEST(CudaCodegen, StagesAtRootAreSeparateKernels) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_x].compute_root().gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 4, 64);
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 16, 16);
+    std::string src = compile_for_every_arch(b.blur_y, sch, 2);
+    EXPECT_NE(src.find("loom_blur_y_blur_x("), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_blur_y_blur_y("), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, PerThreadTilesOfAProducer) {
+    // blur_x computed per thread, over the 3 rows that thread needs: a
+    // small constant-sized array in registers.
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    sch[b.blur_x].compute_at(b.blur_y, b.xi);
+    std::string src = compile_for_every_arch(b.blur_y, sch, 1);
+    EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, DoublePrecisionMath) {
+    BufferParam in(Float(64), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("f");
+    f(x) = pow(in(x), 1.5) + log(abs(in(x)) + 1.0) + tanh(in(x)) + floor(in(x)) + in(x) % 2.0;
+    Schedule sch;
+    sch[f].gpu_tile(x, xo, xi, 256);
+    std::string src = compile_for_every_arch(f, sch, 1);
+    EXPECT_NE(src.find("pow("), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_fmod("), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, WritesSourcePtxAndCubin) {
+    BufferParam in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func twice("twice");
+    twice(x) = in(x)*2.0f;
+    Schedule sch;
+    sch[twice].gpu_tile(x, xo, xi, 32);
+    std::string base = ::testing::TempDir() + "loom_cuda_twice";
+    Pipeline(twice).compile_to_cuda(base, sch, Target("host-cuda-sm_80"));
+    for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
+        std::ifstream f(base + suffix, std::ios::binary);
+        std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        EXPECT_GT(data.size(), 100u) << suffix;
+        std::remove((base + suffix).c_str());
+    }
+}

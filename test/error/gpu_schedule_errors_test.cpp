@@ -1,0 +1,89 @@
+// GPU schedules the CUDA backend cannot map, and GPU pipelines where they
+// cannot run yet: each a CompileError naming the Func or kernel and saying
+// what to do.
+#include <gtest/gtest.h>
+
+#include "gpu_test_pipelines.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::throws_with;
+
+using loom_test::Blur;
+
+TEST(GpuScheduleErrors, GpuLoopsNeedAGpuTarget) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(b.blur_y).compile(sch, Target("x86-64-linux-avx2")); },
+        {"Func blur_y", "gpu_blocks", "has no GPU", "host-cuda-sm_90"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(b.blur_y).compile_to_cuda(sch, Target("x86-64-linux")); },
+        {"compile_to_cuda needs a target with a GPU"}));
+}
+
+TEST(GpuScheduleErrors, ThreadsNeedBlocks) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].split(b.x, b.xo, b.xi, 32).gpu_threads(b.xi);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); }, {"Func blur_y", "gpu_threads loop with no gpu_blocks loop"}));
+}
+
+TEST(GpuScheduleErrors, AtMost1024ThreadsPerBlock) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 64, 32);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); }, {"32 x 64 x 1 = 2048 threads per block", "at most 1024"}));
+}
+
+TEST(GpuScheduleErrors, ThreadLoopsNeedConstantExtents) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].split(b.y, b.yo, b.yi, 4).gpu_blocks(b.yo).gpu_threads(b.x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); },
+        {"Func blur_y's gpu_threads loop blur_y.s0.x", "not a positive constant", "gpu_tile"}));
+}
+
+TEST(GpuScheduleErrors, NoWorkPerBlockOutsideTheThreads) {
+    // blur_x computed at the block loop: every thread would repeat it, and
+    // block-level storage (shared memory) is not there yet.
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    sch[b.blur_x].compute_at(b.blur_y, b.xo);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); }, {"allocates blur_x outside its gpu_threads loops", "compute_at"}));
+}
+
+TEST(GpuScheduleErrors, NoVectorsInsideKernels) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    sch[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.x, 4);
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { b.cuda(sch); }, {"Vectorized code inside a GPU kernel"}));
+}
+
+TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].split(b.x, b.xo, b.xi, 32).parallel(b.y).gpu_blocks(b.xo);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); }, {"blur_y.s0.xo", "inside the parallel loop blur_y.s0.y"}));
+}
+
+TEST(GpuScheduleErrors, RunningOnTheGpuIsNotThereYet) {
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(b.blur_y).compile(sch, Target("host-cuda-sm_90")); },
+        {"runs on the GPU", "not supported yet", "compile_to_cuda"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(b.blur_y).compile_to_cuda("/tmp/x", sch, Target("host-cuda")); },
+        {"needs the GPU's capability", "host-cuda-sm_90a"}));
+}
