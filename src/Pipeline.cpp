@@ -325,8 +325,11 @@ void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &sche
 }
 
 std::string Pipeline::print_loop_nest(const Schedule &schedule) const {
-    LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), Target::host(),
-                                   "loom_" + outputs_.front().name());
+    // The loop nest does not depend on the target; one with a GPU admits GPU
+    // loops too.
+    LoweringResult lowered =
+        lower(functions_of(outputs_), *schedule.contents(),
+              Target::host().with_feature(Target::CUDA), "loom_" + outputs_.front().name());
     return loop_nest_summary(lowered.func.body);
 }
 

@@ -1,0 +1,118 @@
+// Lesson 12: scheduling for the GPU, and reading the CUDA Loom generates.
+//
+// A GPU runs a kernel as a grid of blocks, each block a group of threads
+// (at most 1024) that run together on one multiprocessor. In Loom the
+// algorithm stays as it is; the schedule says which loops become the grid
+// and which the threads of a block:
+//
+//   gpu_blocks(x, y)   loops x and y index the blocks (blockIdx.x, .y)
+//   gpu_threads(x, y)  loops x and y index the threads of a block
+//   gpu_tile(y, x, yo, xo, yi, xi, 8, 32)
+//                      tiles of 8 x 32: one block per tile (xo, yo), one
+//                      thread per point of the tile (xi, yi)
+//
+// Loom turns each nest of block loops into a CUDA C++ kernel, with the
+// names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin.
+// No GPU is needed for any of this: this lesson runs anywhere the CUDA
+// toolkit is installed. (Running the kernels from Loom comes with the GPU
+// runtime.)
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <loom/loom.h>
+
+using namespace loom;
+
+int main() {
+    // A 3 x 3 box blur, written as for the CPU.
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func blur_x("blur_x"), blur_y("blur_y");
+    blur_x(y, x) = (in(y, x) + in(y, x + 1) + in(y, x + 2)) / 3.0f;
+    blur_y(y, x) = (blur_x(y, x) + blur_x(y + 1, x) + blur_x(y + 2, x)) / 3.0f;
+    Pipeline blur(blur_y);
+
+    // The target names the GPU: sm_80 (A100), sm_86, sm_89, sm_90 (H100),
+    // or sm_90a for Hopper's own instructions. "host-cuda" alone would mean
+    // the GPU found when the pipeline first runs.
+    Target gpu("host-cuda-sm_90");
+
+    // ---- 1. One thread per output point.
+    // Blocks of 8 x 32 threads tile the output; blur_x is computed inside
+    // each thread, over the three rows that thread needs (compute_at the
+    // innermost thread loop): every thread keeps them in registers.
+    std::printf("1. gpu_tile, blur_x per thread\n");
+    Schedule per_thread;
+    per_thread[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    per_thread[blur_x].compute_at(blur_y, xi);
+    std::printf("%s", blur.print_loop_nest(per_thread).c_str());
+
+    // The kernel: block loops read blockIdx, thread loops threadIdx. x is the
+    // innermost thread dimension, so neighbouring threads read neighbouring
+    // addresses (coalesced). The last tiles are guarded, for sizes that are
+    // not multiples of the tile.
+    std::string cuda = blur.compile_to_cuda(per_thread, gpu);
+    size_t kernel = cuda.find("// Kernel");
+    std::printf("%s", cuda.substr(kernel).c_str());
+    if (cuda.find("float blur_x_[3]") == std::string::npos ||
+        cuda.find("(int)threadIdx.x") == std::string::npos) {
+        std::printf("unexpected kernel\n");
+        return 1;
+    }
+
+    // ---- 2. Two kernels.
+    // blur_x computed at root, with its own gpu_tile, becomes a kernel of
+    // its own, launched before blur_y's: each point of blur_x is computed
+    // once instead of three times, at the price of a round trip through
+    // global memory. The comment above each kernel gives its launch shape.
+    std::printf("\n2. blur_x at root: two kernels\n");
+    Schedule two;
+    two[blur_x].compute_root().gpu_tile(y, x, yo, xo, yi, xi, 4, 64);
+    two[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    std::string two_kernels = blur.compile_to_cuda(two, gpu);
+    for (size_t at = two_kernels.find("// Kernel"); at != std::string::npos;
+         at = two_kernels.find("// Kernel", at + 1)) {
+        std::printf("  %s\n", two_kernels.substr(at, two_kernels.find('\n', at) - at).c_str());
+    }
+
+    // ---- 3. PTX and cubin.
+    // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source
+    // (.cu), the PTX (.ptx, readable assembly) and the cubin (.cubin, the
+    // binary for that GPU). NVRTC is loaded when first needed; without the
+    // CUDA toolkit only this step fails, with a message saying so.
+    std::printf("\n3. NVRTC\n");
+    try {
+        blur.compile_to_cuda("lesson_12_blur", per_thread, Target("host-cuda-sm_90a"));
+        std::ifstream ptx("lesson_12_blur.ptx");
+        std::string line;
+        while (std::getline(ptx, line)) {
+            if (line.find(".target") != std::string::npos ||
+                line.find(".entry") != std::string::npos) {
+                std::printf("  %s\n", line.c_str());
+            }
+        }
+    } catch (const CompileError &e) {
+        std::printf("  (skipped: %s)\n", e.what());
+    }
+    for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
+        std::remove((std::string("lesson_12_blur") + suffix).c_str());
+    }
+
+    // ---- 4. What a block cannot do.
+    // A block holds at most 1024 threads; Loom checks it when it generates
+    // the kernel, and says what to change.
+    std::printf("\n4. a block of 64 x 32 threads\n");
+    Schedule too_big;
+    too_big[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 64, 32);
+    try {
+        blur.compile_to_cuda(too_big, gpu);
+        std::printf("expected a CompileError\n");
+        return 1;
+    } catch (const CompileError &e) {
+        std::printf("  caught: %s\n", e.what());
+    }
+
+    std::printf("Lesson 12 passed.\n");
+    return 0;
+}
