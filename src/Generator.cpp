@@ -417,8 +417,8 @@ CompiledPipeline Generator::compile() {
 
 const std::vector<std::pair<std::string, std::string>> &Generator::emit_kinds() {
     static const std::vector<std::pair<std::string, std::string>> kinds = {
-        {"static_library", ".a"}, {"h", ".h"},        {"object", ".o"},
-        {"assembly", ".s"},       {"llvm_ir", ".ll"}, {"stmt", ".stmt"}};
+        {"static_library", ".a"}, {"h", ".h"},       {"object", ".o"}, {"assembly", ".s"},
+        {"llvm_ir", ".ll"},       {"stmt", ".stmt"}, {"cuda", ".cu"}};
     return kinds;
 }
 
@@ -463,6 +463,9 @@ void Generator::emit(const std::string &dir, const std::string &basename,
             p.compile_to_llvm_ir(base + suffix, function_name, sched, t);
         } else if (kind == "stmt") {
             p.compile_to_lowered_stmt(base + suffix, sched, t);
+        } else if (kind == "cuda") {
+            // The kernels' CUDA C++ (.cu), PTX (.ptx) and cubin (.cubin).
+            p.compile_to_cuda(base, sched, t);
         }
     }
 }
@@ -573,7 +576,8 @@ std::string usage(const std::string &program) {
       << "  -g NAME       the generator (optional when only one is linked in)\n"
       << "  -o DIR        the output directory (created if missing)\n"
       << "  -e KINDS      comma-separated: static_library (.a and .h), h, object, assembly,\n"
-      << "                llvm_ir, stmt; default static_library\n"
+      << "                llvm_ir, stmt, cuda (.cu, .ptx and .cubin of the GPU kernels, for\n"
+      << "                a target such as host-cuda-sm_90); default static_library\n"
       << "  -f FUNCTION   the C name of the generated function; default NAME\n"
       << "  -n FILE_BASE  the base name of the files written; default FUNCTION\n"
       << "  target=T      the target, e.g. host or x86-64-linux-avx2; default host\n"

@@ -1,6 +1,7 @@
 #include "NVRTC.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -38,6 +39,34 @@ struct NVRTCLibrary {
         return f != nullptr;
     }
 
+    /** The CUDA toolkit's include directory (for cuda_fp16.h), or "". */
+    std::string include_dir;
+
+    static bool has_fp16_header(const std::string &dir) {
+        return !dir.empty() && access((dir + "/cuda_fp16.h").c_str(), R_OK) == 0;
+    }
+    void find_include_dir() {
+        std::vector<std::string> dirs;
+        if (const char *p = std::getenv("LOOM_CUDA_INCLUDE")) dirs.push_back(p);
+        for (const char *env : {"CUDA_HOME", "CUDA_PATH"}) {
+            if (const char *root = std::getenv(env)) dirs.push_back(std::string(root) + "/include");
+        }
+        // Next to the library that was loaded: <toolkit>/lib64/../include.
+        Dl_info info;
+        if (dladdr(reinterpret_cast<void *>(CreateProgram), &info) && info.dli_fname) {
+            std::string lib = info.dli_fname;
+            size_t slash = lib.rfind('/');
+            if (slash != std::string::npos) dirs.push_back(lib.substr(0, slash) + "/../include");
+        }
+        dirs.push_back("/usr/local/cuda/include");
+        for (const std::string &d : dirs) {
+            if (has_fp16_header(d)) {
+                include_dir = d;
+                return;
+            }
+        }
+    }
+
     NVRTCLibrary() {
         std::vector<std::string> names;
         if (const char *p = std::getenv("LOOM_NVRTC_PATH")) names.push_back(p);
@@ -68,7 +97,9 @@ struct NVRTCLibrary {
             tried += " (found, but it lacks nvrtcGetCUBIN: NVRTC 11.1 or newer is needed)";
             dlclose(handle);
             handle = nullptr;
+            return;
         }
+        find_include_dir();
     }
 };
 
@@ -120,8 +151,11 @@ CudaBinary compile_cuda(const std::string &source, const std::string &name,
 
     // sm_XX gives a cubin (SASS) for that architecture and its PTX.
     std::string arch_option = "--gpu-architecture=" + arch;
-    const char *options[] = {arch_option.c_str(), "--std=c++17", "-default-device"};
-    nvrtcResult compiled = lib.CompileProgram(prog, 3, options);
+    std::string include_option = "-I" + lib.include_dir;
+    std::vector<const char *> options = {arch_option.c_str(), "--std=c++17", "-default-device"};
+    if (!lib.include_dir.empty()) options.push_back(include_option.c_str());
+    nvrtcResult compiled =
+        lib.CompileProgram(prog, static_cast<int>(options.size()), options.data());
     CudaBinary out;
     size_t log_size = 0;
     check(lib.GetProgramLogSize(prog, &log_size), "nvrtcGetProgramLogSize");
@@ -132,7 +166,11 @@ CudaBinary compile_cuda(const std::string &source, const std::string &name,
     }
     user_assert(compiled == 0) << "NVRTC could not compile the CUDA C++ of " << name << " for "
                                << arch << " (" << lib.GetErrorString(compiled) << "):\n"
-                               << out.log;
+                               << out.log
+                               << (lib.include_dir.empty()
+                                       ? "(The CUDA toolkit's include directory, which has "
+                                         "cuda_fp16.h, was not found: set LOOM_CUDA_INCLUDE.)"
+                                       : "");
     size_t size = 0;
     check(lib.GetPTXSize(prog, &size), "nvrtcGetPTXSize");
     out.ptx.resize(size);

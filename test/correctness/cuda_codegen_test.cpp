@@ -162,6 +162,22 @@ TEST(CudaCodegen, DoublePrecisionMath) {
     EXPECT_NE(src.find("loom_fmod("), std::string::npos) << src;
 }
 
+TEST(CudaCodegen, HalfAndBFloat16) {
+    // float16 in, bfloat16 out, float32 arithmetic in between; a 16-bit
+    // constant, min and max.
+    BufferParam in(Float(16), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func h("h"), out("out");
+    h(x) = max(in(x), cast<float16_t>(0.25f)) * cast<float16_t>(2.0f);
+    out(x) = cast<bfloat16_t>(exp(cast<float>(h(x))) - cast<float>(min(in(x), h(x))));
+    Schedule sch;
+    sch[out].gpu_tile(x, xo, xi, 128);
+    std::string src = compile_for_every_arch(out, sch, 1);
+    EXPECT_NE(src.find("#include <cuda_fp16.h>"), std::string::npos) << src;
+    EXPECT_NE(src.find("const __half *__restrict__ in_"), std::string::npos) << src;
+    EXPECT_NE(src.find("__nv_bfloat16 *__restrict__ out_"), std::string::npos) << src;
+}
+
 TEST(CudaCodegen, WritesSourcePtxAndCubin) {
     BufferParam in(Float(32), 1, "in");
     Var x("x"), xo("xo"), xi("xi");

@@ -509,6 +509,29 @@ TEST(Generator, EmitWritesFiles) {
     std::filesystem::remove_all(dir);
 }
 
+// A GPU schedule of the same computation.
+class GpuScaleOffset : public ScaleOffset {
+  public:
+    Var xo{"xo"}, yo{"yo"}, xi{"xi"}, yi{"yi"};
+    void schedule() override { sched[output].gpu_tile(y, x, yo, xo, yi, xi, 8, 32); }
+};
+
+TEST(Generator, EmitsCudaKernels) {
+    GpuScaleOffset g;
+    g.set_param("target", "host-cuda-sm_80");
+    std::filesystem::path dir = temp_dir("emit_cuda");
+    g.emit(dir.string(), "scale_offset", "scale_offset_fn", {"cuda"});
+    for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
+        EXPECT_TRUE(std::filesystem::exists(dir / (std::string("scale_offset") + suffix)))
+            << suffix;
+    }
+    std::ifstream ptx(dir / "scale_offset.ptx");
+    std::string text((std::istreambuf_iterator<char>(ptx)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(".target sm_80"), std::string::npos) << text;
+    EXPECT_NE(text.find(".entry "), std::string::npos) << text;
+    std::filesystem::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------
 // Registry and driver
 
