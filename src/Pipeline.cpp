@@ -306,14 +306,29 @@ std::string Pipeline::compile_to_cuda(const Schedule &schedule, const Target &ta
     return codegen_cuda(lowered.func, target).source;
 }
 
+namespace {
+
+/** The NVRTC architecture for a target: its capability, or that of GPU 0
+ * when the target names none ("host-cuda"). */
+std::string cuda_arch_for(const Target &target, const std::string &what) {
+    if (target.cuda_capability() != 0) return target.cuda_arch();
+    int32_t capability = 0;
+    user_assert(loom_cuda_device_capability(0, &capability) == 0)
+        << what << " compiles for the GPU of this machine (the target " << target.to_string()
+        << " names no capability), but " << loom_last_error_message()
+        << " Name the capability to compile without a GPU, e.g. Target(\"host-cuda-sm_90a\").";
+    user_assert(capability >= 80) << what << ": the GPU of this machine has capability sm_"
+                                  << capability << "; Loom generates code for sm_80 and newer.";
+    return "sm_" + std::to_string(capability);
+}
+
+}  // namespace
+
 void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &schedule,
                                const Target &target) const {
-    user_assert(target.cuda_capability() != 0)
-        << "compile_to_cuda(\"" << basename << "\", ...) compiles with NVRTC, which needs the "
-        << "GPU's capability in the target: " << target.to_string()
-        << " has none. Name one, e.g. Target(\"host-cuda-sm_90a\").";
+    std::string arch = cuda_arch_for(target, "compile_to_cuda(\"" + basename + "\", ...)");
     std::string source = compile_to_cuda(schedule, target);
-    CudaBinary binary = compile_cuda(source, "loom_" + outputs_.front().name(), target.cuda_arch());
+    CudaBinary binary = compile_cuda(source, "loom_" + outputs_.front().name(), arch);
     auto write = [&](const std::string &suffix, const char *data, size_t size) {
         std::ofstream f(basename + suffix, std::ios::binary);
         user_assert(f.good()) << "Cannot open " << basename << suffix << " for writing.";

@@ -111,6 +111,12 @@ void loom_free(void *ptr);
 typedef int32_t (*loom_task_t)(int32_t i, uint8_t *closure);
 int32_t loom_do_par_for(loom_task_t task, int32_t min, int32_t extent, uint8_t *closure);
 
+/** The compute capability (major * 10 + minor, e.g. 90) of GPU `device`,
+ * through the CUDA driver, which is loaded on first use. Returns 0, or an
+ * error code with a message: no driver, no such device, a failed driver
+ * call (named). */
+int32_t loom_cuda_device_capability(int32_t device, int32_t *capability);
+
 /** IEEE half precision conversions, rounding to nearest even. */
 float loom_half_to_float(uint16_t h);
 uint16_t loom_float_to_half(float f);
