@@ -33,6 +33,22 @@ std::string func_of_loop(const std::string &loop) {
 
 bool is_gpu(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
 
+bool contains_thread_loop(const Stmt &s) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            found = found || op->for_type == ForType::GPUThread;
+            if (!found) IRVisitor::visit(op);
+        }
+    } find;
+    s.accept(&find);
+    return find.found;
+}
+
+// The static shared memory one block may use.
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+
 const char *gpu_directive(ForType t) {
     return t == ForType::GPUBlock ? "gpu_blocks" : "gpu_threads";
 }
@@ -176,7 +192,10 @@ class KernelPrinter : public IRVisitor {
 
     std::ostringstream out;
     int indent = 1;
-    int block_dims = 0;  // how many block loops the kernel's chain has
+    /** Whether the kernel has thread loops: then what is outside them runs
+     * once per thread of a block, storage there is shared by the block, and
+     * thread loops one after another are separated by barriers. */
+    bool has_threads = false;
 
     std::string name_of(const std::string &n) const {
         auto it = c_names.find(n);
@@ -197,7 +216,13 @@ class KernelPrinter : public IRVisitor {
     CudaKernel &kernel;
     std::map<std::string, std::string> &c_names;  // lowered name -> C name
     std::ostringstream expr_out;
-    int let_counter = 0;
+    int thread_loops_open = 0;  // thread loops around the statement printed
+
+    bool at_block_level() const { return has_threads && thread_loops_open == 0; }
+    void barrier() {
+        pad();
+        out << "__syncthreads();\n";
+    }
 
     void pad() { out << std::string(indent * 4, ' '); }
     std::string where() const { return kernel.name; }
@@ -449,7 +474,9 @@ class KernelPrinter : public IRVisitor {
             pad();
             out << "const int " << n << " = " << print(op->min) << " + (int)"
                 << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
+            if (!block) thread_loops_open++;
             print(op->body);
+            if (!block) thread_loops_open--;
             if (!block && thread_extent(op) < kernel.block[dim]) {
                 indent--;
                 pad();
@@ -469,6 +496,9 @@ class KernelPrinter : public IRVisitor {
             << "; " << n << " < " << n << "_end; " << n << "++) {\n";
         indent++;
         print(op->body);
+        // The next iteration's threads may overwrite shared storage this
+        // one's are still reading.
+        if (at_block_level() && contains_thread_loop(op->body)) barrier();
         indent--;
         pad();
         out << "}\n";
@@ -490,16 +520,29 @@ class KernelPrinter : public IRVisitor {
                    "over a constant tile), or at root.";
             size *= *v;
         }
-        user_assert(size * op->type.bytes() <= 16 * 1024)
-            << "Func " << op->name << " needs " << size * op->type.bytes()
-            << " bytes per GPU thread in kernel " << kernel.name
-            << "; at most 16 KiB of per-thread storage is supported.";
+        const bool shared = at_block_level();
+        const int64_t bytes = size * op->type.bytes();
+        if (shared) {
+            // Computed at the block level: one copy per block, written by
+            // the block's threads (the Func's loops are gpu_threads loops).
+            kernel.shared_bytes += bytes;
+            user_assert(kernel.shared_bytes <= kMaxSharedBytes)
+                << "Kernel " << kernel.name << " needs " << kernel.shared_bytes
+                << " bytes of shared memory per block with " << op->name
+                << "; at most 48 KiB (static shared memory) are supported yet. Use smaller "
+                   "tiles.";
+        } else {
+            user_assert(bytes <= 16 * 1024)
+                << "Func " << op->name << " needs " << bytes << " bytes per GPU thread in kernel "
+                << kernel.name << "; at most 16 KiB of per-thread storage is supported.";
+        }
         std::string n = declare_local(op->name);
         pad();
         out << "{\n";
         indent++;
         pad();
-        out << type(op->type) << " " << n << "[" << std::max<int64_t>(size, 1) << "];\n";
+        out << (shared ? "__shared__ " : "") << type(op->type) << " " << n << "["
+            << std::max<int64_t>(size, 1) << "];\n";
         print(op->body);
         indent--;
         pad();
@@ -508,6 +551,11 @@ class KernelPrinter : public IRVisitor {
     void visit(const Free *) override {}
     void visit(const Block *op) override {
         print(op->first);
+        // Threads of the next loops read what those of the previous ones
+        // wrote (e.g. a Func produced in shared memory, then consumed).
+        if (at_block_level() && contains_thread_loop(op->first) && contains_thread_loop(op->rest)) {
+            barrier();
+        }
         print(op->rest);
     }
     void visit(const IfThenElse *op) override {
@@ -670,18 +718,10 @@ class KernelFinder : public IRVisitor {
             void visit(const Store *op) override {
                 user_error << "Kernel " << *kernel << " stores to " << op->name
                            << " outside its gpu_threads loops, so every thread of a block "
-                              "would repeat it. Compute "
-                           << op->name
-                           << " inside the thread loops (compute_at a gpu_threads loop) or "
-                              "at root; work shared by a block (shared memory) is not "
-                              "supported yet.";
-            }
-            void visit(const Allocate *op) override {
-                user_error << "Kernel " << *kernel << " allocates " << op->name
-                           << " outside its gpu_threads loops (per block). Compute " << op->name
-                           << " inside the thread loops (compute_at a gpu_threads loop) or "
-                              "at root; block-level storage (store_in shared memory) is not "
-                              "supported yet.";
+                              "would repeat it. A Func computed at a block loop is shared by "
+                              "the block and computed by its threads: mark its loops with "
+                              "gpu_threads (compute_at(consumer, xo).gpu_threads(x, y)), or "
+                              "compute it inside the thread loops.";
             }
         } check;
         check.kernel = &kernel;
@@ -699,7 +739,8 @@ class KernelFinder : public IRVisitor {
         kernel_names.insert(k.name);
 
         Stmt body(op);
-        if (chain_depth(body, ForType::GPUThread) > 0) {
+        const bool has_threads = chain_depth(body, ForType::GPUThread) > 0;
+        if (has_threads) {
             check_block_level(body, k.name);
             block_shape(body, k.block);
         }
@@ -734,6 +775,7 @@ class KernelFinder : public IRVisitor {
         body.accept(&free);
         std::map<std::string, std::string> c_names;
         KernelPrinter printer(k, c_names);
+        printer.has_threads = has_threads;
         for (const auto &b : free.buffers) {
             CudaKernel::Param p;
             p.name = b.first;
@@ -752,9 +794,12 @@ class KernelFinder : public IRVisitor {
             k.params.push_back(p);
         }
 
+        printer.print(body);
         source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
                << k.grid[2] << "), block (" << k.block[0] << ", " << k.block[1] << ", "
-               << k.block[2] << ")\n";
+               << k.block[2] << ")";
+        if (k.shared_bytes) source << ", " << k.shared_bytes << " bytes of shared memory";
+        source << "\n";
         source << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << k.name
                << "(";
         for (size_t i = 0; i < k.params.size(); i++) {
@@ -768,7 +813,6 @@ class KernelFinder : public IRVisitor {
             }
         }
         source << ") {\n";
-        printer.print(body);
         source << printer.out.str() << "}\n";
         module.kernels.push_back(k);
     }

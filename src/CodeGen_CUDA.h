@@ -28,6 +28,9 @@ struct CudaKernel {
      * (x, y, z), constants. Unused dimensions have extent 1. */
     Expr grid[3];
     int block[3] = {1, 1, 1};
+    /** Static shared memory per block: the Funcs computed at the block
+     * level (outside the thread loops). */
+    int64_t shared_bytes = 0;
 };
 
 struct CudaModule {
@@ -35,11 +38,14 @@ struct CudaModule {
     std::vector<CudaKernel> kernels;
 };
 
-/** The CUDA C++ of every GPU loop nest of f. Throws a CompileError for a GPU
- * schedule this backend cannot map: thread loops outside block loops,
- * extents of thread loops that are not constant, more than 1024 threads per
- * block, allocations inside a kernel whose size is not constant, or work
- * between the block and the thread loops. */
+/** The CUDA C++ of every GPU loop nest of f. A Func computed at a block
+ * loop (outside the thread loops) lives in shared memory and is computed
+ * by the block's threads, with barriers between the thread loops that
+ * produce and consume it. Throws a CompileError for a GPU schedule this
+ * backend cannot map: thread loops outside block loops, extents of thread
+ * loops that are not constant, more than 1024 threads per block, more than
+ * 48 KiB of shared memory, allocations whose size is not constant, or
+ * stores between the block and the thread loops. */
 CudaModule codegen_cuda(const LoweredFunc &f, const Target &target);
 
 /** Refuses GPU loops that no kernel can hold: on a target without cuda, one

@@ -12,7 +12,9 @@
 //                      thread per point of the tile (xi, yi)
 //
 // Loom turns each nest of block loops into a CUDA C++ kernel, with the
-// names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin.
+// names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
+// Func computed inside the thread loops is private to each thread; one
+// computed at a block loop is shared by the block's threads.
 // No GPU is needed for any of this: this lesson runs anywhere the CUDA
 // toolkit is installed. (Running the kernels from Loom comes with the GPU
 // runtime.)
@@ -74,6 +76,32 @@ int main() {
     for (size_t at = two_kernels.find("// Kernel"); at != std::string::npos;
          at = two_kernels.find("// Kernel", at + 1)) {
         std::printf("  %s\n", two_kernels.substr(at, two_kernels.find('\n', at) - at).c_str());
+    }
+
+    // ---- 2b. Shared memory.
+    // Computed per thread, each point of blur_x is computed three times (by
+    // three threads); at root, it costs a round trip through global memory.
+    // In between: compute blur_x once per block, at the block loop xo, by
+    // the block's threads (gpu_threads on blur_x's own loops). It then lives
+    // in the block's shared memory, and Loom puts a barrier
+    // (__syncthreads) between the threads that write it and those that read
+    // it. ShiftInwards keeps the last tiles whole (shifted back to overlap),
+    // so that every block's tile, and with it the shared allocation and the
+    // thread count, is a constant: 8 x 32 outputs need 10 x 32 of blur_x,
+    // computed by 10 x 32 threads, of which 8 x 32 then compute blur_y.
+    std::printf("\n2b. blur_x per block, in shared memory\n");
+    Schedule shared;
+    shared[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32, TailStrategy::ShiftInwards);
+    shared[blur_x].compute_at(blur_y, xo).gpu_threads(x, y);
+    std::string tiled = blur.compile_to_cuda(shared, gpu);
+    for (const char *what : {"// Kernel", "__shared__", "__syncthreads", "if (threadIdx.y"}) {
+        size_t at = tiled.find(what);
+        if (at == std::string::npos) {
+            std::printf("expected %s in the kernel\n", what);
+            return 1;
+        }
+        size_t start = tiled.find_first_not_of(' ', tiled.rfind('\n', at) + 1);
+        std::printf("  %s\n", tiled.substr(start, tiled.find('\n', at) - start).c_str());
     }
 
     // ---- 3. PTX and cubin.

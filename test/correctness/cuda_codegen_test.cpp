@@ -150,6 +150,32 @@ TEST(CudaCodegen, PerThreadTilesOfAProducer) {
     EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
 }
 
+TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
+    // blur_x computed per block, by the block's threads, into shared
+    // memory (10 x 32 floats for an 8 x 32 tile of blur_y), then read by
+    // them after a barrier. ShiftInwards keeps every tile whole, so the
+    // sizes are constant.
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::ShiftInwards);
+    sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
+    std::string src = compile_for_every_arch(b.blur_y, sch, 1);
+    EXPECT_NE(src.find("__shared__ float blur_x_[320]"), std::string::npos) << src;
+    EXPECT_NE(src.find("block (32, 10, 1), 1280 bytes of shared memory"), std::string::npos) << src;
+    // One barrier, between the producer's thread loops and the consumer's.
+    size_t sync = src.find("__syncthreads();");
+    EXPECT_NE(sync, std::string::npos) << src;
+    EXPECT_LT(src.find("// produce blur_x"), sync);
+    EXPECT_GT(src.find("// consume blur_x"), sync);
+    EXPECT_EQ(src.find("__syncthreads();", sync + 1), std::string::npos) << src;
+    // The consumer has 8 rows of threads of the block's 10.
+    EXPECT_NE(src.find("if (threadIdx.y < 8)"), std::string::npos) << src;
+    Target t("host-cuda-sm_90");
+    std::string ptx = loom::internal::compile_cuda(src, "blur", "sm_90").ptx;
+    EXPECT_NE(ptx.find(".shared"), std::string::npos);
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+}
+
 TEST(CudaCodegen, DoublePrecisionMath) {
     BufferParam in(Float(64), 1, "in");
     Var x("x"), xo("xo"), xi("xi");

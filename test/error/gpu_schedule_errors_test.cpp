@@ -49,15 +49,33 @@ TEST(GpuScheduleErrors, ThreadLoopsNeedConstantExtents) {
         {"Func blur_y's gpu_threads loop blur_y.s0.x", "not a positive constant", "gpu_tile"}));
 }
 
-TEST(GpuScheduleErrors, NoWorkPerBlockOutsideTheThreads) {
-    // blur_x computed at the block loop: every thread would repeat it, and
-    // block-level storage (shared memory) is not there yet.
+TEST(GpuScheduleErrors, BlockLevelFuncsNeedThreadLoops) {
+    // blur_x computed at the block loop is shared by the block; with serial
+    // loops every thread would compute all of it.
     Blur b;
     Schedule sch;
-    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::ShiftInwards);
     sch[b.blur_x].compute_at(b.blur_y, b.xo);
     EXPECT_TRUE(throws_with<CompileError>(
-        [&] { b.cuda(sch); }, {"allocates blur_x outside its gpu_threads loops", "compute_at"}));
+        [&] { b.cuda(sch); },
+        {"stores to blur_x outside its gpu_threads loops", "mark its loops with gpu_threads"}));
+}
+
+TEST(GpuScheduleErrors, SharedMemoryLimit) {
+    // Blocks of 128 x 128 outputs, 128 threads each walking the rows:
+    // blur_x for the block is 130 x 128 floats, 65 KiB of shared memory.
+    Blur b;
+    Schedule sch;
+    sch[b.blur_y]
+        .split(b.y, b.yo, b.yi, 128, TailStrategy::ShiftInwards)
+        .split(b.x, b.xo, b.xi, 128, TailStrategy::ShiftInwards)
+        .reorder(b.yo, b.xo, b.yi, b.xi)
+        .gpu_blocks(b.xo, b.yo)
+        .gpu_threads(b.xi);
+    sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); },
+        {"needs 66560 bytes of shared memory per block with blur_x", "at most 48 KiB"}));
 }
 
 TEST(GpuScheduleErrors, NoVectorsInsideKernels) {
