@@ -522,6 +522,31 @@ class KernelPrinter : public IRVisitor {
         }
         const bool shared = at_block_level();
         const int64_t bytes = size * op->type.bytes();
+        const char *asked = op->memory_type == MemoryType::Shared     ? "Shared"
+                            : op->memory_type == MemoryType::Register ? "Register"
+                            : op->memory_type == MemoryType::Stack    ? "Stack"
+                            : op->memory_type == MemoryType::Heap     ? "Heap"
+                            : op->memory_type == MemoryType::Global   ? "Global"
+                                                                      : nullptr;
+        user_assert(op->memory_type != MemoryType::Global && op->memory_type != MemoryType::Heap)
+            << "Func " << op->name << " is stored in MemoryType::" << asked
+            << " inside the GPU kernel " << kernel.name
+            << "; device memory for Funcs computed inside a kernel is not supported yet. Compute "
+               "it at root (its own kernel), or use Shared or Register.";
+        user_assert(!shared || op->memory_type == MemoryType::Auto ||
+                    op->memory_type == MemoryType::Shared)
+            << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
+            << kernel.name
+            << " computes it at a block loop, outside the thread loops, where the block's "
+               "threads share it: that is MemoryType::Shared. Compute it inside the thread loops "
+               "for per-thread storage.";
+        user_assert(shared || op->memory_type == MemoryType::Auto ||
+                    op->memory_type == MemoryType::Register || op->memory_type == MemoryType::Stack)
+            << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
+            << kernel.name
+            << " computes it inside the thread loops, once per thread. Compute it at a block "
+               "loop (compute_at(consumer, xo), with gpu_threads on its loops) to share it in "
+               "the block's shared memory.";
         if (shared) {
             // Computed at the block level: one copy per block, written by
             // the block's threads (the Func's loops are gpu_threads loops).

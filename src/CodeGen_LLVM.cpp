@@ -1675,9 +1675,16 @@ class CodeGen_LLVM : public IRVisitor {
             }
             total *= *c;
         }
+        user_assert(op->memory_type != MemoryType::Shared &&
+                    op->memory_type != MemoryType::Register)
+            << "Func " << op->name << " is stored in GPU "
+            << (op->memory_type == MemoryType::Shared ? "shared memory" : "registers")
+            << " (store_in), but it is computed on the CPU. Compute it inside a GPU kernel, or "
+               "use MemoryType::Stack or Heap.";
         bool on_stack =
             op->memory_type == MemoryType::Stack ||
-            (op->memory_type != MemoryType::Heap && const_size && total <= kMaxStackAllocation);
+            (op->memory_type != MemoryType::Heap && op->memory_type != MemoryType::Global &&
+             const_size && total <= kMaxStackAllocation);
         if (on_stack && const_size) {
             llvm::Type *at = llvm::ArrayType::get(i8_t, std::max<int64_t>(total, 1));
             Value *p = builder->CreateBitCast(entry_alloca(at, op->name, 64), i8ptr_t);

@@ -273,6 +273,9 @@ class IRPrinter : public IRVisitor {
         stream << ']';
         if (op->memory_type == MemoryType::Stack) stream << " in Stack";
         else if (op->memory_type == MemoryType::Heap) stream << " in Heap";
+        else if (op->memory_type == MemoryType::Register) stream << " in Register";
+        else if (op->memory_type == MemoryType::Shared) stream << " in Shared";
+        else if (op->memory_type == MemoryType::Global) stream << " in Global";
         if (!is_const_one(op->condition)) {
             stream << " if ";
             print(op->condition);

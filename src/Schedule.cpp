@@ -500,6 +500,12 @@ Stage &Stage::compute_at(const Stage &consumer, const VarOrRVar &loop) {
     return *this;
 }
 
+Stage &Stage::store_in(MemoryType memory) {
+    StageState st = state_of(*sched_, func_, stage_);
+    st.fs->memory_type = memory;
+    return *this;
+}
+
 Stage &Stage::store_root() {
     StageState st = state_of(*sched_, func_, stage_);
     st.fs->store_level = LoopLevel::root();

@@ -52,7 +52,8 @@ struct FuncSchedule {
     FunctionPtr func;
     LoopLevel compute_level, store_level;
     bool compute_level_set = false, store_level_set = false;
-    std::vector<StageSchedule> stages;  // 0: pure definition; i+1: update i
+    MemoryType memory_type = MemoryType::Auto;  // store_in
+    std::vector<StageSchedule> stages;          // 0: pure definition; i+1: update i
 };
 
 /** A rolling_update or split_k directive. */

@@ -48,8 +48,10 @@ class FlattenStorage : public IRMutator {
             std::vector<Expr> extents;
             for (int d = 0; d < dims; d++)
                 extents.push_back(int_var(buf + ".extent." + std::to_string(d)));
-            body =
-                Allocate::make(buf, op->types[i], MemoryType::Auto, extents, op->condition, body);
+            auto fs = env.schedules.find(op->name);
+            MemoryType memory =
+                fs == env.schedules.end() ? MemoryType::Auto : fs->second.memory_type;
+            body = Allocate::make(buf, op->types[i], memory, extents, op->condition, body);
             // The allocation's element count must fit the int32 index space.
             Expr total = make_const(Int(64), 1);
             for (const Expr &e : extents) total = total * cast(Int(64), e);

@@ -311,7 +311,12 @@ struct Provide : StmtNode<Provide> {
     static constexpr IRNodeType _node_type = IRNodeType::Provide;
 };
 
-enum class MemoryType { Auto, Stack, Heap };
+/** Where an allocation lives. Auto: the backend chooses (on the CPU, the
+ * stack for constant sizes up to 16 KiB, else the heap; in a GPU kernel,
+ * registers inside the thread loops, shared memory outside them). Stack and
+ * Heap are the CPU's; Register, Shared and Global are a GPU kernel's:
+ * per-thread, per-block, and device memory. */
+enum class MemoryType { Auto, Stack, Heap, Register, Shared, Global };
 
 /** A flat allocation of prod(extents) elements of `type` live within `body`. */
 struct Allocate : StmtNode<Allocate> {

@@ -32,6 +32,8 @@ struct FuncSchedule;
 
 class Schedule;
 
+using internal::MemoryType;
+
 /** The scheduling handle of one stage (pure definition or an update) of one
  * Func within a Schedule. Every directive returns *this for chaining. */
 class Stage {
@@ -102,6 +104,12 @@ class Stage {
      * the compute level). */
     Stage &store_root();
     Stage &store_at(const Func &consumer, const VarOrRVar &loop);
+    /** Where the Func's storage lives: MemoryType::Shared (a GPU block's
+     * shared memory; compute it at a block loop), Register (per GPU thread;
+     * compute it inside the thread loops), Global (device memory), or on
+     * the CPU Stack or Heap. The default, Auto, chooses by placement.
+     * A choice the placement contradicts is a CompileError. */
+    Stage &store_in(MemoryType memory);
 
     /** A readable description of this stage's loops, outermost first. */
     std::string dump() const;

@@ -148,6 +148,8 @@ TEST(CudaCodegen, PerThreadTilesOfAProducer) {
     sch[b.blur_x].compute_at(b.blur_y, b.xi);
     std::string src = compile_for_every_arch(b.blur_y, sch, 1);
     EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
+    sch[b.blur_x].store_in(MemoryType::Register);
+    EXPECT_EQ(b.cuda(sch), src);
 }
 
 TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
@@ -170,7 +172,9 @@ TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
     EXPECT_EQ(src.find("__syncthreads();", sync + 1), std::string::npos) << src;
     // The consumer has 8 rows of threads of the block's 10.
     EXPECT_NE(src.find("if (threadIdx.y < 8)"), std::string::npos) << src;
-    Target t("host-cuda-sm_90");
+    // Saying so changes nothing: MemoryType::Shared is what Auto chose.
+    sch[b.blur_x].store_in(MemoryType::Shared);
+    EXPECT_EQ(b.cuda(sch), src);
     std::string ptx = loom::internal::compile_cuda(src, "blur", "sm_90").ptx;
     EXPECT_NE(ptx.find(".shared"), std::string::npos);
     EXPECT_NE(ptx.find("bar.sync"), std::string::npos);

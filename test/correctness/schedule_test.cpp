@@ -42,6 +42,24 @@ TEST(Schedule, DefaultInlinesEverything) {
     check_schedule(b.by, Schedule(), {37, 53});
 }
 
+TEST(Schedule, StoreInStackOrHeap) {
+    // A small per-row tile forced to the heap, a large root Func forced to
+    // the stack would not fit: Stack applies to constant sizes only and
+    // falls back to the heap otherwise. Results do not change.
+    for (MemoryType m : {MemoryType::Stack, MemoryType::Heap, MemoryType::Global}) {
+        Blur b;
+        b.bind(19, 35);
+        Schedule s;
+        s[b.bx].compute_at(b.by, b.y).store_in(m);
+        check_schedule(b.by, s, {19, 35});
+        std::string stmt = Pipeline(b.by).compile_to_lowered_stmt(s);
+        if (m != MemoryType::Global) {
+            EXPECT_NE(stmt.find(m == MemoryType::Stack ? "in Stack" : "in Heap"), std::string::npos)
+                << stmt;
+        }
+    }
+}
+
 TEST(Schedule, ComputeRoot) {
     Blur b;
     b.bind(23, 41);

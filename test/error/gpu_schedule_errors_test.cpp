@@ -119,3 +119,35 @@ TEST(GpuScheduleErrors, TheDevicesCapabilityNeedsADevice) {
         [&] { Pipeline(b.blur_y).compile_to_cuda(base, sch, Target("host-cuda")); },
         {"compiles for the GPU of this machine", "CUDA: ", "host-cuda-sm_90a"}));
 }
+
+TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
+    Blur b;
+    Schedule per_thread;
+    per_thread[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    per_thread[b.blur_x].compute_at(b.blur_y, b.xi).store_in(MemoryType::Shared);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(per_thread); }, {"Func blur_x is stored in MemoryType::Shared",
+                                      "inside the thread loops", "Compute it at a block loop"}));
+
+    Schedule per_block;
+    per_block[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32,
+                                 TailStrategy::ShiftInwards);
+    per_block[b.blur_x]
+        .compute_at(b.blur_y, b.xo)
+        .gpu_threads(b.x, b.y)
+        .store_in(MemoryType::Register);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(per_block); },
+        {"Func blur_x is stored in MemoryType::Register", "that is MemoryType::Shared"}));
+
+    per_block[b.blur_x].store_in(MemoryType::Global);
+    EXPECT_TRUE(throws_with<CompileError>([&] { b.cuda(per_block); },
+                                          {"MemoryType::Global", "not supported yet"}));
+
+    // Shared memory on the CPU.
+    Schedule cpu;
+    cpu[b.blur_x].compute_at(b.blur_y, b.y).store_in(MemoryType::Shared);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(b.blur_y).compile(cpu); },
+        {"Func blur_x is stored in GPU shared memory", "computed on the CPU"}));
+}
