@@ -9,6 +9,9 @@
 //
 // Environment: LOOM_FUZZ_CASES (default 60) cases starting at LOOM_FUZZ_SEED
 // (default: random), or LOOM_FUZZ_SECONDS to run for a time instead.
+//
+// A second test puts the same pipelines under random GPU schedules and
+// compiles them to CUDA C++ and through NVRTC (default 40 cases).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,6 +21,7 @@
 #include <random>
 #include <sstream>
 
+#include "NVRTC.h"
 #include "test_util.h"
 
 using namespace loom;
@@ -362,4 +366,78 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
         }
     }
     std::printf("[fuzz] %d cases, %d failures\n", run, failures);
+}
+
+// The same random pipelines under random GPU schedules, compiled to CUDA C++
+// and through NVRTC (no GPU is needed to compile): the output tiled over
+// blocks and threads, each intermediate inlined, computed per thread, or at
+// root as a kernel of its own. A schedule may be refused only for a
+// documented reason; anything NVRTC rejects is a code generation bug.
+TEST(Fuzz, GpuSchedulesCompileThroughNVRTC) {
+    std::string why;
+    ASSERT_TRUE(loom::internal::nvrtc_available(&why)) << why;
+    uint64_t seed = std::random_device{}();
+    if (const char *s = std::getenv("LOOM_FUZZ_SEED")) seed = std::stoull(s);
+    int cases = 40;
+    if (const char *s = std::getenv("LOOM_FUZZ_CASES")) cases = std::stoi(s);
+    std::printf("[fuzz gpu] starting at seed %llu\n", static_cast<unsigned long long>(seed));
+    int compiled = 0, refused = 0, skipped = 0;
+    for (int k = 0; k < cases; k++) {
+        uint64_t case_seed = seed + static_cast<uint64_t>(k);
+        FuzzCase c = make_case(case_seed);
+        std::mt19937_64 rng(case_seed ^ 0x9e3779b97f4a7c15ull);
+        auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+        Var yo("yo"), xo("xo"), yi("yi"), xi("xi");
+        const Func &out = c.funcs.back();
+        Schedule sch;
+        std::ostringstream what;
+        int ty = 1 << pick(4), tx = 1 << (2 + pick(4));  // up to 8 x 32 threads
+        sch[out].gpu_tile(vy, vx, yo, xo, yi, xi, ty, tx);
+        what << out.name() << ".gpu_tile(" << ty << ", " << tx << ")";
+        for (size_t i = 0; i + 1 < c.funcs.size(); i++) {
+            const Func &f = c.funcs[i];
+            switch (pick(3)) {
+            case 0: break;  // the default
+            case 1:
+                sch[f].compute_at(out, xi);
+                what << "; " << f.name() << ".compute_at(xi)";
+                break;
+            default:
+                sch[f].compute_root().gpu_tile(vy, vx, yo, xo, yi, xi, 4, 32);
+                what << "; " << f.name() << ".compute_root().gpu_tile(4, 32)";
+                break;
+            }
+        }
+        std::string source;
+        try {
+            source = Pipeline(out).compile_to_cuda(sch, Target("host-cuda-sm_80"));
+        } catch (const CompileError &e) {
+            std::string m = e.what();
+            // The random placement may be illegal (a Func computed per
+            // thread of the output but also read by another stage): that
+            // is the schedule's error, refused as on the CPU.
+            if (m.find("is used outside the loop where it is computed") != std::string::npos) {
+                skipped++;
+                continue;
+            }
+            // The documented limit: per-thread storage must have a constant
+            // size, which a guarded tile's clamped region may not.
+            bool documented = m.find("with a size known only at run time") != std::string::npos;
+            EXPECT_TRUE(documented) << "seed " << case_seed << " (" << what.str() << "):\n"
+                                    << c.description << m;
+            refused++;
+            continue;
+        }
+        try {
+            loom::internal::compile_cuda(source, "fuzz", "sm_80");
+            compiled++;
+        } catch (const CompileError &e) {
+            ADD_FAILURE() << "seed " << case_seed << " (" << what.str() << "):\n"
+                          << c.description << e.what() << "\n"
+                          << source;
+        }
+    }
+    std::printf("[fuzz gpu] %d compiled, %d refused, %d illegal schedules\n", compiled, refused,
+                skipped);
+    EXPECT_GT(compiled, (cases - skipped) / 2);
 }
