@@ -683,7 +683,9 @@ struct FreeNames : IRVisitor {
     }
     void visit(const For *op) override {
         op->min.accept(this);
-        op->extent.accept(this);
+        // A GPU loop's extent is the launch's business (grid size, or the
+        // block's threads), not the kernel's.
+        if (!is_gpu(op->for_type)) op->extent.accept(this);
         ScopedBinding<int> bind(defined, op->name, 0);
         op->body.accept(this);
     }
