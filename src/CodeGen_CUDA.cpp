@@ -49,6 +49,13 @@ bool contains_thread_loop(const Stmt &s) {
 // The static shared memory one block may use.
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
+/** s with every character that cannot be in a C identifier replaced by _. */
+std::string c_identifier(const std::string &s) {
+    std::string c;
+    for (char ch : s) c += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+    return c;
+}
+
 const char *gpu_directive(ForType t) {
     return t == ForType::GPUBlock ? "gpu_blocks" : "gpu_threads";
 }
@@ -462,14 +469,12 @@ class KernelPrinter : public IRVisitor {
             pad();
             out << "{\n";
             indent++;
-            if (!block) {
-                // Loops of one block may have fewer threads than it has.
-                int extent = thread_extent(op);
-                if (extent < kernel.block[dim]) {
-                    pad();
-                    out << "if (threadIdx." << axis[dim] << " < " << extent << ") {\n";
-                    indent++;
-                }
+            // Loops of one block may have fewer threads than it has.
+            const bool guarded = !block && thread_extent(op) < kernel.block[dim];
+            if (guarded) {
+                pad();
+                out << "if (threadIdx." << axis[dim] << " < " << thread_extent(op) << ") {\n";
+                indent++;
             }
             pad();
             out << "const int " << n << " = " << print(op->min) << " + (int)"
@@ -477,7 +482,7 @@ class KernelPrinter : public IRVisitor {
             if (!block) thread_loops_open++;
             print(op->body);
             if (!block) thread_loops_open--;
-            if (!block && thread_extent(op) < kernel.block[dim]) {
+            if (guarded) {
                 indent--;
                 pad();
                 out << "}\n";
@@ -627,8 +632,7 @@ class KernelPrinter : public IRVisitor {
         return c;
     }
     std::string unique_c_name(const std::string &n) {
-        std::string c;
-        for (char ch : n) c += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+        std::string c = c_identifier(n);
         if (c.empty() || std::isdigit(static_cast<unsigned char>(c[0]))) c = "_" + c;
         c += "_";  // never a CUDA keyword or builtin (min, int, threadIdx)
         std::string base = c;
@@ -757,10 +761,7 @@ class KernelFinder : public IRVisitor {
 
     void emit_kernel(const For *op) {
         CudaKernel k;
-        std::string base = func_of_loop(op->name);
-        std::string n;
-        for (char ch : base) n += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
-        n = prefix + "_" + n;
+        std::string n = prefix + "_" + c_identifier(func_of_loop(op->name));
         k.name = n;
         for (int i = 1; kernel_names.count(k.name); i++) k.name = n + "_" + std::to_string(i);
         kernel_names.insert(k.name);

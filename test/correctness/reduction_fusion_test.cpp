@@ -13,6 +13,18 @@ using namespace loom_test;
 
 namespace {
 
+/** A compiled pipeline's log, one note per line. */
+std::string log_text(const CompiledPipeline &c) {
+    std::string log;
+    for (const std::string &s : c.compile_log()) log += s + "\n";
+    return log;
+}
+
+/** The compile log of one schedule. */
+std::string log_of(const Func &out, const Schedule &sch) {
+    return log_text(Pipeline(out).compile(sch));
+}
+
 /** Softmax-weighted average of rows of v: the attention chain over given
  * scores x. */
 struct WeightedAverage {
@@ -169,8 +181,7 @@ TEST(ReductionFusion, CarriedTermCount) {
     a.check_all_schedules(a.l, 5, 1e-5);
     Schedule sch;
     sch.rolling_update(a.l, a.r);
-    std::string log;
-    for (const std::string &s : Pipeline(a.out).compile(sch).compile_log()) log += s + "\n";
+    std::string log = log_of(a.out, sch);
     EXPECT_NE(log.find("carrying A1 = sum of 1"), std::string::npos) << log;
 }
 
@@ -219,13 +230,6 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
 }  // namespace
 
 namespace {
-
-/** The compile log of one schedule, one note per line. */
-std::string log_of(const Func &out, const Schedule &sch) {
-    std::string log;
-    for (const std::string &s : Pipeline(out).compile(sch).compile_log()) log += s + "\n";
-    return log;
-}
 
 TEST(ReductionFusion, TilesOutsideTheMaskAreSkipped) {
     // A banded mask, key j allowed for row i when i - w < j <= i + lag:
@@ -336,8 +340,7 @@ TEST(ReductionFusion, OnlineTopOneCarryingAValue) {
         Stage st = sch.rolling_update(val, r);
         if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
         CompiledPipeline c = check(sch, "rolling_update, tile " + std::to_string(tile));
-        std::string log;
-        for (const std::string &s : c.compile_log()) log += s + "\n";
+        std::string log = log_text(c);
         EXPECT_NE(log.find("reset repair"), std::string::npos) << log;
         EXPECT_NE(log.find("computes val idx m"), std::string::npos) << log;
     }
@@ -388,8 +391,7 @@ TEST(ReductionFusion, TupleStates) {
         Stage st = sch.rolling_update(sums, r);
         if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
         CompiledPipeline c = check(sch, "rolling_update, tile " + std::to_string(tile));
-        std::string log;
-        for (const std::string &s : c.compile_log()) log += s + "\n";
+        std::string log = log_text(c);
         EXPECT_NE(log.find("Tuple reduction sums is computed as sums_0, sums_1"), std::string::npos)
             << log;
         EXPECT_NE(log.find("reset repair"), std::string::npos) << log;  // argmax's index
