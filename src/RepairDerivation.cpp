@@ -553,16 +553,6 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
     return "";
 }
 
-double identity_value(ReduceOp op) {
-    switch (op) {
-    case ReduceOp::Add: return 0;
-    case ReduceOp::Mul: return 1;
-    case ReduceOp::Max: return -INFINITY;
-    case ReduceOp::Min: return INFINITY;
-    }
-    return 0;
-}
-
 /** Samples points where `mask` is false (its atoms, indices and extents,
  * drawn like the term's: about half the points fall outside a select
  * mask) and checks that the term g of ⊕ is ⊕'s identity there, exactly,
@@ -574,13 +564,14 @@ int points_outside_where_vanishing(const Expr &g, ReduceOp op, const Expr &mask,
     std::mt19937_64 rng(0x0ff5);
     Evaluator ev(rng);
     std::uniform_real_distribution<double> value(-3, 3);
+    const double identity = ev.eval(reduce_identity(op, Float(64)));
     int outside = 0;
     for (int k = 0; k < 8 * kPoints && outside < kPoints; k++) {
         ev.new_point();
         for (const ProducerSlot &p : slots) ev.slots[p.var] = value(rng);
         if (ev.eval(mask) != 0) continue;
         outside++;
-        if (ev.eval(g) != identity_value(op)) return -1;
+        if (ev.eval(g) != identity) return -1;
     }
     return outside;
 }

@@ -6,7 +6,8 @@
 // (attention's scores and probabilities) are skipped with it.
 #include "SkipMaskedTiles.h"
 
-#include <set>
+#include <algorithm>
+#include <map>
 #include <vector>
 
 #include "Bounds.h"
@@ -46,10 +47,7 @@ class SkipMaskedTiles : public IRMutator {
     std::vector<std::string> enclosing;
 
     bool encloses(const std::string &loop) const {
-        for (const std::string &l : enclosing) {
-            if (l == loop) return true;
-        }
-        return false;
+        return std::find(enclosing.begin(), enclosing.end(), loop) != enclosing.end();
     }
 
     /** Whether g's mask may hold for some key of the current tile and some
