@@ -326,6 +326,27 @@ std::string window_name(const ::testing::TestParamInfo<Fusion> &info) {
     return fusion_name(info.param);
 }
 
+/** One run of the sliding-window variant with window `window`, integer
+ * values and large scores, reported under `label`. */
+struct WindowRun {
+    VariantShape sh;
+    Inputs in;
+    Outputs r;
+    std::string what;  // for SCOPED_TRACE
+};
+WindowRun run_window(Kernel &kn, Fusion fusion, int window, Mode mode, const char *label) {
+    const Variant var = Variant::SlidingWindow;
+    const Type t = Float(32);
+    WindowRun w;
+    w.sh = make_shape(var, mode);
+    const unsigned seed = fresh_seed();
+    w.what = describe(var, t, w.sh, 4.0f, window, seed) + ", " + fusion_name(fusion);
+    w.in = make_inputs(var, t, w.sh, 4.0f, window, Values::Integers, seed);
+    w.r = run(kn, w.in);
+    report(config_name(label, var, fusion, mode_name(mode)), w.r, w.in);
+    return w;
+}
+
 // A window of one key: each query sees only itself, so p = 1, l = 1 and the
 // output is exactly v at the query's position. Every key tile (and chunk)
 // before the one holding that key is fully masked.
@@ -335,12 +356,11 @@ TEST_P(FusedAttentionWindowOfOne, ExactlyV) {
     const Type t = Float(32);
     COMPILE_OR_FAIL(kn, var, t, fusion);
     for (Mode mode : {Mode::Prefill, Mode::Decode}) {
-        const VariantShape sh = make_shape(var, mode);
-        const unsigned seed = fresh_seed();
-        SCOPED_TRACE(describe(var, t, sh, 4.0f, 1, seed) + ", " + fusion_name(fusion));
-        Inputs in = make_inputs(var, t, sh, 4.0f, 1, Values::Integers, seed);
-        Outputs r = run(kn, in);
-        report(config_name("window=1", var, fusion, mode_name(mode)), r, in);
+        const WindowRun w = run_window(kn, fusion, 1, mode, "window=1");
+        SCOPED_TRACE(w.what);
+        const VariantShape &sh = w.sh;
+        const Inputs &in = w.in;
+        const Outputs &r = w.r;
         EXPECT_GT(in.max_abs_score, 5e3);  // the masked keys' scores are large
         const size_t D = size_t(sh.head_dim);
         int bad = 0;
@@ -369,12 +389,10 @@ TEST_P(FusedAttentionWindowOfZero, ExactlyZero) {
     const Type t = Float(32);
     COMPILE_OR_FAIL(kn, var, t, fusion);
     for (Mode mode : {Mode::Prefill, Mode::Decode}) {
-        const VariantShape sh = make_shape(var, mode);
-        const unsigned seed = fresh_seed();
-        SCOPED_TRACE(describe(var, t, sh, 4.0f, 0, seed) + ", " + fusion_name(fusion));
-        Inputs in = make_inputs(var, t, sh, 4.0f, 0, Values::Integers, seed);
-        Outputs r = run(kn, in);
-        report(config_name("window=0", var, fusion, mode_name(mode)), r, in);
+        const WindowRun w = run_window(kn, fusion, 0, mode, "window=0");
+        SCOPED_TRACE(w.what);
+        const Inputs &in = w.in;
+        const Outputs &r = w.r;
         int nonzero = 0;
         for (size_t n = 0; n < in.ref.size(); n++) {
             if (r.compiled[n] != 0) nonzero++;
