@@ -30,11 +30,35 @@ std::string buffer_label(const std::string &name) {
     return "Buffer " + (name.empty() ? std::string("<unnamed>") : name);
 }
 
+/** Throws the runtime's last error message, naming the buffer. */
+void check_device_call(int32_t err, const std::string &name, const char *what) {
+    if (err != 0) {
+        runtime_error_report << buffer_label(name) << ": " << what
+                             << " failed: " << loom_last_error_message();
+    }
+}
+
+/** Copies the GPU's data back if it is newer. */
+void make_host_current(BufferContents &c) {
+    if (c.raw.device && c.raw.host) {
+        check_device_call(loom_copy_to_host(&c.raw), c.name, "copy_to_host");
+    }
+}
+
 // The loom_buffer_t points into `dims`; after copying BufferContents the
-// pointer must follow the copy.
-BufferPtr copy_contents(const BufferContents &c) {
+// pointer must follow the copy. A view with host memory starts without GPU
+// memory (its parent's data is on the host by then); a view of GPU memory
+// alone views the same GPU memory, which its parent owns.
+BufferPtr copy_contents(BufferContents &c) {
+    make_host_current(c);
     auto n = std::make_shared<BufferContents>(c);
     n->raw.dim = n->dims.empty() ? nullptr : n->dims.data();
+    if (n->raw.host) {
+        n->raw.device = 0;
+        n->raw.flags = 0;
+    } else {
+        n->raw.flags &= ~static_cast<uint64_t>(loom_buffer_device_owned);
+    }
     return n;
 }
 
@@ -206,7 +230,63 @@ const std::string &RawBuffer::name() const { return contents ? contents->name : 
 
 uint8_t *RawBuffer::host() const {
     LOOM_CHECK_DEFINED("host");
-    return contents->raw.host;
+    loom_buffer_t &raw = contents->raw;
+    if (raw.device) {
+        // The caller may read (so the GPU's newer data comes back) and may
+        // write (so the GPU's copy is stale from now on).
+        make_host_current(*contents);
+        if (raw.host) raw.flags |= loom_buffer_host_dirty;
+    }
+    return raw.host;
+}
+
+bool RawBuffer::has_device_memory() const {
+    LOOM_CHECK_DEFINED("has_device_memory");
+    return contents->raw.device != 0;
+}
+
+bool RawBuffer::host_dirty() const {
+    LOOM_CHECK_DEFINED("host_dirty");
+    return contents->raw.flags & loom_buffer_host_dirty;
+}
+
+bool RawBuffer::device_dirty() const {
+    LOOM_CHECK_DEFINED("device_dirty");
+    return contents->raw.flags & loom_buffer_device_dirty;
+}
+
+void RawBuffer::copy_to_host() const {
+    LOOM_CHECK_DEFINED("copy_to_host");
+    make_host_current(*contents);
+}
+
+void RawBuffer::copy_to_device() const {
+    LOOM_CHECK_DEFINED("copy_to_device");
+    check_device_call(loom_copy_to_device(&contents->raw), contents->name, "copy_to_device");
+}
+
+void RawBuffer::device_free() const {
+    LOOM_CHECK_DEFINED("device_free");
+    make_host_current(*contents);
+    check_device_call(loom_device_free(&contents->raw), contents->name, "device_free");
+}
+
+RawBuffer RawBuffer::wrap_device(Type t, uint64_t device, const std::vector<int> &shape,
+                                 const std::vector<int> &strides, const std::string &name) {
+    if (!device) {
+        runtime_error_report << buffer_label(name.empty() ? "<unnamed>" : name)
+                             << ": wrap_device() of a null GPU address.";
+    }
+    // Any host pointer passes wrap's checks; the buffer then has none.
+    static uint8_t placeholder;
+    RawBuffer b = wrap(t, &placeholder, shape, strides, name);
+    b.contents->raw.host = nullptr;
+    b.contents->raw.device = device;
+    return b;
+}
+
+BufferContents::~BufferContents() {
+    if (raw.flags & loom_buffer_device_owned) loom_device_free(&raw);
 }
 
 loom_buffer_t *RawBuffer::raw_buffer() const {
@@ -226,8 +306,10 @@ RawBuffer RawBuffer::cropped(int d, int min, int extent) const {
     }
     RawBuffer r;
     r.contents = copy_contents(*contents);
-    r.contents->raw.host +=
+    const int64_t offset =
         (static_cast<int64_t>(min) - dim.min) * dim.stride * element_bytes(type());
+    if (r.contents->raw.host) r.contents->raw.host += offset;
+    if (r.contents->raw.device) r.contents->raw.device += offset;
     r.contents->dims[d].min = min;
     r.contents->dims[d].extent = extent;
     return r;
@@ -283,7 +365,12 @@ uint8_t *RawBuffer::address_of(const std::vector<int> &coords) const {
     for (size_t d = 0; d < coords.size(); d++) {
         off += (static_cast<int64_t>(coords[d]) - contents->dims[d].min) * contents->dims[d].stride;
     }
-    return contents->raw.host + off * element_bytes(type());
+    uint8_t *base = host();
+    if (!base) {
+        runtime_error_report << buffer_label(contents->name)
+                             << " has GPU memory alone; its elements cannot be read on the host.";
+    }
+    return base + off * element_bytes(type());
 }
 
 #undef LOOM_CHECK_DEFINED

@@ -648,8 +648,12 @@ class KernelPrinter : public IRVisitor {
 struct FreeNames : IRVisitor {
     Scope<int> defined;
     std::map<std::string, Type> scalars;
-    std::map<std::string, std::pair<Type, bool>> buffers;  // type, written
-    std::vector<std::string> order;                        // first use
+    struct Use {
+        Type type;
+        bool read = false, written = false;
+    };
+    std::map<std::string, Use> buffers;
+    std::vector<std::string> order;  // first use
 
     using IRVisitor::visit;
     void note(const std::string &n) {
@@ -664,15 +668,16 @@ struct FreeNames : IRVisitor {
         IRVisitor::visit(op);
         if (defined.contains(op->name)) return;
         auto &b = buffers[op->name];
-        b.first = op->type.element_of();
+        b.type = op->type.element_of();
+        b.read = true;
         note(op->name);
     }
     void visit(const Store *op) override {
         IRVisitor::visit(op);
         if (defined.contains(op->name)) return;
         auto &b = buffers[op->name];
-        b.first = op->value.type().element_of();
-        b.second = true;
+        b.type = op->value.type().element_of();
+        b.written = true;
         note(op->name);
     }
     void visit(const Let *op) override {
@@ -763,6 +768,7 @@ class KernelFinder : public IRVisitor {
         CudaKernel k;
         std::string n = prefix + "_" + c_identifier(func_of_loop(op->name));
         k.name = n;
+        k.loop_name = op->name;
         for (int i = 1; kernel_names.count(k.name); i++) k.name = n + "_" + std::to_string(i);
         kernel_names.insert(k.name);
 
@@ -807,9 +813,10 @@ class KernelFinder : public IRVisitor {
         for (const auto &b : free.buffers) {
             CudaKernel::Param p;
             p.name = b.first;
-            p.type = b.second.first;
+            p.type = b.second.type;
             p.is_buffer = true;
-            p.written = b.second.second;
+            p.read = b.second.read;
+            p.written = b.second.written;
             p.c_name = printer.declare_local(p.name);
             k.params.push_back(p);
             free.scalars.erase(b.first);

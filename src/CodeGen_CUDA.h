@@ -1,7 +1,8 @@
 // CUDA C++ for the GPU loops of a lowered pipeline: every outermost nest of
 // gpu_blocks loops becomes one __global__ function, its block loops read
 // from blockIdx and its thread loops from threadIdx, with names taken from
-// the algorithm. The host side (launches) is not generated here.
+// the algorithm. The host side (launches) is CodeGen_LLVM's, planned by
+// OffloadGPULoops.
 #pragma once
 
 #include <string>
@@ -20,9 +21,11 @@ struct CudaKernel {
         std::string c_name;  // in the CUDA source
         Type type;           // element type of a buffer, or the scalar's type
         bool is_buffer = false;
-        bool written = false;  // buffers only
+        bool read = false;     // buffers only: loaded by the kernel
+        bool written = false;  // buffers only: stored to by the kernel
     };
     std::string name;
+    std::string loop_name;  // its outermost block loop in the lowered IR
     std::vector<Param> params;
     /** Grid extents (x, y, z), in the host's variables; threads per block
      * (x, y, z), constants. Unused dimensions have extent 1. */

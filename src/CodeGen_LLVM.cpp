@@ -40,9 +40,12 @@
 #include <vector>
 
 #include "IRVisitor.h"
+#include "OffloadGPULoops.h"
 #include "Scope.h"
+#include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
+#include "loom/runtime/loom_runtime.h"
 
 namespace loom {
 namespace internal {
@@ -148,13 +151,16 @@ class CodeGen_LLVM : public IRVisitor {
             "loom_buffer_t");
     }
 
-    std::unique_ptr<llvm::Module> compile(const LoweredFunc &f) {
+    std::unique_ptr<llvm::Module> compile(const LoweredFunc &f,
+                                          std::shared_ptr<const GpuOffload> offload) {
+        gpu = std::move(offload);
         module = std::make_unique<llvm::Module>(f.name, ctx);
         module->setTargetTriple(kTriple);
         builder = std::make_unique<llvm::IRBuilder<>>(ctx);
         func_name = f.name;
 
         setup_alias_scopes(f.body);
+        host_use = host_accesses(f.body);
 
         llvm::FunctionType *ft = llvm::FunctionType::get(i32_t, {i8ptr_t->getPointerTo()}, false);
         function =
@@ -211,7 +217,15 @@ class CodeGen_LLVM : public IRVisitor {
                 symbols.push(a.name, host);
                 symbols.push(a.name + ".buffer", p);
                 symbols.push(a.name + ".is_null", is_null);
-                symbols.push(a.name + ".host_is_null", builder->CreateIsNull(host));
+                // A buffer that only kernels touch may have GPU memory alone.
+                Value *no_memory = builder->CreateIsNull(host);
+                if (gpu && !host_use.count(a.name)) {
+                    Value *device = field(i64_t, {0}, 8, a.name + ".device");
+                    no_memory = builder->CreateAnd(
+                        no_memory, builder->CreateICmpEQ(device, builder->getInt64(0)));
+                }
+                symbols.push(a.name + ".host_is_null", no_memory);
+                buffer_descriptors[a.name] = b;
                 symbols.push(a.name + ".type.code", builder->CreateZExt(code, i32_t));
                 symbols.push(a.name + ".type.bits", builder->CreateZExt(bits, i32_t));
                 symbols.push(a.name + ".type.lanes", builder->CreateZExt(lanes, i32_t));
@@ -243,7 +257,49 @@ class CodeGen_LLVM : public IRVisitor {
             }
         }
 
+        // Buffers the CPU reads must hold the GPU's data if that is newer.
+        for (const LoweredArgument &a : f.args) {
+            auto use = host_use.find(a.name);
+            if (a.is_buffer && use != host_use.end() && use->second.read) {
+                if_flag_set(a.name, loom_buffer_device_dirty, [&](Value *b) {
+                    check_error(builder->CreateCall(
+                        runtime_fn("loom_cuda_buffer_for_host", i32_t, {i8ptr_t, i8ptr_t}),
+                        {builder->CreateBitCast(b, i8ptr_t), string_constant(a.name)}));
+                });
+            }
+        }
+
         if (f.body.defined()) codegen(f.body);
+
+        if (gpu) {
+            std::vector<std::string> names;
+            for (const CudaKernel &k : gpu->module.kernels) names.push_back(k.name);
+            internal_assert(next_kernel == gpu->module.kernels.size())
+                << "launched " << next_kernel << " of " << gpu->module.kernels.size()
+                << " kernels of " << f.name;
+            check_error(
+                builder->CreateCall(runtime_fn("loom_cuda_finish", i32_t, {i8ptr_t, i8ptr_t}),
+                                    {string_constant(f.name), string_constant(join(names, ", "))}));
+        }
+        // What the CPU wrote is newer than a GPU copy of it.
+        for (const LoweredArgument &a : f.args) {
+            auto use = host_use.find(a.name);
+            if (a.is_buffer && use != host_use.end() && use->second.written) {
+                Value *b = buffer_descriptors[a.name];
+                Value *device = load_buffer_field(b, i64_t, 0);
+                BasicBlock *mark = BasicBlock::Create(ctx, a.name + ".mark_host_dirty", function);
+                BasicBlock *done = BasicBlock::Create(ctx, a.name + ".marked", function);
+                builder->CreateCondBr(builder->CreateICmpNE(device, builder->getInt64(0)), mark,
+                                      done);
+                builder->SetInsertPoint(mark);
+                Value *flags = load_buffer_field(b, i64_t, 3);
+                builder->CreateStore(
+                    builder->CreateOr(flags, builder->getInt64(loom_buffer_host_dirty)),
+                    builder->CreateStructGEP(buffer_t, b, 3));
+                builder->CreateBr(done);
+                builder->SetInsertPoint(done);
+            }
+        }
         builder->CreateRet(builder->getInt32(0));
 
         std::string err;
@@ -269,6 +325,20 @@ class CodeGen_LLVM : public IRVisitor {
     // error return must free them.
     std::vector<Value *> heap_allocations;
     int closure_count = 0;
+
+    // GPU pipelines: the kernels and what their launches need (null for a
+    // CPU-only pipeline), the next kernel to launch, the GPU allocations live
+    // at the current point (an error return frees them), and the module
+    // state the runtime keeps for this pipeline.
+    std::shared_ptr<const GpuOffload> gpu;
+    size_t next_kernel = 0;
+    std::vector<Value *> device_allocations;
+    llvm::GlobalVariable *cuda_module_state = nullptr;
+    llvm::Constant *cubin = nullptr, *ptx = nullptr;
+    // The CPU's loads and stores by name, and each buffer argument's
+    // descriptor (a stand-in when the caller passed null).
+    std::map<std::string, BufferAccess> host_use;
+    std::map<std::string, Value *> buffer_descriptors;
 
     llvm::Type *i1_t, *i8_t, *i16_t, *i32_t, *i64_t, *f16_t, *f32_t, *f64_t, *void_t, *i8ptr_t;
     llvm::StructType *dim_t, *buffer_t;
@@ -1411,7 +1481,127 @@ class CodeGen_LLVM : public IRVisitor {
         for (auto it = heap_allocations.rbegin(); it != heap_allocations.rend(); ++it) {
             builder->CreateCall(free_fn, {*it});
         }
+        for (auto it = device_allocations.rbegin(); it != device_allocations.rend(); ++it) {
+            builder->CreateCall(runtime_fn("loom_cuda_free", void_t, {i64_t}), {*it});
+        }
         builder->CreateRet(code);
+    }
+
+    /** Returns `code` from the function, after the cleanup, unless it is 0. */
+    void check_error(Value *code) {
+        BasicBlock *ok = BasicBlock::Create(ctx, "call_ok", function);
+        BasicBlock *fail = BasicBlock::Create(ctx, "call_failed", function);
+        llvm::MDBuilder mdb(ctx);
+        builder->CreateCondBr(builder->CreateICmpEQ(code, builder->getInt32(0)), ok, fail,
+                              mdb.createBranchWeights(1 << 20, 1));
+        builder->SetInsertPoint(fail);
+        return_error(code);
+        builder->SetInsertPoint(ok);
+    }
+
+    Value *string_constant(const std::string &s) {
+        return builder->CreateGlobalStringPtr(s, "str", 0, module.get());
+    }
+
+    Value *load_buffer_field(Value *b, llvm::Type *t, unsigned field) {
+        return builder->CreateAlignedLoad(t, builder->CreateStructGEP(buffer_t, b, field),
+                                          llvm::Align(8));
+    }
+
+    /** Runs emit(descriptor) when the buffer argument's flags have `bit`. */
+    template <typename F> void if_flag_set(const std::string &name, uint64_t bit, F emit) {
+        Value *b = buffer_descriptors[name];
+        Value *flags = load_buffer_field(b, i64_t, 3);
+        Value *set = builder->CreateICmpNE(builder->CreateAnd(flags, builder->getInt64(bit)),
+                                           builder->getInt64(0));
+        BasicBlock *then_bb = BasicBlock::Create(ctx, name + ".flag_set", function);
+        BasicBlock *done = BasicBlock::Create(ctx, name + ".flag_done", function);
+        llvm::MDBuilder mdb(ctx);
+        builder->CreateCondBr(set, then_bb, done, mdb.createBranchWeights(1, 1 << 10));
+        builder->SetInsertPoint(then_bb);
+        emit(b);
+        builder->CreateBr(done);
+        builder->SetInsertPoint(done);
+    }
+
+    // ------------------------------------------------------ kernel launches
+
+    /** The module's GPU code and the runtime's state for it, as globals. */
+    void define_gpu_globals() {
+        if (cuda_module_state) return;
+        llvm::Type *ptr = i8ptr_t;
+        cuda_module_state = new llvm::GlobalVariable(
+            *module, ptr, false, llvm::GlobalValue::ExternalLinkage,
+            llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
+            func_name + "_cuda_module_state");
+        const std::vector<char> &bin = gpu->binary.cubin;
+        llvm::Constant *data = llvm::ConstantDataArray::get(
+            ctx,
+            llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()));
+        auto *cubin_global =
+            new llvm::GlobalVariable(*module, data->getType(), true,
+                                     llvm::GlobalValue::PrivateLinkage, data, func_name + ".cubin");
+        cubin_global->setAlignment(llvm::Align(16));
+        cubin = llvm::ConstantExpr::getPointerCast(cubin_global, i8ptr_t);
+        llvm::Constant *text = llvm::ConstantDataArray::getString(ctx, gpu->binary.ptx, true);
+        auto *ptx_global =
+            new llvm::GlobalVariable(*module, text->getType(), true,
+                                     llvm::GlobalValue::PrivateLinkage, text, func_name + ".ptx");
+        ptx = llvm::ConstantExpr::getPointerCast(ptx_global, i8ptr_t);
+    }
+
+    /** Replaces a kernel's loop nest with its launch: the buffers' GPU
+     * memory (copied there if the host's is newer), the arguments, and the
+     * grid and block shape. */
+    void codegen_kernel_launch(const For *op) {
+        internal_assert(gpu && next_kernel < gpu->module.kernels.size())
+            << "GPU loop " << op->name << " without a kernel";
+        const CudaKernel &k = gpu->module.kernels[next_kernel++];
+        internal_assert(k.loop_name == op->name)
+            << "kernel " << k.name << " is for loop " << k.loop_name << ", not " << op->name;
+        define_gpu_globals();
+
+        llvm::Type *args_t = llvm::ArrayType::get(i8ptr_t, std::max<size_t>(k.params.size(), 1));
+        Value *args = entry_alloca(args_t, k.name + ".args", 8);
+        for (size_t i = 0; i < k.params.size(); i++) {
+            const CudaKernel::Param &p = k.params[i];
+            Value *slot;
+            if (p.is_buffer && buffer_descriptors.count(p.name)) {
+                slot = entry_alloca(i64_t, p.name + ".device", 8);
+                Value *b = builder->CreateBitCast(symbols.get(p.name + ".buffer"), i8ptr_t);
+                check_error(builder->CreateCall(
+                    runtime_fn("loom_cuda_buffer_for_kernel", i32_t,
+                               {i8ptr_t, i32_t, i32_t, i8ptr_t, i64_t->getPointerTo()}),
+                    {b, builder->getInt32(p.read), builder->getInt32(p.written),
+                     string_constant(p.name), slot}));
+            } else if (p.is_buffer) {
+                slot = entry_alloca(i64_t, p.name + ".device", 8);
+                builder->CreateStore(builder->CreatePtrToInt(symbols.get(p.name), i64_t), slot);
+            } else {
+                llvm::Type *st = storage_type(p.type);
+                slot = entry_alloca(st, p.name + ".value", 8);
+                Value *v = codegen(Variable::make(p.type, p.name));
+                if (p.type.is_bool()) v = builder->CreateZExt(v, st);
+                builder->CreateStore(v, slot);
+            }
+            builder->CreateStore(
+                builder->CreateBitCast(slot, i8ptr_t),
+                builder->CreateConstInBoundsGEP2_32(args_t, args, 0, static_cast<unsigned>(i)));
+        }
+        std::vector<Value *> call_args = {cuda_module_state, cubin,
+                                          builder->getInt64(gpu->binary.cubin.size()), ptx,
+                                          string_constant(k.name)};
+        for (int d = 0; d < 3; d++) {
+            call_args.push_back(cast_value(codegen(k.grid[d]), k.grid[d].type(), Int(32)));
+        }
+        for (int d = 0; d < 3; d++) call_args.push_back(builder->getInt32(k.block[d]));
+        call_args.push_back(builder->getInt32(static_cast<int32_t>(k.shared_bytes)));
+        call_args.push_back(builder->CreateBitCast(args, i8ptr_t->getPointerTo()));
+        llvm::FunctionCallee launch =
+            runtime_fn("loom_cuda_launch", i32_t,
+                       {i8ptr_t->getPointerTo(), i8ptr_t, i64_t, i8ptr_t, i8ptr_t, i32_t, i32_t,
+                        i32_t, i32_t, i32_t, i32_t, i32_t, i8ptr_t->getPointerTo()});
+        check_error(builder->CreateCall(launch, call_args));
     }
 
     void append_error_piece(const Expr &piece) {
@@ -1466,10 +1656,9 @@ class CodeGen_LLVM : public IRVisitor {
     void visit(const ProducerConsumer *op) override { codegen(op->body); }
 
     void visit(const For *op) override {
-        user_assert(op->for_type != ForType::GPUBlock && op->for_type != ForType::GPUThread)
-            << "The loop " << op->name << " runs on the GPU, and running GPU pipelines is not "
-            << "supported yet: Pipeline::compile_to_cuda generates their kernels (CUDA C++, "
-            << "PTX and cubin).";
+        if (op->for_type == ForType::GPUBlock) return codegen_kernel_launch(op);
+        internal_assert(op->for_type != ForType::GPUThread)
+            << "gpu_threads loop " << op->name << " outside a kernel";
         if (op->for_type == ForType::Parallel) return codegen_parallel_for(op);
         Value *mn = codegen(op->min);
         Value *ext = codegen(op->extent);
@@ -1559,7 +1748,9 @@ class CodeGen_LLVM : public IRVisitor {
         Scope<Value *> saved_symbols = std::move(symbols);
         symbols = Scope<Value *>();
         std::vector<Value *> saved_heap = std::move(heap_allocations);
+        std::vector<Value *> saved_device = std::move(device_allocations);
         heap_allocations.clear();
+        device_allocations.clear();
 
         function = task;
         BasicBlock *entry = BasicBlock::Create(ctx, "entry", task);
@@ -1580,20 +1771,13 @@ class CodeGen_LLVM : public IRVisitor {
         function = saved_function;
         symbols = std::move(saved_symbols);
         heap_allocations = std::move(saved_heap);
+        device_allocations = std::move(saved_device);
         builder->SetInsertPoint(saved_block);
 
         llvm::FunctionCallee par_for =
             runtime_fn("loom_do_par_for", i32_t, {task_t->getPointerTo(), i32_t, i32_t, i8ptr_t});
-        Value *r =
-            builder->CreateCall(par_for, {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)});
-        BasicBlock *ok = BasicBlock::Create(ctx, "par_for_ok", function);
-        BasicBlock *fail = BasicBlock::Create(ctx, "par_for_failed", function);
-        llvm::MDBuilder mdb(ctx);
-        builder->CreateCondBr(builder->CreateICmpEQ(r, builder->getInt32(0)), ok, fail,
-                              mdb.createBranchWeights(1 << 20, 1));
-        builder->SetInsertPoint(fail);
-        return_error(r);
-        builder->SetInsertPoint(ok);
+        check_error(
+            builder->CreateCall(par_for, {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)}));
     }
 
     void visit(const Store *op) override {
@@ -1681,6 +1865,7 @@ class CodeGen_LLVM : public IRVisitor {
             << (op->memory_type == MemoryType::Shared ? "shared memory" : "registers")
             << " (store_in), but it is computed on the CPU. Compute it inside a GPU kernel, or "
                "use MemoryType::Stack or Heap.";
+        if (gpu && gpu->device_allocations.count(op->name)) return codegen_device_allocate(op);
         bool on_stack =
             op->memory_type == MemoryType::Stack ||
             (op->memory_type != MemoryType::Heap && op->memory_type != MemoryType::Global &&
@@ -1754,6 +1939,28 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     static constexpr int loom_error_out_of_memory_code = -2;
+
+    /** GPU memory for a Func that only kernels touch. */
+    void codegen_device_allocate(const Allocate *op) {
+        Type t = op->type;
+        Value *size =
+            builder->getInt64(static_cast<int64_t>(t.is_bool() ? 1 : t.bytes()) * t.lanes);
+        for (const Expr &e : op->extents) {
+            size = builder->CreateMul(size, cast_value(codegen(e), e.type(), Int(64)));
+        }
+        Value *slot = entry_alloca(i64_t, op->name + ".device", 8);
+        check_error(builder->CreateCall(
+            runtime_fn("loom_cuda_malloc", i32_t, {i64_t, i8ptr_t, i64_t->getPointerTo()}),
+            {size, string_constant(op->name), slot}));
+        Value *p = builder->CreateAlignedLoad(i64_t, slot, llvm::Align(8), op->name);
+        device_allocations.push_back(p);
+        {
+            ScopedBinding<Value *> bind(symbols, op->name, builder->CreateIntToPtr(p, i8ptr_t));
+            codegen(op->body);
+        }
+        device_allocations.pop_back();
+        builder->CreateCall(runtime_fn("loom_cuda_free", void_t, {i64_t}), {p});
+    }
 
     void visit(const Free *) override {
         // Allocations are released at the end of their Allocate's body.
@@ -1924,7 +2131,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t
                                            llvm::LLVMContext &ctx, bool portable) {
     initialize_llvm();
     CodeGen_LLVM cg(t, ctx, portable);
-    return cg.compile(f);
+    return cg.compile(f, offload_gpu_loops(f, t));
 }
 
 void optimize_module(llvm::Module &m, llvm::TargetMachine &tm, const Target &t) {

@@ -67,6 +67,12 @@ std::vector<std::pair<const char *, void *>> runtime_symbols() {
         {"loom_free", addr(&loom_free)},
         {"loom_do_par_for", addr(&loom_do_par_for)},
         {"loom_num_threads", addr(&loom_num_threads)},
+        {"loom_cuda_buffer_for_host", addr(&loom_cuda_buffer_for_host)},
+        {"loom_cuda_buffer_for_kernel", addr(&loom_cuda_buffer_for_kernel)},
+        {"loom_cuda_malloc", addr(&loom_cuda_malloc)},
+        {"loom_cuda_free", addr(&loom_cuda_free)},
+        {"loom_cuda_launch", addr(&loom_cuda_launch)},
+        {"loom_cuda_finish", addr(&loom_cuda_finish)},
         {"loom_type_name", addr(&loom_type_name)},
         {"__gnu_h2f_ieee", addr(&loom_half_to_float)},
         {"__gnu_f2h_ieee", addr(&loom_float_to_half)},
@@ -120,9 +126,14 @@ std::string llvm_error_string(llvm::Error e) { return llvm::toString(std::move(e
 
 struct JITModule::Impl {
     std::unique_ptr<llvm::orc::LLJIT> jit;
+    // A GPU pipeline's module state (loom_cuda_launch's): its modules are
+    // unloaded with the code that launches them.
+    void **cuda_module_state = nullptr;
 };
 
-JITModule::~JITModule() = default;
+JITModule::~JITModule() {
+    if (impl_ && impl_->cuda_module_state) loom_cuda_release_module(impl_->cuda_module_state);
+}
 
 std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target &t) {
     std::string why;
@@ -142,6 +153,8 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
         entry_name += ".loom_entry";
         m->getFunction(f.name)->setName(entry_name);
     }
+    const std::string cuda_state_name = f.name + "_cuda_module_state";
+    const bool has_gpu_code = m->getNamedGlobal(cuda_state_name) != nullptr;
     std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(t);
     optimize_module(*m, *tm, t);
 
@@ -211,6 +224,15 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     if (llvm::TimePassesIsEnabled) llvm::reportAndResetTimings(&llvm::errs());
     result->entry_ = reinterpret_cast<Entry>(static_cast<uintptr_t>(sym->getAddress()));
     result->impl_ = std::make_unique<Impl>();
+    if (has_gpu_code) {
+        auto state = J.lookup(cuda_state_name);
+        if (!state) {
+            internal_error << "The JIT lost " << cuda_state_name << ": "
+                           << llvm_error_string(state.takeError());
+        }
+        result->impl_->cuda_module_state =
+            reinterpret_cast<void **>(static_cast<uintptr_t>(state->getAddress()));
+    }
     result->impl_->jit = std::move(*jit);
     return result;
 }

@@ -11,6 +11,7 @@
 #include "JITModule.h"
 #include "Lower.h"
 #include "NVRTC.h"
+#include "OffloadGPULoops.h"
 #include "ScheduleContents.h"
 #include "loom/Param.h"
 #include "loom/runtime/loom_runtime.h"
@@ -121,7 +122,8 @@ void check_buffer(const RawBuffer &b, const Argument &a) {
         runtime_error_report << role << " buffer " << a.name << " has " << b.dimensions()
                              << " dimensions, but the pipeline expects " << a.dimensions << ".";
     }
-    if (b.host() == nullptr && b.number_of_elements() > 0) {
+    const loom_buffer_t *raw = b.raw_buffer();
+    if (raw->host == nullptr && raw->device == 0 && b.number_of_elements() > 0) {
         runtime_error_report << role << " buffer " << a.name << " has a null data pointer.";
     }
 }
@@ -305,24 +307,6 @@ std::string Pipeline::compile_to_cuda(const Schedule &schedule, const Target &ta
                                    "loom_" + outputs_.front().name());
     return codegen_cuda(lowered.func, target).source;
 }
-
-namespace {
-
-/** The NVRTC architecture for a target: its capability, or that of GPU 0
- * when the target names none ("host-cuda"). */
-std::string cuda_arch_for(const Target &target, const std::string &what) {
-    if (target.cuda_capability() != 0) return target.cuda_arch();
-    int32_t capability = 0;
-    user_assert(loom_cuda_device_capability(0, &capability) == 0)
-        << what << " compiles for the GPU of this machine (the target " << target.to_string()
-        << " names no capability), but " << loom_last_error_message()
-        << " Name the capability to compile without a GPU, e.g. Target(\"host-cuda-sm_90a\").";
-    user_assert(capability >= 80) << what << ": the GPU of this machine has capability sm_"
-                                  << capability << "; Loom generates code for sm_80 and newer.";
-    return "sm_" + std::to_string(capability);
-}
-
-}  // namespace
 
 void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &schedule,
                                const Target &target) const {

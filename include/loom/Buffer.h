@@ -22,6 +22,10 @@ struct BufferContents {
     std::vector<loom_dimension_t> dims;
     std::shared_ptr<uint8_t> allocation;  // null when wrapping external memory
     std::string name;
+    /** Frees the GPU memory Loom allocated for the buffer. */
+    ~BufferContents();
+    BufferContents() = default;
+    BufferContents(const BufferContents &) = default;
 };
 
 }  // namespace internal
@@ -46,8 +50,34 @@ class RawBuffer {
     std::vector<int> shape() const;
     int64_t number_of_elements() const;
     const std::string &name() const;
+    /** The host memory, holding the newest data: if a GPU pipeline wrote
+     * the buffer since, its data is copied back first. The buffer is then
+     * taken to be changed on the host (the next GPU pipeline copies it to
+     * the GPU again). Null for a buffer of GPU memory alone. */
     uint8_t *host() const;
+    /** The descriptor compiled pipelines take, as it is (no copies). */
     loom_buffer_t *raw_buffer() const;
+
+    // ---- GPU memory. A buffer gets it when a GPU pipeline first uses it,
+    // and keeps it (freed with the buffer); the dirty flags say which copy
+    // is newer, and host access (host(), operator(), data()) copies back.
+    // A view (cropped, transposed) of a buffer with host memory starts with
+    // none: use each buffer's data through the buffer the pipeline wrote.
+    bool has_device_memory() const;
+    bool host_dirty() const;
+    bool device_dirty() const;
+    /** Copies the GPU's data to the host if it is newer. */
+    void copy_to_host() const;
+    /** Gives the buffer GPU memory, with the host's data if that is newer. */
+    void copy_to_device() const;
+    /** Copies newer GPU data back, then frees the GPU memory. */
+    void device_free() const;
+    /** A buffer of GPU memory alone at address `device` (e.g. a PyTorch
+     * tensor's data_ptr()), owned by the caller; strides in elements
+     * (default: dense). Only GPU kernels can use it. */
+    static RawBuffer wrap_device(Type t, uint64_t device, const std::vector<int> &shape,
+                                 const std::vector<int> &strides = {},
+                                 const std::string &name = "");
 
     /** A view of the same memory restricted to [min, min+extent) in dim d.
      * Coordinates are kept: the view's dim d has min `min`. */

@@ -37,10 +37,15 @@ typedef struct loom_dimension_t {
 } loom_dimension_t;
 
 /** A strided view of memory. The element at coordinates (c_0, ..., c_n-1)
- * is at host + sum_k (c_k - dim[k].min) * dim[k].stride elements. */
+ * is at host + sum_k (c_k - dim[k].min) * dim[k].stride elements.
+ *
+ * `device` is the GPU address of the same element as `host`, with the same
+ * strides, or 0 when the buffer has no GPU memory. `flags` (loom_buffer_flags_t)
+ * say which copy is newer. A buffer may have only GPU memory (host null);
+ * GPU pipelines accept it wherever only their kernels touch it. */
 typedef struct loom_buffer_t {
     uint64_t device;
-    const void *device_interface;
+    const void *device_interface; /* reserved; null */
     uint8_t *host;
     uint64_t flags;
     loom_type_t type;
@@ -48,6 +53,16 @@ typedef struct loom_buffer_t {
     loom_dimension_t *dim;
     void *padding;
 } loom_buffer_t;
+
+/** Bits of loom_buffer_t.flags. Compiled pipelines keep them: a kernel's
+ * output becomes device-dirty, an output written on the CPU host-dirty (if
+ * it has GPU memory), and each side copies from the other when that one is
+ * dirty before reading. Code that writes `host` directly sets host_dirty. */
+typedef enum loom_buffer_flags_t {
+    loom_buffer_host_dirty = 1,   /* the host copy is newer than the GPU's */
+    loom_buffer_device_dirty = 2, /* the GPU copy is newer than the host's */
+    loom_buffer_device_owned = 4  /* Loom allocated `device`; loom_device_free frees it */
+} loom_buffer_flags_t;
 
 /** Error codes returned by compiled pipelines and runtime functions. Every
  * failure also leaves a message for loom_last_error_message(). A failed
@@ -116,6 +131,39 @@ int32_t loom_do_par_for(loom_task_t task, int32_t min, int32_t extent, uint8_t *
  * error code with a message: no driver, no such device, a failed driver
  * call (named). */
 int32_t loom_cuda_device_capability(int32_t device, int32_t *capability);
+
+/* ---- GPU memory of buffers (CUDA). Each returns 0 or an error code with
+ * a message; without a driver or a GPU they fail with one saying so. ---- */
+
+/** Copies the GPU's data to the host if the GPU's copy is newer. */
+int32_t loom_copy_to_host(loom_buffer_t *b);
+/** Gives b GPU memory if it has none, and copies the host's data there if
+ * the host's copy is newer (or the GPU memory is new). */
+int32_t loom_copy_to_device(loom_buffer_t *b);
+/** Gives b GPU memory for its elements if it has none (no copy). */
+int32_t loom_device_malloc(loom_buffer_t *b);
+/** Frees GPU memory that Loom allocated, and forgets any other (whose
+ * owner frees it). The host's copy is kept as it is. */
+int32_t loom_device_free(loom_buffer_t *b);
+/** Waits until every kernel Loom launched has finished. */
+int32_t loom_device_sync(void);
+
+/* Used by compiled GPU pipelines. module_state is a pipeline's own pointer
+ * (initially null) to its loaded module: the cubin, or the PTX when the
+ * driver cannot load the cubin. A pipeline returns after its kernels have
+ * finished, reporting a kernel's fault with the pipeline's name. */
+int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const char *name);
+void loom_cuda_host_written(loom_buffer_t *b);
+int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read, int32_t written,
+                                    const char *name, uint64_t *device);
+int32_t loom_cuda_malloc(uint64_t bytes, const char *name, uint64_t *device);
+void loom_cuda_free(uint64_t device);
+int32_t loom_cuda_launch(void **module_state, const uint8_t *cubin, uint64_t cubin_size,
+                         const char *ptx, const char *kernel, int32_t grid_x, int32_t grid_y,
+                         int32_t grid_z, int32_t block_x, int32_t block_y, int32_t block_z,
+                         int32_t shared_bytes, void **args);
+int32_t loom_cuda_finish(const char *pipeline, const char *kernels);
+void loom_cuda_release_module(void **module_state);
 
 /** IEEE half precision conversions, rounding to nearest even. */
 float loom_half_to_float(uint16_t h);

@@ -1,0 +1,441 @@
+// Loom's CUDA runtime and the host code of GPU pipelines, against a stand-in
+// driver (test/fake_cuda) so that they are tested on every machine: which
+// copies happen and when (dirty flags), what each launch is given, how
+// modules are loaded and cached, and how each failing driver call is
+// reported. The stand-in runs no kernel: a hook plays the GPU, checking
+// that a kernel's inputs are in device memory and writing its outputs
+// there. Whether the kernels compute the right values is the gpu-labelled
+// tests' business, on a machine with a GPU.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fake_cuda.h"
+#include "loom/loom.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::throws_with;
+
+namespace {
+
+// Loom's runtime loads the driver named by LOOM_CUDA_DRIVER: this library's
+// stand-in, which the test links, so that both see one instance of it.
+const bool driver_chosen = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&fake_cuda_reset), &info) && info.dli_fname) {
+        setenv("LOOM_CUDA_DRIVER", info.dli_fname, 1);
+    }
+    return true;
+}();
+
+const Target kTarget("host-cuda-sm_90");
+
+/** One kernel launch as the stand-in driver saw it. */
+struct Launch {
+    std::string kernel;
+    unsigned grid[3], block[3], shared;
+    std::map<std::string, void *> args;  // by the CUDA names of its parameters ("in_")
+    template <typename T> T arg(const std::string &name) const {
+        auto it = args.find(name);
+        EXPECT_NE(it, args.end()) << kernel << " has no parameter " << name;
+        T v{};
+        if (it != args.end()) std::memcpy(&v, it->second, sizeof(T));
+        return v;
+    }
+};
+
+/** Plays the GPU: names each launch's arguments from the kernels' CUDA
+ * signatures and hands the launch to `on_launch`. */
+class FakeGpu {
+  public:
+    std::function<void(const Launch &)> on_launch;
+    std::vector<Launch> launches;
+
+    FakeGpu() {
+        fake_cuda_reset(1, 90);
+        fake_cuda_set_launch_hook(&FakeGpu::hook, this);
+    }
+    ~FakeGpu() { fake_cuda_set_launch_hook(nullptr, nullptr); }
+
+    /** Reads the parameter names of every kernel in `source`. */
+    void learn(const std::string &source) {
+        const std::string marker = "__launch_bounds__(";
+        for (size_t at = source.find(marker); at != std::string::npos;
+             at = source.find(marker, at + 1)) {
+            size_t name_start = source.find(") ", at) + 2;
+            size_t open = source.find('(', name_start);
+            size_t close = source.find(") {", open);
+            std::string kernel = source.substr(name_start, open - name_start);
+            std::vector<std::string> names;
+            std::string list = source.substr(open + 1, close - open - 1);
+            size_t start = 0;
+            while (start < list.size()) {
+                size_t comma = list.find(',', start);
+                if (comma == std::string::npos) comma = list.size();
+                std::string p = list.substr(start, comma - start);
+                names.push_back(p.substr(p.find_last_of(" *") + 1));
+                start = comma + 1;
+            }
+            params[kernel] = names;
+        }
+    }
+
+  private:
+    std::map<std::string, std::vector<std::string>> params;
+
+    static void hook(const char *kernel, const unsigned grid[3], const unsigned block[3],
+                     unsigned shared, void **args, void *user) {
+        FakeGpu *self = static_cast<FakeGpu *>(user);
+        Launch l;
+        l.kernel = kernel;
+        for (int d = 0; d < 3; d++) {
+            l.grid[d] = grid[d];
+            l.block[d] = block[d];
+        }
+        l.shared = shared;
+        auto it = self->params.find(kernel);
+        EXPECT_NE(it, self->params.end()) << "launch of unknown kernel " << kernel;
+        if (it != self->params.end()) {
+            for (size_t i = 0; i < it->second.size(); i++) l.args[it->second[i]] = args[i];
+        }
+        if (self->on_launch) self->on_launch(l);
+        for (auto &a : l.args) a.second = nullptr;  // only valid during the launch
+        self->launches.push_back(l);
+    }
+};
+
+/** out = in * gain + 1 over a 2-D grid of 8 x 32 thread blocks. Each test
+ * names its output differently: compiled pipelines are cached by their
+ * definitions, and with them their loaded modules. */
+struct Scale {
+    BufferParam in{Float(32), 2, "in"};
+    Param<float> gain{"gain"};
+    Var x{"x"}, y{"y"}, xo{"xo"}, yo{"yo"}, xi{"xi"}, yi{"yi"};
+    Func out;
+    Schedule sch;
+    /** The kernel's name. */
+    std::string kernel() const { return "loom_" + out.name() + "_" + out.name(); }
+    explicit Scale(const std::string &name) : out(name) {
+        out(y, x) = in(y, x) * gain + 1.0f;
+        sch[out].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    }
+    CompiledPipeline compile(FakeGpu &gpu) const {
+        gpu.learn(Pipeline(out).compile_to_cuda(sch, kTarget));
+        return Pipeline(out).compile(sch, kTarget);
+    }
+};
+
+/** A GPU stand-in for Scale's kernel over rows x cols: checks that `in`
+ * arrived in device memory with the host's values (`in_host`, read through
+ * its raw pointer: host() would mark it changed), and writes
+ * out = in * gain + 1 there, with the strides the launch was given. */
+void run_scale(const Launch &l, const RawBuffer &in_host, int rows, int cols) {
+    // The kernel is loom_<output>_<output>.
+    const std::string output = l.kernel.substr(5, (l.kernel.size() - 6) / 2);
+    const float *in = reinterpret_cast<const float *>(l.arg<uint64_t>("in_"));
+    float *out = reinterpret_cast<float *>(l.arg<uint64_t>(output + "_"));
+    const int in_stride = l.arg<int>("in_stride_0_");
+    const int out_stride = l.arg<int>(output + "_stride_0_");
+    ASSERT_TRUE(fake_cuda_is_device_memory(reinterpret_cast<uint64_t>(in),
+                                           sizeof(float) * ((rows - 1) * in_stride + cols)));
+    ASSERT_TRUE(fake_cuda_is_device_memory(reinterpret_cast<uint64_t>(out),
+                                           sizeof(float) * ((rows - 1) * out_stride + cols)));
+    const float *host = reinterpret_cast<const float *>(in_host.raw_buffer()->host);
+    const float gain = l.arg<float>("gain_");
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            ASSERT_EQ(in[r * in_stride + c], host[r * in_host.stride(0) + c]) << r << ", " << c;
+            out[r * out_stride + c] = in[r * in_stride + c] * gain + 1.0f;
+        }
+    }
+}
+
+}  // namespace
+
+TEST(CudaRuntime, LaunchGetsDeviceMemoryScalarsAndTheGrid) {
+    FakeGpu gpu;
+    Scale s("scaled");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 37, cols = 70;  // neither a multiple of the tile
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> out({rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, cols); };
+    p(in, 2.5f, out);
+
+    ASSERT_EQ(gpu.launches.size(), 1u);
+    const Launch &l = gpu.launches[0];
+    EXPECT_EQ(l.kernel, "loom_scaled_scaled");
+    EXPECT_EQ(l.grid[0], (cols + 31) / 32u);  // x: the innermost block loop
+    EXPECT_EQ(l.grid[1], (rows + 7) / 8u);
+    EXPECT_EQ(l.grid[2], 1u);
+    EXPECT_EQ(l.block[0], 32u);
+    EXPECT_EQ(l.block[1], 8u);
+    EXPECT_EQ(l.shared, 0u);
+    // The pipeline returned after the kernels finished.
+    EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 1);
+
+    // The result is on the GPU until the host reads it.
+    EXPECT_TRUE(out.device_dirty());
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), 0);
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) ASSERT_EQ(out(r, c), in(r, c) * 2.5f + 1.0f);
+    }
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), 1);  // one dense copy
+    EXPECT_FALSE(out.device_dirty());
+}
+
+TEST(CudaRuntime, InputsAreCopiedOnceUntilTheHostChangesThem) {
+    FakeGpu gpu;
+    Scale s("copied_once");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 16, cols = 64;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> out({rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, cols); };
+    p(in, 2.0f, out);
+    p(in, 3.0f, out);
+    // The output is written, never read, by the kernel: it is not copied in.
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);
+    EXPECT_FALSE(in.host_dirty());
+    EXPECT_EQ(out(3, 5), in(3, 5) * 3.0f + 1.0f);  // in(3, 5): the host may have changed it
+    EXPECT_TRUE(in.host_dirty());
+    in(3, 5) = 42.0f;
+    p(in, 1.0f, out);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 2);
+    EXPECT_EQ(out(3, 5), 43.0f);
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);  // the buffers keep their GPU memory
+    // The module was loaded, and the kernel found, once.
+    EXPECT_EQ(fake_cuda_calls("cuModuleLoadData"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuModuleGetFunction"), 1);
+    EXPECT_EQ(gpu.launches.size(), 3u);
+    // Buffers free their GPU memory.
+    int live = fake_cuda_live_allocations();
+    out.device_free();
+    EXPECT_FALSE(out.has_device_memory());
+    EXPECT_EQ(fake_cuda_live_allocations(), live - 1);
+    { Buffer<float> dropped = std::move(in); }
+    EXPECT_EQ(fake_cuda_live_allocations(), live - 2);
+}
+
+TEST(CudaRuntime, ThePtxIsLoadedWhenTheDriverRefusesTheCubin) {
+    FakeGpu gpu;
+    fake_cuda_refuse_cubin(1);  // as a GPU of another capability would
+    Scale s("from_ptx");
+    CompiledPipeline p = s.compile(gpu);
+    Buffer<float> in = loom_test::random_buffer<float>({9, 33}), out({9, 33});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, 9, 33); };
+    p(in, 0.5f, out);
+    EXPECT_EQ(fake_cuda_calls("cuModuleLoadData"), 2);
+    EXPECT_EQ(out(8, 32), in(8, 32) * 0.5f + 1.0f);
+
+    // A driver that refuses both says what was refused, and what to do.
+    Scale other("refused");
+    CompiledPipeline q = other.compile(gpu);
+    fake_cuda_fail_next("cuModuleLoadData", 209);
+    fake_cuda_fail_next("cuModuleLoadData", 218);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { q(in, 0.5f, out); },
+        {"cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX", "PTX of kernel loom_refused_refused",
+         "cubin was refused: CUDA_ERROR_NO_BINARY_FOR_GPU", "update the driver"}));
+}
+
+TEST(CudaRuntime, EveryFailedDriverCallIsNamedAndThePipelineRecovers) {
+    struct Case {
+        const char *entry;
+        int error;
+        std::vector<std::string> message;
+    };
+    const std::vector<Case> cases = {
+        {"cuMemAlloc_v2", 2, {"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)", "for buffer f0"}},
+        {"cuMemcpyHtoD_v2", 1, {"cuMemcpyHtoD failed", "copying to the GPU in"}},
+        {"cuModuleGetFunction", 500, {"cuModuleGetFunction failed", "kernel loom_f2_f2"}},
+        {"cuLaunchKernel",
+         701,
+         {"cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "kernel loom_f3_f3"}},
+        {"cuCtxSynchronize",
+         700,
+         {"CUDA_ERROR_ILLEGAL_ADDRESS", "after the kernels of pipeline", "(loom_f4_f4)",
+          "compute-sanitizer"}},
+    };
+    for (size_t i = 0; i < cases.size(); i++) {
+        const Case &c = cases[i];
+        SCOPED_TRACE(c.entry);
+        FakeGpu gpu;
+        Scale s("f" + std::to_string(i));
+        CompiledPipeline p = s.compile(gpu);
+        Buffer<float> in = loom_test::random_buffer<float>({5, 40}), out({5, 40});
+        gpu.on_launch = [&](const Launch &l) { run_scale(l, in, 5, 40); };
+        fake_cuda_fail_next(c.entry, c.error);
+        EXPECT_TRUE(throws_with<RuntimeError>([&] { p(in, 2.0f, out); }, c.message));
+        // Nothing is left half done: the next call works.
+        p(in, 2.0f, out);
+        EXPECT_EQ(out(4, 39), in(4, 39) * 2.0f + 1.0f);
+    }
+    // Copying back is reported by the buffer, with the driver's reason.
+    FakeGpu gpu;
+    Scale s("copied_back");
+    CompiledPipeline p = s.compile(gpu);
+    Buffer<float> in = loom_test::random_buffer<float>({5, 40}), out({5, 40}, "result");
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, 5, 40); };
+    p(in, 2.0f, out);
+    fake_cuda_fail_next("cuMemcpyDtoH_v2", 1);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { (void)out(0, 0); },
+        {"Buffer result: copy_to_host failed", "cuMemcpyDtoH failed: CUDA_ERROR_INVALID_VALUE"}));
+    EXPECT_TRUE(out.device_dirty());  // still the GPU's, and copied on the next access
+    EXPECT_EQ(out(0, 0), in(0, 0) * 2.0f + 1.0f);
+}
+
+TEST(CudaRuntime, GridDimensionsOverTheLimitAreRefusedWithAdvice) {
+    FakeGpu gpu;
+    Scale s("tall");
+    CompiledPipeline p = s.compile(gpu);
+    // 8-row tiles on y: 65536 * 8 rows need 65536 blocks in y, one too many.
+    Buffer<float> in({65536 * 8, 1}), out({65536 * 8, 1});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { p(in, 1.0f, out); },
+        {"kernel loom_tall_tall needs a grid of 1 x 65536 x 1 blocks", "gpu_blocks' x"}));
+    EXPECT_EQ(gpu.launches.size(), 0u);
+}
+
+TEST(CudaRuntime, AFuncBetweenTwoKernelsLivesInGpuMemory) {
+    FakeGpu gpu;
+    BufferParam in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func a("a"), b("b");
+    a(x) = in(x)*2.0f;
+    b(x) = a(x) + a(x + 1);
+    Schedule sch;
+    sch[a].compute_root().gpu_tile(x, xo, xi, 64);
+    sch[b].gpu_tile(x, xo, xi, 64);
+    gpu.learn(Pipeline(b).compile_to_cuda(sch, kTarget));
+    CompiledPipeline p = Pipeline(b).compile(sch, kTarget);
+    const int n = 300;
+    Buffer<float> input = loom_test::random_buffer<float>({n + 1}), out({n});
+    uint64_t a_memory = 0;
+    gpu.on_launch = [&](const Launch &l) {
+        if (l.kernel == "loom_b_a") {
+            a_memory = l.arg<uint64_t>("a_");
+            EXPECT_TRUE(fake_cuda_is_device_memory(a_memory, sizeof(float) * (n + 1)));
+            float *av = reinterpret_cast<float *>(a_memory);
+            const float *iv = reinterpret_cast<const float *>(l.arg<uint64_t>("in_"));
+            for (int i = 0; i <= n; i++) av[i] = iv[i] * 2.0f;
+        } else {
+            EXPECT_EQ(l.kernel, "loom_b_b");
+            EXPECT_EQ(l.arg<uint64_t>("a_"), a_memory);  // what the first kernel wrote
+            const float *av = reinterpret_cast<const float *>(a_memory);
+            float *bv = reinterpret_cast<float *>(l.arg<uint64_t>("b_"));
+            for (int i = 0; i < n; i++) bv[i] = av[i] + av[i + 1];
+        }
+    };
+    p(input, out);
+    ASSERT_EQ(gpu.launches.size(), 2u);
+    EXPECT_EQ(gpu.launches[0].kernel, "loom_b_a");
+    EXPECT_EQ(gpu.launches[0].grid[0], (n + 1 + 63) / 64u);
+    EXPECT_EQ(gpu.launches[1].grid[0], (n + 63) / 64u);
+    for (int i = 0; i < n; i++) ASSERT_EQ(out(i), input(i) * 2.0f + input(i + 1) * 2.0f);
+    // a's GPU memory lived for the call only; input and out keep theirs.
+    EXPECT_EQ(fake_cuda_live_allocations(), 2);
+    // Also when the second launch fails.
+    fake_cuda_fail_next("cuLaunchKernel", 701);
+    fake_cuda_fail_next("cuLaunchKernel", 0);
+    EXPECT_THROW(p(input, out), RuntimeError);
+    EXPECT_EQ(fake_cuda_live_allocations(), 2);
+}
+
+TEST(CudaRuntime, BuffersOfGpuMemoryAloneAreNeverCopied) {
+    FakeGpu gpu;
+    Scale s("device_only");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 6, cols = 50;
+    Buffer<float> in_host = loom_test::random_buffer<float>({rows, cols}), out_host({rows, cols});
+    in_host.copy_to_device();
+    out_host.copy_to_device();
+    // As a PyTorch tensor's memory would be given: an address and a shape.
+    RawBuffer in = RawBuffer::wrap_device(Float(32), in_host.raw_buffer()->device, {rows, cols});
+    RawBuffer out = RawBuffer::wrap_device(Float(32), out_host.raw_buffer()->device, {rows, cols});
+    const int copies = fake_cuda_calls("cuMemcpyHtoD_v2") + fake_cuda_calls("cuMemcpyDtoH_v2");
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in_host, rows, cols); };
+    p(in, 4.0f, out);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2") + fake_cuda_calls("cuMemcpyDtoH_v2"), copies);
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { (void)Buffer<float>(out)(0, 0); },
+                                          {"has GPU memory alone"}));
+    // Its memory is its owner's: dropping the view frees nothing.
+    { RawBuffer dropped = std::move(in); }
+    EXPECT_EQ(fake_cuda_live_allocations(), 2);
+    // The owner sees what the kernel wrote once it is told so.
+    out_host.raw_buffer()->flags |= loom_buffer_device_dirty;
+    EXPECT_EQ(out_host(5, 49), in_host(5, 49) * 4.0f + 1.0f);
+}
+
+TEST(CudaRuntime, ACroppedOutputCopiesBackItsOwnElementsOnly) {
+    FakeGpu gpu;
+    Scale s("cropped");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 12, cols = 70;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, 40});
+    Buffer<float> whole({rows, cols});
+    whole.fill([](const std::vector<int> &) { return -7.0f; });
+    // Columns [10, 50) of every row: 12 runs of 40 floats, 70 apart.
+    Buffer<float> view(whole.cropped(1, 10, 40));
+    view.set_min({0, 0});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, 40); };
+    p(in, 2.0f, view);
+    EXPECT_EQ(gpu.launches.size(), 1u);
+    EXPECT_EQ(view(11, 39), in(11, 39) * 2.0f + 1.0f);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), rows);
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            if (c >= 10 && c < 50) {
+                ASSERT_EQ(whole(r, c), in(r, c - 10) * 2.0f + 1.0f);
+            } else {
+                ASSERT_EQ(whole(r, c), -7.0f) << r << ", " << c;
+            }
+        }
+    }
+}
+
+TEST(CudaRuntime, CpuPipelinesSeeWhatGpuPipelinesWroteAndTheOtherWayRound) {
+    FakeGpu gpu;
+    Scale s("mixed");
+    CompiledPipeline on_gpu = s.compile(gpu);
+    BufferParam in2(Float(32), 2, "in2");
+    Var x("x"), y("y");
+    Func plus("plus");
+    plus(y, x) = in2(y, x) + 100.0f;
+    CompiledPipeline on_cpu = Pipeline(plus).compile();
+
+    const int rows = 7, cols = 45;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> mid({rows, cols}), last({rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, cols); };
+    on_gpu(in, 2.0f, mid);
+    EXPECT_TRUE(mid.device_dirty());
+    // The CPU pipeline copies the GPU's result back before reading it.
+    on_cpu(mid, last);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), 1);
+    EXPECT_FALSE(mid.device_dirty());
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) ASSERT_EQ(last(r, c), in(r, c) * 2.0f + 1.0f + 100.0f);
+    }
+    // A CPU pipeline writing a buffer that has GPU memory marks it changed,
+    // so the next GPU pipeline copies it there again.
+    in.copy_to_device();
+    EXPECT_FALSE(in.host_dirty());
+    const int uploads = fake_cuda_calls("cuMemcpyHtoD_v2");
+    Buffer<float> source = loom_test::random_buffer<float>({rows, cols});
+    on_cpu(source, in);
+    EXPECT_TRUE(in.host_dirty());
+    on_gpu(in, 1.0f, mid);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), uploads + 1);
+    EXPECT_EQ(mid(0, 0), source(0, 0) + 100.0f + 1.0f);
+}
