@@ -15,9 +15,9 @@
 // names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
 // Func computed inside the thread loops is private to each thread; one
 // computed at a block loop is shared by the block's threads.
-// No GPU is needed for any of this: this lesson runs anywhere the CUDA
-// toolkit is installed. (Running the kernels from Loom comes with the GPU
-// runtime.)
+// No GPU is needed for sections 1 to 4: they run anywhere the CUDA toolkit
+// is installed. Section 5 runs the kernels, where there is a GPU.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -139,6 +139,38 @@ int main() {
         return 1;
     } catch (const CompileError &e) {
         std::printf("  caught: %s\n", e.what());
+    }
+
+    // ---- 5. Running it.
+    // compile() with a GPU target gives a pipeline that launches its kernels
+    // on the GPU, called like any other. Target("host-cuda") compiles for
+    // this machine's GPU. A Buffer gets GPU memory when a GPU pipeline first
+    // uses it: the input is copied there, and the output stays there until
+    // the host reads it (operator() copies it back). Where there is no GPU
+    // (or no NVIDIA driver), the call fails with a message saying so.
+    std::printf("\n5. running on the GPU\n");
+    int32_t capability = 0;
+    if (loom_cuda_device_capability(0, &capability) != 0) {
+        std::printf("  (skipped: %s)\n", loom_last_error_message());
+    } else {
+        const int rows = 100, cols = 300;
+        Buffer<float> input({rows + 2, cols + 2}), output({rows, cols});
+        input.fill([](const std::vector<int> &c) { return float((c[0] * 7 + c[1] * 3) % 11); });
+        in.set(input);
+        CompiledPipeline on_gpu = blur.compile(shared, Target("host-cuda"));
+        on_gpu.realize({output});
+        std::printf("  sm_%d: output on the GPU until read: %s\n", capability,
+                    output.device_dirty() ? "yes" : "no");
+        Buffer<float> expected(blur.realize({rows, cols}));  // the CPU, for comparison
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < cols; c++) {
+                if (std::abs(output(r, c) - expected(r, c)) > 1e-5f) {
+                    std::printf("GPU and CPU differ at (%d, %d)\n", r, c);
+                    return 1;
+                }
+            }
+        }
+        std::printf("  the GPU's blur equals the CPU's\n");
     }
 
     std::printf("Lesson 12 passed.\n");

@@ -29,6 +29,9 @@ int main(int argc, char **argv) {
         AotReduce reduce;
         reduce.pipeline().compile_to_static_library(dir + "/aot_reduce", "aot_reduce",
                                                     reduce.schedule);
+        AotGpuScale gpu;
+        gpu.pipeline().compile_to_static_library(dir + "/aot_gpu_scale", "aot_gpu_scale",
+                                                 gpu.schedule, Target("host-cuda-sm_90"));
     } catch (const std::exception &e) {
         std::fprintf(stderr, "aot_emit: %s\n", e.what());
         return 1;

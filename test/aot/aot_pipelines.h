@@ -54,4 +54,20 @@ struct AotReduce {
     loom::Pipeline pipeline() const { return loom::Pipeline(row_sum); }
 };
 
+/** out = in * gain + 1 on the GPU (8 x 32 thread blocks): its static
+ * library embeds the kernel's cubin and PTX and launches it through the
+ * driver, loaded at run time. */
+struct AotGpuScale {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Param<float> gain{"gain"};
+    loom::Var y{"y"}, x{"x"}, yo{"yo"}, xo{"xo"}, yi{"yi"}, xi{"xi"};
+    loom::Func out{"out"};
+    loom::Schedule schedule;
+    AotGpuScale() {
+        out(y, x) = in(y, x) * gain + 1.0f;
+        schedule[out].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    }
+    loom::Pipeline pipeline() const { return loom::Pipeline(out); }
+};
+
 }  // namespace loom_test

@@ -2,6 +2,7 @@
 // their C ABI: results against plain C++ loops, every argument check, the
 // error hook, the metadata, and DLPack conversions. This program links the
 // generated static libraries and neither libloom nor LLVM.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +16,9 @@
 #include "aot_blur.h"
 #include "aot_blur_sse41.h"
 #include "aot_half.h"
+#include "aot_gpu_scale.h"
 #include "aot_reduce.h"
+#include "fake_cuda.h"
 #include "loom_dlpack.h"
 
 namespace {
@@ -410,4 +413,60 @@ TEST(DLPack, Refusals) {
     refused(t, 2, "does not fit in int32");
     EXPECT_EQ(loom_buffer_from_dltensor(nullptr, &b, d, 2), loom_error_unsupported);
     EXPECT_EQ(loom_buffer_to_dltensor(nullptr, &t, nullptr, nullptr, 0), loom_error_unsupported);
+}
+
+namespace {
+
+// aot_gpu_scale loads the CUDA driver named by LOOM_CUDA_DRIVER: the linked
+// stand-in (test/fake_cuda), so that it runs here without a GPU.
+const bool driver_chosen = [] {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void *>(&fake_cuda_reset), &info) && info.dli_fname) {
+        setenv("LOOM_CUDA_DRIVER", info.dli_fname, 1);
+    }
+    return true;
+}();
+
+/** Plays aot_gpu_scale's kernel: its parameters start with in, out and
+ * gain (buffers, then scalars, each by name), then the scalars it indexes
+ * with; the test's buffers are dense. */
+void scale_kernel(const char *kernel, const unsigned grid[3], const unsigned block[3], unsigned,
+                  void **args, void *user) {
+    const int *shape = static_cast<const int *>(user);
+    EXPECT_STREQ(kernel, "aot_gpu_scale_argv_out");  // <lowered function>_<Func>
+    EXPECT_EQ(grid[0], (shape[1] + 31) / 32u);
+    EXPECT_EQ(block[0] * block[1], 256u);
+    const size_t n = static_cast<size_t>(shape[0]) * shape[1];
+    uint64_t in, out;
+    float gain;
+    std::memcpy(&in, args[0], 8);
+    std::memcpy(&out, args[1], 8);
+    std::memcpy(&gain, args[2], 4);
+    ASSERT_TRUE(fake_cuda_is_device_memory(in, n * 4));
+    ASSERT_TRUE(fake_cuda_is_device_memory(out, n * 4));
+    for (size_t i = 0; i < n; i++) {
+        reinterpret_cast<float *>(out)[i] = reinterpret_cast<float *>(in)[i] * gain + 1.0f;
+    }
+}
+
+}  // namespace
+
+TEST(AOT, GpuLibraryLaunchesItsEmbeddedKernel) {
+    fake_cuda_reset(1, 90);
+    int shape[2] = {13, 70};
+    fake_cuda_set_launch_hook(&scale_kernel, shape);
+    std::vector<float> in = random_floats(13 * 70), out(13 * 70, -7.0f);
+    View vin(in.data(), f32, {13, 70}), vout(out.data(), f32, {13, 70});
+    ASSERT_EQ(aot_gpu_scale(&vin, 3.0f, &vout), 0) << loom_last_error_message();
+    // The cubin embedded in the library was loaded; the result is on the GPU.
+    EXPECT_EQ(fake_cuda_calls("cuModuleLoadData"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 1);
+    EXPECT_TRUE(vout.buf.flags & loom_buffer_device_dirty);
+    EXPECT_EQ(out[0], -7.0f);
+    ASSERT_EQ(loom_copy_to_host(&vout), 0) << loom_last_error_message();
+    for (size_t i = 0; i < out.size(); i++) ASSERT_EQ(out[i], in[i] * 3.0f + 1.0f) << i;
+    ASSERT_EQ(loom_device_free(&vin), 0);
+    ASSERT_EQ(loom_device_free(&vout), 0);
+    EXPECT_EQ(fake_cuda_live_allocations(), 0);
+    fake_cuda_set_launch_hook(nullptr, nullptr);
 }

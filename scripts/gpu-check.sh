@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The GPU check, on a machine with an NVIDIA GPU: runs the tests labelled
+# `gpu` (kernels against the reference interpreter), then runs them once more
+# under compute-sanitizer (memcheck), then the GPU benchmarks that are built,
+# and writes a report.
+#
+#   scripts/gpu-check.sh [report-file]     (default: $LOOM_BUILD_DIR/gpu-check-report.txt)
+#
+# Builds Loom first (scripts/common.sh) unless LOOM_BUILD_DIR already holds a
+# build: on a GPU machine without LLVM, build elsewhere and bring the build
+# directory (libloom.so carries LLVM inside it; nothing needs libLLVM at run
+# time). Exits non-zero if a test or the sanitizer fails.
+set -uo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if [[ ! -x "$LOOM_BUILD_DIR/test/loom_test_gpu" ]]; then
+  loom_install_deps
+  loom_configure
+  loom_build
+fi
+report="${1:-$LOOM_BUILD_DIR/gpu-check-report.txt}"
+report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+cd "$LOOM_BUILD_DIR" || exit 1
+status=0
+
+{
+  echo "# Loom GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$LOOM_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo
+  echo "## Device"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 \
+    || echo "nvidia-smi failed: no GPU or no driver"
+} >"$report"
+
+loom_log "gpu tests"
+{
+  echo
+  echo "## Tests (ctest -L gpu)"
+  ctest -L gpu --output-on-failure 2>&1 | tail -n 40
+} >>"$report"
+grep -q "100% tests passed" "$report" || status=1
+if grep -q "(Skipped)" "$report"; then
+  echo "(tests were skipped: this machine has no usable GPU)" >>"$report"
+  status=1
+fi
+
+loom_log "compute-sanitizer"
+sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+{
+  echo
+  echo "## compute-sanitizer --tool memcheck test/loom_test_gpu"
+  if [[ -x "$sanitizer" ]]; then
+    "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 | tail -n 25
+    echo "exit status: ${PIPESTATUS[0]}"
+  else
+    echo "compute-sanitizer not found"
+  fi
+} >>"$report"
+grep -q "^exit status: 0$" "$report" || status=1
+
+loom_log "GPU benchmarks"
+{
+  echo
+  echo "## Benchmarks"
+  found=0
+  for bench in apps/bench/*gpu*; do
+    [[ -x "$bench" ]] || continue
+    found=1
+    echo "### $bench"
+    "$bench" 2>&1 | tail -n 60
+  done
+  [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
+} >>"$report"
+
+cat "$report"
+loom_log "report: $report"
+exit $status

@@ -1,0 +1,164 @@
+// GPU pipelines run on a GPU and compared against the reference interpreter,
+// with fresh random inputs and sizes that are no multiple of the tiles.
+// Label gpu: without a device (as in CI) every test reports itself skipped;
+// scripts/gpu-check.sh runs them, under compute-sanitizer too.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu_test_pipelines.h"
+#include "loom/loom.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::Blur;
+using loom_test::buffers_match;
+using loom_test::random_buffer;
+
+namespace {
+
+/** Why there is no GPU to run on, or "" when there is one. */
+std::string no_gpu_reason() {
+    int32_t capability = 0;
+    if (loom_cuda_device_capability(0, &capability) != 0) return loom_last_error_message();
+    if (capability < 80) return "GPU 0 is sm_" + std::to_string(capability) + "; Loom needs sm_80+";
+    return "";
+}
+
+#define REQUIRE_GPU()                                            \
+    do {                                                         \
+        std::string why = no_gpu_reason();                       \
+        if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why; \
+    } while (0)
+
+/** The GPU's capability, read from the device at compile time. */
+const Target kGpu("host-cuda");
+
+/** Runs `out` on the GPU over `shape` and compares with the interpreter. */
+void expect_gpu_matches_interpreter(const Func &out, const Schedule &sch,
+                                    const std::vector<int> &shape, double rel_tol = 0,
+                                    double abs_tol = 0) {
+    RawBuffer expected = interpret(out, shape);
+    RawBuffer actual = Pipeline(out).realize(shape, sch, kGpu);
+    EXPECT_TRUE(buffers_match(actual, expected, rel_tol, abs_tol));
+}
+
+}  // namespace
+
+TEST(GpuExecution, ElementwiseWithAScalar) {
+    REQUIRE_GPU();
+    BufferParam in(Float(32), 1, "in");
+    Param<float> gain("gain");
+    Var x("x"), xo("xo"), xi("xi");
+    Func brighten("brighten");
+    brighten(x) = select(in(x) > 0.5f, in(x) * gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
+    Schedule sch;
+    sch[brighten].gpu_tile(x, xo, xi, 128);
+    const int n = 100003;
+    in.set(random_buffer<float>({n}));
+    gain.set(1.75f);
+    expect_gpu_matches_interpreter(brighten, sch, {n}, 2e-6, 1e-6);
+}
+
+TEST(GpuExecution, TilesWithAPerThreadReduction) {
+    REQUIRE_GPU();
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    RDom r(0, in.dim(1).extent(), "r");
+    Func rowsum("rowsum"), normalized("normalized");
+    rowsum(y) = sum(in(y, r));
+    normalized(y, x) = in(y, x) / max(rowsum(y), 1e-3f);
+    Schedule sch;
+    sch[normalized].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    sch[rowsum].compute_at(normalized, xi);
+    in.set(random_buffer<float>({77, 301}, 0.0, 1.0));
+    expect_gpu_matches_interpreter(normalized, sch, {77, 301}, 1e-5);
+}
+
+TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
+    REQUIRE_GPU();
+    BufferParam in(Int(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("f");
+    Expr v = in(x);
+    f(x) = cast<uint8_t>(v / 7 + v % 5 + min(v, 3) * max(v, -2)) +
+           cast<uint8_t>((v & 12) | (v >> 2)) + cast<uint8_t>(x / 3);
+    Schedule sch;
+    sch[f].gpu_tile(x, xo, xi, 64);
+    in.set(random_buffer<int32_t>({4099}, -1000, 1000));
+    expect_gpu_matches_interpreter(f, sch, {4099});
+}
+
+TEST(GpuExecution, BlurSchedules) {
+    REQUIRE_GPU();
+    const int rows = 123, cols = 517;
+    struct Case {
+        const char *name;
+        void (*schedule)(Blur &, Schedule &);
+    };
+    const Case cases[] = {
+        {"two kernels",
+         [](Blur &b, Schedule &sch) {
+             sch[b.blur_x].compute_root().gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 4, 64);
+             sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 16, 16);
+         }},
+        {"per-thread producer",
+         [](Blur &b, Schedule &sch) {
+             sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+             sch[b.blur_x].compute_at(b.blur_y, b.xi);
+         }},
+        {"shared-memory tiles",
+         [](Blur &b, Schedule &sch) {
+             sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32,
+                                    TailStrategy::ShiftInwards);
+             sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
+         }},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.name);
+        Blur b;
+        Schedule sch;
+        c.schedule(b, sch);
+        b.in.set(random_buffer<float>({rows + 2, cols + 2}));
+        expect_gpu_matches_interpreter(b.blur_y, sch, {rows, cols}, 1e-6);
+    }
+}
+
+TEST(GpuExecution, HalfAndBFloat16) {
+    REQUIRE_GPU();
+    BufferParam in(Float(16), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func h("h"), out("out");
+    h(x) = max(in(x), cast<float16_t>(0.25f)) * cast<float16_t>(2.0f);
+    out(x) = cast<bfloat16_t>(exp(cast<float>(h(x))) - cast<float>(min(in(x), h(x))));
+    Schedule sch;
+    sch[out].gpu_tile(x, xo, xi, 128);
+    in.set(random_buffer<float16_t>({1025}));
+    // One bfloat16 rounding apart at most (exp's last bits may differ).
+    expect_gpu_matches_interpreter(out, sch, {1025}, 1.0 / 128);
+}
+
+TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
+    REQUIRE_GPU();
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func twice("twice");
+    twice(y, x) = in(y, x) * 2.0f;
+    Schedule sch;
+    sch[twice].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    CompiledPipeline p = Pipeline(twice).compile(sch, kGpu);
+    Buffer<float> a = random_buffer<float>({33, 65}), b({33, 65}), c({33, 65});
+    p(a, b);
+    p(b, c);  // b is read where the first call left it, on the GPU
+    EXPECT_TRUE(b.device_dirty());
+    EXPECT_EQ(c(32, 64), a(32, 64) * 4.0f);
+    a(0, 0) = 3.0f;  // changed on the host: copied again
+    p(a, b);
+    EXPECT_EQ(b(0, 0), 6.0f);
+    // A buffer of GPU memory alone (as a PyTorch tensor's would be).
+    RawBuffer on_device = RawBuffer::wrap_device(Float(32), b.raw_buffer()->device, {33, 65});
+    p(on_device, c);
+    EXPECT_EQ(c(0, 0), 12.0f);
+    EXPECT_EQ(c(20, 40), a(20, 40) * 4.0f);
+}
