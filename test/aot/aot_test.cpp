@@ -15,8 +15,8 @@
 
 #include "aot_blur.h"
 #include "aot_blur_sse41.h"
-#include "aot_half.h"
 #include "aot_gpu_scale.h"
+#include "aot_half.h"
 #include "aot_reduce.h"
 #include "fake_cuda.h"
 #include "loom_dlpack.h"

@@ -26,9 +26,9 @@ std::string no_gpu_reason() {
     return "";
 }
 
-#define REQUIRE_GPU()                                            \
-    do {                                                         \
-        std::string why = no_gpu_reason();                       \
+#define REQUIRE_GPU()                                                  \
+    do {                                                               \
+        std::string why = no_gpu_reason();                             \
         if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why; \
     } while (0)
 
@@ -52,7 +52,7 @@ TEST(GpuExecution, ElementwiseWithAScalar) {
     Param<float> gain("gain");
     Var x("x"), xo("xo"), xi("xi");
     Func brighten("brighten");
-    brighten(x) = select(in(x) > 0.5f, in(x) * gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
+    brighten(x) = select(in(x) > 0.5f, in(x)*gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
     Schedule sch;
     sch[brighten].gpu_tile(x, xo, xi, 128);
     const int n = 100003;
