@@ -2,7 +2,6 @@
 // their C ABI: results against plain C++ loops, every argument check, the
 // error hook, the metadata, and DLPack conversions. This program links the
 // generated static libraries and neither libloom nor LLVM.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -417,15 +416,9 @@ TEST(DLPack, Refusals) {
 
 namespace {
 
-// aot_gpu_scale loads the CUDA driver named by LOOM_CUDA_DRIVER: the linked
-// stand-in (test/fake_cuda), so that it runs here without a GPU.
-const bool driver_chosen = [] {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&fake_cuda_reset), &info) && info.dli_fname) {
-        setenv("LOOM_CUDA_DRIVER", info.dli_fname, 1);
-    }
-    return true;
-}();
+// aot_gpu_scale loads the stand-in CUDA driver (test/fake_cuda),
+// so that it runs here without a GPU.
+const bool driver_selected = fake_cuda_select();
 
 /** Plays aot_gpu_scale's kernel: its parameters start with in, out and
  * gain (buffers, then scalars, each by name), then the scalars it indexes

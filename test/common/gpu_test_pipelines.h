@@ -1,5 +1,5 @@
-// Pipelines shared by the GPU tests (CUDA code generation and GPU schedule
-// errors).
+// Pipelines shared by the GPU tests (CUDA code generation, GPU execution and
+// GPU schedule errors).
 #pragma once
 
 #include <loom/loom.h>
@@ -18,6 +18,57 @@ struct Blur {
     /** blur_y's CUDA C++ for sm_90. */
     std::string cuda(const loom::Schedule &sch) const {
         return loom::Pipeline(blur_y).compile_to_cuda(sch, loom::Target("host-cuda-sm_90"));
+    }
+};
+
+/** A select, exp, sqrt and a scalar, elementwise over a 1-D input. */
+struct Brighten {
+    loom::BufferParam in{loom::Float(32), 1, "in"};
+    loom::Param<float> gain{"gain"};
+    loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
+    loom::Func brighten{"brighten"};
+    Brighten() {
+        using loom::abs;
+        brighten(x) = loom::select(in(x) > 0.5f, in(x)*gain, -in(x)) + loom::exp(in(x)) -
+                      loom::sqrt(abs(in(x)));
+    }
+};
+
+/** Each row divided by its sum: a reduction per row (RDom over x). */
+struct RowNormalize {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Var x{"x"}, y{"y"}, xo{"xo"}, yo{"yo"}, xi{"xi"}, yi{"yi"};
+    loom::RDom r{0, in.dim(1).extent(), "r"};
+    loom::Func rowsum{"rowsum"}, normalized{"normalized"};
+    RowNormalize() {
+        rowsum(y) = loom::sum(in(y, r));
+        normalized(y, x) = in(y, x) / loom::max(rowsum(y), 1e-3f);
+    }
+};
+
+/** Integer division, modulo, min/max, bit operations and narrowing casts. */
+struct IntegerMix {
+    loom::BufferParam in{loom::Int(32), 1, "in"};
+    loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
+    loom::Func f{"f"};
+    IntegerMix() {
+        loom::Expr v = in(x);
+        f(x) = loom::cast<uint8_t>(v / 7 + v % 5 + loom::min(v, 3) * loom::max(v, -2)) +
+               loom::cast<uint8_t>((v & 12) | (v >> 2)) + loom::cast<uint8_t>(x / 3);
+    }
+};
+
+/** float16 in, bfloat16 out, float32 arithmetic in between; a 16-bit
+ * constant, min and max. */
+struct HalfChain {
+    loom::BufferParam in{loom::Float(16), 1, "in"};
+    loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
+    loom::Func h{"h"}, out{"out"};
+    HalfChain() {
+        using loom::float16_t;
+        h(x) = loom::max(in(x), loom::cast<float16_t>(0.25f)) * loom::cast<float16_t>(2.0f);
+        out(x) = loom::cast<loom::bfloat16_t>(loom::exp(loom::cast<float>(h(x))) -
+                                              loom::cast<float>(loom::min(in(x), h(x))));
     }
 };
 

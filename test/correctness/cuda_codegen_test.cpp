@@ -81,14 +81,10 @@ TEST(CudaTarget, ParsesCapabilities) {
 }
 
 TEST(CudaCodegen, ElementwiseOneDimension) {
-    BufferParam in(Float(32), 1, "in");
-    Param<float> gain("gain");
-    Var x("x"), xo("xo"), xi("xi");
-    Func brighten("brighten");
-    brighten(x) = select(in(x) > 0.5f, in(x)*gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
+    loom_test::Brighten p;
     Schedule sch;
-    sch[brighten].gpu_tile(x, xo, xi, 128);
-    std::string src = compile_for_every_arch(brighten, sch, 1);
+    sch[p.brighten].gpu_tile(p.x, p.xo, p.xi, 128);
+    std::string src = compile_for_every_arch(p.brighten, sch, 1);
     // Names from the algorithm, the launch bounds, the tail guard.
     EXPECT_NE(src.find("brighten_s0_xi_ = 0 + (int)threadIdx.x"), std::string::npos) << src;
     EXPECT_NE(src.find("__launch_bounds__(128)"), std::string::npos) << src;
@@ -97,31 +93,21 @@ TEST(CudaCodegen, ElementwiseOneDimension) {
 }
 
 TEST(CudaCodegen, TwoDimensionalTilesWithAPerThreadReduction) {
-    BufferParam in(Float(32), 2, "in");
-    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    RDom r(0, in.dim(1).extent(), "r");
-    Func rowsum("rowsum"), normalized("normalized");
-    rowsum(y) = sum(in(y, r));
-    normalized(y, x) = in(y, x) / max(rowsum(y), 1e-3f);
+    loom_test::RowNormalize p;
     Schedule sch;
-    sch[normalized].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
-    sch[rowsum].compute_at(normalized, xi);
-    std::string src = compile_for_every_arch(normalized, sch, 1);
+    sch[p.normalized].gpu_tile(p.y, p.x, p.yo, p.xo, p.yi, p.xi, 8, 32);
+    sch[p.rowsum].compute_at(p.normalized, p.xi);
+    std::string src = compile_for_every_arch(p.normalized, sch, 1);
     EXPECT_NE(src.find("blockIdx.y"), std::string::npos) << src;
     EXPECT_NE(src.find("block (32, 8, 1)"), std::string::npos) << src;
     EXPECT_NE(src.find("// produce rowsum"), std::string::npos) << src;
 }
 
 TEST(CudaCodegen, IntegerArithmeticKeepsLoomSemantics) {
-    BufferParam in(Int(32), 1, "in");
-    Var x("x"), xo("xo"), xi("xi");
-    Func f("f");
-    Expr v = in(x);
-    f(x) = cast<uint8_t>(v / 7 + v % 5 + min(v, 3) * max(v, -2)) +
-           cast<uint8_t>((v & 12) | (v >> 2)) + cast<uint8_t>(x / 3);
+    loom_test::IntegerMix p;
     Schedule sch;
-    sch[f].gpu_tile(x, xo, xi, 64);
-    std::string src = compile_for_every_arch(f, sch, 1);
+    sch[p.f].gpu_tile(p.x, p.xo, p.xi, 64);
+    std::string src = compile_for_every_arch(p.f, sch, 1);
     EXPECT_NE(src.find("loom_div<int>("), std::string::npos) << src;
     EXPECT_NE(src.find("loom_mod<int>("), std::string::npos) << src;
     EXPECT_NE(src.find("unsigned char *__restrict__ f_"), std::string::npos) << src;
@@ -193,16 +179,10 @@ TEST(CudaCodegen, DoublePrecisionMath) {
 }
 
 TEST(CudaCodegen, HalfAndBFloat16) {
-    // float16 in, bfloat16 out, float32 arithmetic in between; a 16-bit
-    // constant, min and max.
-    BufferParam in(Float(16), 1, "in");
-    Var x("x"), xo("xo"), xi("xi");
-    Func h("h"), out("out");
-    h(x) = max(in(x), cast<float16_t>(0.25f)) * cast<float16_t>(2.0f);
-    out(x) = cast<bfloat16_t>(exp(cast<float>(h(x))) - cast<float>(min(in(x), h(x))));
+    loom_test::HalfChain p;
     Schedule sch;
-    sch[out].gpu_tile(x, xo, xi, 128);
-    std::string src = compile_for_every_arch(out, sch, 1);
+    sch[p.out].gpu_tile(p.x, p.xo, p.xi, 128);
+    std::string src = compile_for_every_arch(p.out, sch, 1);
     EXPECT_NE(src.find("#include <cuda_fp16.h>"), std::string::npos) << src;
     EXPECT_NE(src.find("const __half *__restrict__ in_"), std::string::npos) << src;
     EXPECT_NE(src.find("__nv_bfloat16 *__restrict__ out_"), std::string::npos) << src;

@@ -6,7 +6,6 @@
 // that a kernel's inputs are in device memory and writing its outputs
 // there. Whether the kernels compute the right values is the gpu-labelled
 // tests' business, on a machine with a GPU.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,15 +24,8 @@ using loom_test::throws_with;
 
 namespace {
 
-// Loom's runtime loads the driver named by LOOM_CUDA_DRIVER: this library's
-// stand-in, which the test links, so that both see one instance of it.
-const bool driver_chosen = [] {
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&fake_cuda_reset), &info) && info.dli_fname) {
-        setenv("LOOM_CUDA_DRIVER", info.dli_fname, 1);
-    }
-    return true;
-}();
+// Loom's runtime loads the stand-in driver (test/fake_cuda).
+const bool driver_selected = fake_cuda_select();
 
 const Target kTarget("host-cuda-sm_90");
 

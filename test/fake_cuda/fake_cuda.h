@@ -5,7 +5,9 @@
 // Loom's runtime loads it through LOOM_CUDA_DRIVER.
 #pragma once
 
+#include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 extern "C" {
 
@@ -29,4 +31,13 @@ typedef void (*fake_cuda_launch_hook_t)(const char *kernel, const unsigned grid[
                                         void *user);
 /** Called by every cuLaunchKernel, with its arguments, in place of a GPU. */
 void fake_cuda_set_launch_hook(fake_cuda_launch_hook_t hook, void *user);
+}
+
+/** Points Loom's runtime (LOOM_CUDA_DRIVER) at this stand-in, which the test
+ * links, so that both use one instance of it. True once done; a test file
+ * runs it at start-up: `const bool selected = fake_cuda_select();`. */
+inline bool fake_cuda_select() {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&fake_cuda_reset), &info) || !info.dli_fname) return false;
+    return setenv("LOOM_CUDA_DRIVER", info.dli_fname, 1) == 0;
 }

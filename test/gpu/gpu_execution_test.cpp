@@ -48,46 +48,32 @@ void expect_gpu_matches_interpreter(const Func &out, const Schedule &sch,
 
 TEST(GpuExecution, ElementwiseWithAScalar) {
     REQUIRE_GPU();
-    BufferParam in(Float(32), 1, "in");
-    Param<float> gain("gain");
-    Var x("x"), xo("xo"), xi("xi");
-    Func brighten("brighten");
-    brighten(x) = select(in(x) > 0.5f, in(x)*gain, -in(x)) + exp(in(x)) - sqrt(abs(in(x)));
+    loom_test::Brighten p;
     Schedule sch;
-    sch[brighten].gpu_tile(x, xo, xi, 128);
+    sch[p.brighten].gpu_tile(p.x, p.xo, p.xi, 128);
     const int n = 100003;
-    in.set(random_buffer<float>({n}));
-    gain.set(1.75f);
-    expect_gpu_matches_interpreter(brighten, sch, {n}, 2e-6, 1e-6);
+    p.in.set(random_buffer<float>({n}));
+    p.gain.set(1.75f);
+    expect_gpu_matches_interpreter(p.brighten, sch, {n}, 2e-6, 1e-6);
 }
 
 TEST(GpuExecution, TilesWithAPerThreadReduction) {
     REQUIRE_GPU();
-    BufferParam in(Float(32), 2, "in");
-    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    RDom r(0, in.dim(1).extent(), "r");
-    Func rowsum("rowsum"), normalized("normalized");
-    rowsum(y) = sum(in(y, r));
-    normalized(y, x) = in(y, x) / max(rowsum(y), 1e-3f);
+    loom_test::RowNormalize p;
     Schedule sch;
-    sch[normalized].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
-    sch[rowsum].compute_at(normalized, xi);
-    in.set(random_buffer<float>({77, 301}, 0.0, 1.0));
-    expect_gpu_matches_interpreter(normalized, sch, {77, 301}, 1e-5);
+    sch[p.normalized].gpu_tile(p.y, p.x, p.yo, p.xo, p.yi, p.xi, 8, 32);
+    sch[p.rowsum].compute_at(p.normalized, p.xi);
+    p.in.set(random_buffer<float>({77, 301}, 0.0, 1.0));
+    expect_gpu_matches_interpreter(p.normalized, sch, {77, 301}, 1e-5);
 }
 
 TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
     REQUIRE_GPU();
-    BufferParam in(Int(32), 1, "in");
-    Var x("x"), xo("xo"), xi("xi");
-    Func f("f");
-    Expr v = in(x);
-    f(x) = cast<uint8_t>(v / 7 + v % 5 + min(v, 3) * max(v, -2)) +
-           cast<uint8_t>((v & 12) | (v >> 2)) + cast<uint8_t>(x / 3);
+    loom_test::IntegerMix p;
     Schedule sch;
-    sch[f].gpu_tile(x, xo, xi, 64);
-    in.set(random_buffer<int32_t>({4099}, -1000, 1000));
-    expect_gpu_matches_interpreter(f, sch, {4099});
+    sch[p.f].gpu_tile(p.x, p.xo, p.xi, 64);
+    p.in.set(random_buffer<int32_t>({4099}, -1000, 1000));
+    expect_gpu_matches_interpreter(p.f, sch, {4099});
 }
 
 TEST(GpuExecution, BlurSchedules) {
@@ -127,16 +113,12 @@ TEST(GpuExecution, BlurSchedules) {
 
 TEST(GpuExecution, HalfAndBFloat16) {
     REQUIRE_GPU();
-    BufferParam in(Float(16), 1, "in");
-    Var x("x"), xo("xo"), xi("xi");
-    Func h("h"), out("out");
-    h(x) = max(in(x), cast<float16_t>(0.25f)) * cast<float16_t>(2.0f);
-    out(x) = cast<bfloat16_t>(exp(cast<float>(h(x))) - cast<float>(min(in(x), h(x))));
+    loom_test::HalfChain p;
     Schedule sch;
-    sch[out].gpu_tile(x, xo, xi, 128);
-    in.set(random_buffer<float16_t>({1025}));
+    sch[p.out].gpu_tile(p.x, p.xo, p.xi, 128);
+    p.in.set(random_buffer<float16_t>({1025}));
     // One bfloat16 rounding apart at most (exp's last bits may differ).
-    expect_gpu_matches_interpreter(out, sch, {1025}, 1.0 / 128);
+    expect_gpu_matches_interpreter(p.out, sch, {1025}, 1.0 / 128);
 }
 
 TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
