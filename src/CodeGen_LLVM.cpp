@@ -261,7 +261,9 @@ class CodeGen_LLVM : public IRVisitor {
         for (const LoweredArgument &a : f.args) {
             auto use = host_use.find(a.name);
             if (a.is_buffer && use != host_use.end() && use->second.read) {
-                if_flag_set(a.name, loom_buffer_device_dirty, [&](Value *b) {
+                Value *b = buffer_descriptors[a.name];
+                Value *flags = load_buffer_field(b, i64_t, 3);
+                emit_if_rarely(flag_set(flags, loom_buffer_device_dirty), a.name + ".to_host", [&] {
                     check_error(builder->CreateCall(
                         runtime_fn("loom_cuda_buffer_for_host", i32_t, {i8ptr_t, i8ptr_t}),
                         {builder->CreateBitCast(b, i8ptr_t), string_constant(a.name)}));
@@ -287,17 +289,14 @@ class CodeGen_LLVM : public IRVisitor {
             if (a.is_buffer && use != host_use.end() && use->second.written) {
                 Value *b = buffer_descriptors[a.name];
                 Value *device = load_buffer_field(b, i64_t, 0);
-                BasicBlock *mark = BasicBlock::Create(ctx, a.name + ".mark_host_dirty", function);
-                BasicBlock *done = BasicBlock::Create(ctx, a.name + ".marked", function);
-                builder->CreateCondBr(builder->CreateICmpNE(device, builder->getInt64(0)), mark,
-                                      done);
-                builder->SetInsertPoint(mark);
-                Value *flags = load_buffer_field(b, i64_t, 3);
-                builder->CreateStore(
-                    builder->CreateOr(flags, builder->getInt64(loom_buffer_host_dirty)),
-                    builder->CreateStructGEP(buffer_t, b, 3));
-                builder->CreateBr(done);
-                builder->SetInsertPoint(done);
+                emit_if_rarely(
+                    builder->CreateICmpNE(device, builder->getInt64(0)), a.name + ".host_written",
+                    [&] {
+                        Value *flags = load_buffer_field(b, i64_t, 3);
+                        builder->CreateStore(
+                            builder->CreateOr(flags, builder->getInt64(loom_buffer_host_dirty)),
+                            builder->CreateStructGEP(buffer_t, b, 3));
+                    });
             }
         }
         builder->CreateRet(builder->getInt32(0));
@@ -1508,18 +1507,19 @@ class CodeGen_LLVM : public IRVisitor {
                                           llvm::Align(8));
     }
 
-    /** Runs emit(descriptor) when the buffer argument's flags have `bit`. */
-    template <typename F> void if_flag_set(const std::string &name, uint64_t bit, F emit) {
-        Value *b = buffer_descriptors[name];
-        Value *flags = load_buffer_field(b, i64_t, 3);
-        Value *set = builder->CreateICmpNE(builder->CreateAnd(flags, builder->getInt64(bit)),
-                                           builder->getInt64(0));
-        BasicBlock *then_bb = BasicBlock::Create(ctx, name + ".flag_set", function);
-        BasicBlock *done = BasicBlock::Create(ctx, name + ".flag_done", function);
+    Value *flag_set(Value *flags, uint64_t bit) {
+        return builder->CreateICmpNE(builder->CreateAnd(flags, builder->getInt64(bit)),
+                                     builder->getInt64(0));
+    }
+
+    /** Runs emit() where `condition` holds, expected to be rarely. */
+    template <typename F> void emit_if_rarely(Value *condition, const std::string &name, F emit) {
+        BasicBlock *then_bb = BasicBlock::Create(ctx, name, function);
+        BasicBlock *done = BasicBlock::Create(ctx, name + ".done", function);
         llvm::MDBuilder mdb(ctx);
-        builder->CreateCondBr(set, then_bb, done, mdb.createBranchWeights(1, 1 << 10));
+        builder->CreateCondBr(condition, then_bb, done, mdb.createBranchWeights(1, 1 << 10));
         builder->SetInsertPoint(then_bb);
-        emit(b);
+        emit();
         builder->CreateBr(done);
         builder->SetInsertPoint(done);
     }
@@ -1565,9 +1565,10 @@ class CodeGen_LLVM : public IRVisitor {
         Value *args = entry_alloca(args_t, k.name + ".args", 8);
         for (size_t i = 0; i < k.params.size(); i++) {
             const CudaKernel::Param &p = k.params[i];
-            Value *slot;
+            // A buffer's argument is its GPU address.
+            Value *slot = entry_alloca(p.is_buffer ? i64_t : storage_type(p.type),
+                                       p.name + (p.is_buffer ? ".device" : ".value"), 8);
             if (p.is_buffer && buffer_descriptors.count(p.name)) {
-                slot = entry_alloca(i64_t, p.name + ".device", 8);
                 Value *b = builder->CreateBitCast(symbols.get(p.name + ".buffer"), i8ptr_t);
                 check_error(builder->CreateCall(
                     runtime_fn("loom_cuda_buffer_for_kernel", i32_t,
@@ -1575,13 +1576,10 @@ class CodeGen_LLVM : public IRVisitor {
                     {b, builder->getInt32(p.read), builder->getInt32(p.written),
                      string_constant(p.name), slot}));
             } else if (p.is_buffer) {
-                slot = entry_alloca(i64_t, p.name + ".device", 8);
                 builder->CreateStore(builder->CreatePtrToInt(symbols.get(p.name), i64_t), slot);
             } else {
-                llvm::Type *st = storage_type(p.type);
-                slot = entry_alloca(st, p.name + ".value", 8);
                 Value *v = codegen(Variable::make(p.type, p.name));
-                if (p.type.is_bool()) v = builder->CreateZExt(v, st);
+                if (p.type.is_bool()) v = builder->CreateZExt(v, storage_type(p.type));
                 builder->CreateStore(v, slot);
             }
             builder->CreateStore(
@@ -1776,8 +1774,8 @@ class CodeGen_LLVM : public IRVisitor {
 
         llvm::FunctionCallee par_for =
             runtime_fn("loom_do_par_for", i32_t, {task_t->getPointerTo(), i32_t, i32_t, i8ptr_t});
-        check_error(
-            builder->CreateCall(par_for, {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)}));
+        check_error(builder->CreateCall(par_for,
+                                        {task, mn, ext, builder->CreateBitCast(closure, i8ptr_t)}));
     }
 
     void visit(const Store *op) override {

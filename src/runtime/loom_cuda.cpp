@@ -457,10 +457,6 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const ch
     return to_host(b, name);
 }
 
-LOOM_RUNTIME_EXPORT void loom_cuda_host_written(loom_buffer_t *b) {
-    if (b && b->device) b->flags |= loom_buffer_host_dirty;
-}
-
 LOOM_RUNTIME_EXPORT int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read,
                                                         int32_t written, const char *name,
                                                         uint64_t *device) {

@@ -153,7 +153,6 @@ int32_t loom_device_sync(void);
  * driver cannot load the cubin. A pipeline returns after its kernels have
  * finished, reporting a kernel's fault with the pipeline's name. */
 int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const char *name);
-void loom_cuda_host_written(loom_buffer_t *b);
 int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read, int32_t written,
                                     const char *name, uint64_t *device);
 int32_t loom_cuda_malloc(uint64_t bytes, const char *name, uint64_t *device);
