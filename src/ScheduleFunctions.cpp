@@ -134,16 +134,73 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
     return env;
 }
 
+namespace {
+
+/** The stage's splits with every variable that a split replaces by a loop
+ * of the same name (split(x, x, xi, 8), fuse(x, y, x), as Halide allows)
+ * given a stage-internal name, in that split and in the records before it
+ * that made it. Otherwise the variable's definition and its bounds
+ * (loop_min, loop_max) would be shadowed by the new loop's. `original`
+ * maps each renamed Var or RVar of the definition to its internal name. */
+std::vector<Split> unshadowed_splits(const StageSchedule &ss,
+                                     std::map<std::string, std::string> &original) {
+    std::vector<Split> splits = ss.splits;
+    int fresh = 0;
+    for (size_t k = splits.size(); k-- > 0;) {
+        Split &s = splits[k];
+        std::vector<std::string *> consumed, produced;
+        if (s.kind == Split::FuseVars) {
+            consumed = {&s.outer, &s.inner};
+            produced = {&s.old_var};
+        } else {
+            consumed = {&s.old_var};
+            produced = {&s.outer};
+            if (s.kind == Split::SplitVar) produced.push_back(&s.inner);
+        }
+        for (std::string *c : consumed) {
+            bool shadowed = false;
+            for (std::string *p : produced) shadowed = shadowed || *p == *c;
+            if (!shadowed) continue;
+            const std::string name = *c, internal = name + ".pre" + std::to_string(fresh++);
+            *c = internal;
+            // The record that made it, if any; else it is the definition's.
+            bool made = false;
+            for (size_t j = k; j-- > 0 && !made;) {
+                Split &e = splits[j];
+                std::vector<std::string *> outs = {&e.outer};
+                if (e.kind == Split::SplitVar) outs.push_back(&e.inner);
+                if (e.kind == Split::FuseVars) outs = {&e.old_var};
+                for (std::string *o : outs) {
+                    if (*o == name) {
+                        *o = internal;
+                        made = true;
+                    }
+                }
+            }
+            if (!made) original[name] = internal;
+        }
+    }
+    return splits;
+}
+
+}  // namespace
+
 Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
     const Definition &def = stage == 0 ? f->init : f->updates[stage - 1];
     std::string prefix = f->name + ".s" + std::to_string(stage) + ".";
     auto var = [&](const std::string &v) { return int_var(prefix + v); };
+    std::map<std::string, std::string> internal;  // renamed Vars and RVars
+    const std::vector<Split> splits = unshadowed_splits(ss, internal);
+    auto internal_name = [&](const std::string &v) {
+        auto it = internal.find(v);
+        return it == internal.end() ? v : it->second;
+    };
 
     // Stage-local names for the definition's pure Vars and RVars.
     std::map<std::string, Expr> rename;
-    for (const std::string &a : f->args) rename[a] = var(a);
+    for (const std::string &a : f->args) rename[a] = var(internal_name(a));
     std::vector<ReductionVariable> rvars = rvars_of(def);
-    for (const ReductionVariable &rv : rvars) rename[rv.var] = var(rv.var);
+    for (const ReductionVariable &rv : rvars) rename[rv.var] = var(internal_name(rv.var));
 
     std::vector<Expr> values, args;
     for (const Expr &v : def.values) values.push_back(substitute(rename, v));
@@ -155,7 +212,7 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
 
     // Define each split-away variable from the loops that replace it. Later
     // splits refine earlier ones, so their definitions wrap outside.
-    for (const Split &s : ss.splits) {
+    for (const Split &s : splits) {
         Expr old = var(s.old_var);
         if (s.kind == Split::SplitVar) {
             Expr outer = var(s.outer), inner = var(s.inner);
@@ -223,7 +280,7 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
         s = LetStmt::make(prefix + v + ".loop_max", mx, s);
         return LetStmt::make(prefix + v + ".loop_min", mn, s);
     };
-    for (auto it = ss.splits.rbegin(); it != ss.splits.rend(); ++it) {
+    for (auto it = splits.rbegin(); it != splits.rend(); ++it) {
         const Split &s = *it;
         if (s.kind == Split::SplitVar) {
             Expr old_extent = var(s.old_var + ".loop_extent");
@@ -242,12 +299,13 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
     // inference asks for; RVars span their reduction domain.
     for (const ReductionVariable &rv : rvars) {
         Expr mn = substitute(rename, rv.min), ext = substitute(rename, rv.extent);
-        body = define_bounds(rv.var, var(rv.var + ".min"), var(rv.var + ".max"), body);
+        body =
+            define_bounds(internal_name(rv.var), var(rv.var + ".min"), var(rv.var + ".max"), body);
         body = LetStmt::make(prefix + rv.var + ".max", mn + ext - 1, body);
         body = LetStmt::make(prefix + rv.var + ".min", mn, body);
     }
     for (const std::string &a : f->args) {
-        body = define_bounds(a, var(a + ".min"), var(a + ".max"), body);
+        body = define_bounds(internal_name(a), var(a + ".min"), var(a + ".max"), body);
     }
     return body;
 }

@@ -84,6 +84,40 @@ TEST(Schedule, SplitEachTailStrategy) {
     }
 }
 
+TEST(Schedule, SplitsMayReuseTheOldName) {
+    // As in Halide, split(x, x, xi, 8) names the outer loop after what it
+    // splits; the guard and the arithmetic still use the old variable's
+    // bounds, not the new loop's.
+    Blur b;
+    b.bind(19, 1000);
+    Var xi("xi"), v("v"), xo("xo");
+    {
+        Schedule s;
+        s[b.bx].compute_root().split(b.x, b.x, xi, 8);
+        s[b.by].split(b.x, xo, xi, 512).split(xi, xi, v, 4).vectorize(v);
+        check_schedule(b.by, s, {19, 1000});
+    }
+    {
+        Schedule s;
+        // The inner loop may take the name too; compute_at finds it.
+        s[b.by].split(b.x, xi, b.x, 7, TailStrategy::ShiftInwards);
+        s[b.bx].compute_at(b.by, b.x);
+        check_schedule(b.by, s, {19, 1000});
+    }
+    BufferParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var i("i"), j("j");
+    RDom k(0, A.dim(1).extent(), "k");
+    RVar ki("ki");
+    Func C("C");
+    C(i, j) = 0.0f;
+    C(i, j) += A(i, k) * B(k, j);
+    A.set(random_buffer<float>({21, 13}));
+    B.set(random_buffer<float>({13, 35}));
+    Schedule s;
+    s[C].update().split(k, k, ki, 4).split(j, j, xi, 8);
+    check_schedule(C, s, {21, 35}, 1e-5);
+}
+
 TEST(Schedule, ReorderFuseTile) {
     Blur b;
     b.bind(29, 31);
