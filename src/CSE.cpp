@@ -52,21 +52,22 @@ std::vector<Expr> children(const Expr &e) {
     }
 }
 
-bool has_impure_or_load(const Expr &e) {
+bool has_impure_call(const Expr &e) {
     struct Check : IRVisitor {
         bool found = false;
         void visit(const Call *op) override {
             if (!op->is_pure()) found = true;
             IRVisitor::visit(op);
         }
-        void visit(const Load *) override { found = true; }
     } c;
     e.accept(&c);
     return c.found;
 }
 
-// Whether computing e once and naming it is worthwhile (and safe: loads may
-// be guarded by a select, impure calls must run exactly as written).
+// Whether computing e once and naming it is worthwhile (and safe: impure
+// calls must run exactly as written). Loads are extracted too: no store
+// runs inside one expression, and a load under a select is in bounds either
+// way (bounds inference asks for what both of its values read).
 bool should_extract(const Expr &e) {
     if (is_const(e) || e.as<Variable>() || e.as<StringImm>()) return false;
     if (const Broadcast *b = e.as<Broadcast>()) {
@@ -76,7 +77,7 @@ bool should_extract(const Expr &e) {
         if ((is_const(r->base) || r->base.as<Variable>()) && is_const(r->stride)) return false;
     }
     if (e.type().is_handle()) return false;
-    return !has_impure_or_load(e);
+    return !has_impure_call(e);
 }
 
 // Global value numbering: maps structurally equal subexpressions to one

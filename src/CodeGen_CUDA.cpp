@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
+#include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
 #include "Scope.h"
@@ -136,9 +138,9 @@ namespace {
 
 /** C++ spelling of a scalar type. */
 std::string c_type(Type t, const std::string &where) {
-    user_assert(t.is_scalar()) << "Vectorized code inside a GPU kernel (" << where
-                               << ") is not supported yet: vectorize loops outside the kernels, "
-                                  "or leave them scalar inside (each thread is a lane).";
+    if (t.is_vector()) {
+        return "loom_vec<" + c_type(t.element_of(), where) + ", " + std::to_string(t.lanes) + ">";
+    }
     if (t.is_bool()) return "bool";
     if (t.is_handle()) return "void *";
     if (t.code == Type::Float && t.bits == 16) return "__half";
@@ -191,6 +193,203 @@ __device__ __forceinline__ float loom_fmod(float a, float b) { return a - b * fl
 __device__ __forceinline__ double loom_fmod(double a, double b) { return a - b * floor(a / b); }
 )";
 
+// Vectors (from vectorized loops inside a kernel) are small arrays in
+// registers; each operation applies its scalar form, printed by the same
+// printer, lane by lane. Dense loads and stores of whole 16-, 8- or 4-byte
+// words become single wide memory instructions when the address is aligned
+// (checked at run time: a view's base need not be).
+const char *kVectorPrelude =
+    R"(// The widest word (16, 8 or 4 bytes) that divides a vector of N T's.
+template <typename T, int N> struct loom_word {
+    static constexpr int bytes = (sizeof(T) * N) % 16 == 0 ? 16
+                                 : (sizeof(T) * N) % 8 == 0 ? 8
+                                 : (sizeof(T) * N) % 4 == 0 ? 4 : 0;
+};
+template <int B> struct loom_word_type;
+template <> struct loom_word_type<16> { typedef uint4 type; };
+template <> struct loom_word_type<8> { typedef uint2 type; };
+template <> struct loom_word_type<4> { typedef unsigned int type; };
+// Aligned as its word, so that it moves to and from memory in words.
+template <typename T, int N>
+struct alignas(loom_word<T, N>::bytes > int(alignof(T)) ? loom_word<T, N>::bytes : alignof(T))
+    loom_vec { T v[N]; };
+template <typename F, typename A, int N, typename... B>
+__device__ __forceinline__ auto loom_map(F f, const loom_vec<A, N> &a, const loom_vec<B, N> &...b) {
+    loom_vec<decltype(f(a.v[0], b.v[0]...)), N> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = f(a.v[i], b.v[i]...);
+    return r;
+}
+template <int N, typename T> __device__ __forceinline__ loom_vec<T, N> loom_broadcast(T x) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = x;
+    return r;
+}
+template <int N, typename T, int M>
+__device__ __forceinline__ loom_vec<T, N> loom_broadcast(const loom_vec<T, M> &x) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = x.v[i % M];
+    return r;
+}
+template <int N, typename T> __device__ __forceinline__ loom_vec<T, N> loom_ramp(T base, T stride) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = T(base + T(i) * stride);
+    return r;
+}
+template <int N, typename T, int M>
+__device__ __forceinline__ loom_vec<T, N> loom_ramp(const loom_vec<T, M> &base,
+                                                    const loom_vec<T, M> &stride) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int i = 0; i < N; i++) r.v[i] = T(base.v[i % M] + T(i / M) * stride.v[i % M]);
+    return r;
+}
+// Output lane j combines input lanes [j * N / M, (j + 1) * N / M).
+template <int M, typename F, typename T, int N>
+__device__ __forceinline__ loom_vec<T, M> loom_vreduce(F f, const loom_vec<T, N> &a) {
+    loom_vec<T, M> r;
+#pragma unroll
+    for (int j = 0; j < M; j++) {
+        r.v[j] = a.v[j * (N / M)];
+#pragma unroll
+        for (int k = 1; k < N / M; k++) r.v[j] = f(r.v[j], a.v[j * (N / M) + k]);
+    }
+    return r;
+}
+template <typename F, typename T, int N>
+__device__ __forceinline__ T loom_vreduce_all(F f, const loom_vec<T, N> &a) {
+    return loom_vreduce<1>(f, a).v[0];
+}
+// Moves N T's between memory and a vector's registers in whole words when
+// the memory side is aligned to one (the registers always are).
+template <typename T, int N>
+__device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory) {
+    constexpr int W = loom_word<T, N>::bytes;
+    if constexpr (W > int(sizeof(T))) {
+        typedef typename loom_word_type<W>::type word;
+        if ((reinterpret_cast<unsigned long long>(memory) & (W - 1)) == 0) {
+#pragma unroll
+            for (int k = 0; k < int(sizeof(T)) * N / W; k++)
+                reinterpret_cast<word *>(dst)[k] = reinterpret_cast<const word *>(src)[k];
+            return;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) dst[k] = src[k];
+}
+template <typename T, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long i) {
+    loom_vec<T, N> r;
+    loom_move<T, N>(r.v, p + i, p + i);
+    return r;
+}
+// Stores to global memory move whole 16- and 8-byte words through inline
+// PTX: the compiler splits a word store built from lanes back into lanes.
+template <typename T, int N>
+__device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
+                                                        const loom_vec<T, N> &x) {
+    T *a = p + i;
+    constexpr int W = loom_word<T, N>::bytes;
+    if constexpr (W >= 8 && W > int(sizeof(T))) {
+        if ((reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
+            const unsigned *w = reinterpret_cast<const unsigned *>(x.v);
+            const size_t g = __cvta_generic_to_global(a);
+#pragma unroll
+            for (int k = 0; k < int(sizeof(T)) * N / W; k++) {
+                if constexpr (W == 16) {
+                    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(g + 16 * k),
+                                 "r"(w[4 * k]), "r"(w[4 * k + 1]), "r"(w[4 * k + 2]),
+                                 "r"(w[4 * k + 3])
+                                 : "memory");
+                } else {
+                    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(g + 8 * k),
+                                 "r"(w[2 * k]), "r"(w[2 * k + 1])
+                                 : "memory");
+                }
+            }
+            return;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < N; k++) a[k] = x.v[k];
+}
+template <typename T, int N>
+__device__ __forceinline__ void loom_store_dense(T *p, long long i, const loom_vec<T, N> &x) {
+    loom_move<T, N>(p + i, x.v, p + i);
+}
+// Gathers and scatters; masked lanes are neither read nor written.
+template <typename T, typename I, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_gather(const T *p, const loom_vec<I, N> &i) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; k++) r.v[k] = p[i.v[k]];
+    return r;
+}
+template <typename T, typename I, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_gather(const T *p, const loom_vec<I, N> &i,
+                                                      const loom_vec<bool, N> &m) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; k++) r.v[k] = m.v[k] ? p[i.v[k]] : T();
+    return r;
+}
+template <typename T, typename I, int N>
+__device__ __forceinline__ void loom_scatter(T *p, const loom_vec<I, N> &i,
+                                             const loom_vec<T, N> &x) {
+#pragma unroll
+    for (int k = 0; k < N; k++) p[i.v[k]] = x.v[k];
+}
+template <typename T, typename I, int N>
+__device__ __forceinline__ void loom_scatter(T *p, const loom_vec<I, N> &i,
+                                             const loom_vec<T, N> &x,
+                                             const loom_vec<bool, N> &m) {
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        if (m.v[k]) p[i.v[k]] = x.v[k];
+}
+)";
+
+/** The scalar expression for one lane of the vector expression e: e's
+ * vector operands are replaced by the variables loom.lane.0, .1, ... (of
+ * their element types), and collected in `operands`. */
+class LaneOf : public IRMutator {
+  public:
+    std::vector<Expr> operands;
+    static std::string lane_name(size_t k) { return "loom.lane." + std::to_string(k); }
+
+    Expr mutate(const Expr &e) override {
+        if (depth == 0) {
+            depth++;
+            Expr r = IRMutator::mutate(e);
+            depth--;
+            return r;
+        }
+        if (e.type().is_scalar()) return e;
+        operands.push_back(e);
+        return Variable::make(e.type().element_of(), lane_name(operands.size() - 1));
+    }
+    using IRMutator::mutate;
+
+  private:
+    int depth = 0;
+    using IRMutator::visit;
+    Expr visit(const Cast *op) override {
+        return Cast::make(op->type.element_of(), mutate(op->value));
+    }
+    Expr visit(const Reinterpret *op) override {
+        return Reinterpret::make(op->type.element_of(), mutate(op->value));
+    }
+    Expr visit(const Call *op) override {
+        std::vector<Expr> args;
+        for (const Expr &a : op->args) args.push_back(mutate(a));
+        return Call::make(op->type.element_of(), op->name, args, op->call_type, op->func,
+                          op->value_index, op->param, op->buffer);
+    }
+};
+
 /** Prints one kernel. */
 class KernelPrinter : public IRVisitor {
   public:
@@ -203,6 +402,9 @@ class KernelPrinter : public IRVisitor {
      * once per thread of a block, storage there is shared by the block, and
      * thread loops one after another are separated by barriers. */
     bool has_threads = false;
+    /** Whether the kernel has vector code (then the source includes the
+     * vector helpers). */
+    bool uses_vectors = false;
 
     std::string name_of(const std::string &n) const {
         auto it = c_names.find(n);
@@ -233,7 +435,10 @@ class KernelPrinter : public IRVisitor {
 
     void pad() { out << std::string(indent * 4, ' '); }
     std::string where() const { return kernel.name; }
-    std::string type(Type t) const { return c_type(t, where()); }
+    std::string type(Type t) {
+        uses_vectors |= t.is_vector();
+        return c_type(t, where());
+    }
 
     // ---- expressions
     using IRVisitor::visit;
@@ -281,6 +486,7 @@ class KernelPrinter : public IRVisitor {
         user_error << "A string inside a GPU kernel (" << where() << ") is not supported.";
     }
     void visit(const Cast *op) override {
+        if (lanewise(Expr(op))) return;
         // 16-bit floats convert to and from everything through float.
         if (is_float16(op->type) || is_float16(op->value.type())) {
             expr_out << "((" << type(op->type) << ")((float)(" << print(op->value) << ")))";
@@ -289,6 +495,7 @@ class KernelPrinter : public IRVisitor {
         expr_out << "((" << type(op->type) << ")(" << print(op->value) << "))";
     }
     void visit(const Reinterpret *op) override {
+        if (lanewise(Expr(op))) return;
         Type from = op->value.type(), to = op->type;
         std::string v = print(op->value);
         if (is_float16(from)) {
@@ -312,21 +519,87 @@ class KernelPrinter : public IRVisitor {
         else expr_out << "((" << type(to) << ")(" << v << "))";
     }
     void visit(const Variable *op) override { expr_out << name_of(op->name); }
+
+    /** Prints the vector expression e (an arithmetic, logical, Select,
+     * Cast, Reinterpret or Call node) as its scalar form mapped over the
+     * lanes of its vector operands. Returns false for a scalar e. */
+    bool lanewise(const Expr &e) {
+        if (e.type().is_scalar()) return false;
+        uses_vectors = true;
+        LaneOf lane;
+        Expr scalar = lane.mutate(e);
+        std::vector<std::string> args;
+        for (const Expr &o : lane.operands) args.push_back(print(o));
+        expr_out << "loom_map([&](";
+        std::vector<std::unique_ptr<Local>> params;
+        for (size_t k = 0; k < lane.operands.size(); k++) {
+            params.push_back(std::make_unique<Local>(*this, LaneOf::lane_name(k)));
+            expr_out << (k ? ", " : "") << type(lane.operands[k].type().element_of()) << " "
+                     << params.back()->name();
+        }
+        expr_out << ") { return " << print(scalar) << "; }";
+        for (const std::string &a : args) expr_out << ", " << a;
+        expr_out << ")";
+        return true;
+    }
+    /** The lambda combining two values of type t with a VectorReduce's
+     * operator, as printed by the scalar rules. */
+    std::string reduce_lambda(VectorReduce::Op o, Type t) {
+        Expr a = Variable::make(t, "loom.reduce.a"), b = Variable::make(t, "loom.reduce.b");
+        Expr combined;
+        switch (o) {
+        case VectorReduce::Add: combined = Add::make(a, b); break;
+        case VectorReduce::Mul: combined = Mul::make(a, b); break;
+        case VectorReduce::Min: combined = Min::make(a, b); break;
+        case VectorReduce::Max: combined = Max::make(a, b); break;
+        case VectorReduce::And: combined = And::make(a, b); break;
+        case VectorReduce::Or: combined = Or::make(a, b); break;
+        }
+        Local pa(*this, "loom.reduce.a"), pb(*this, "loom.reduce.b");
+        return "[&](" + type(t) + " " + pa.name() + ", " + type(t) + " " + pb.name() +
+               ") { return " + print(combined) + "; }";
+    }
+    /** Whether `name` is one of the kernel's buffer parameters (in global
+     * memory), rather than storage of its own. */
+    bool is_kernel_buffer(const std::string &name) const {
+        for (const CudaKernel::Param &p : kernel.params) {
+            if (p.is_buffer && p.name == name) return true;
+        }
+        return false;
+    }
+    /** A dense vector index: Ramp(base, 1) with a scalar base. */
+    static const Ramp *dense_ramp(const Expr &index) {
+        const Ramp *r = index.as<Ramp>();
+        return r && r->base.type().is_scalar() && is_const_one(r->stride) ? r : nullptr;
+    }
+
     void binary(const Expr &a, const char *o, const Expr &b, Type t) {
+        internal_assert(t.is_scalar()) << "CUDA codegen: vector operands reach binary()";
         std::string s = "(" + print(a) + " " + o + " " + print(b) + ")";
         // C promotes narrow integers to int: wrap back to the type.
         if (t.is_int_or_uint() && !t.is_bool() && t.bits < 32) s = "((" + type(t) + ")" + s + ")";
         expr_out << s;
     }
-    void visit(const Add *op) override { binary(op->a, "+", op->b, op->type); }
-    void visit(const Sub *op) override { binary(op->a, "-", op->b, op->type); }
-    void visit(const Mul *op) override { binary(op->a, "*", op->b, op->type); }
+    void visit(const Add *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "+", op->b, op->type);
+    }
+    void visit(const Sub *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "-", op->b, op->type);
+    }
+    void visit(const Mul *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "*", op->b, op->type);
+    }
     void visit(const Div *op) override {
+        if (lanewise(Expr(op))) return;
         if (op->type.is_float()) return binary(op->a, "/", op->b, op->type);
         expr_out << "loom_div<" << type(op->type) << ">(" << print(op->a) << ", " << print(op->b)
                  << ")";
     }
     void visit(const Mod *op) override {
+        if (lanewise(Expr(op))) return;
         if (is_float16(op->type)) {
             expr_out << "((" << type(op->type) << ")loom_fmod((float)(" << print(op->a)
                      << "), (float)(" << print(op->b) << ")))";
@@ -354,35 +627,104 @@ class KernelPrinter : public IRVisitor {
         expr_out << (is_min ? "loom_min<" : "loom_max<") << type(t) << ">(" << print(a) << ", "
                  << print(b) << ")";
     }
-    void visit(const Min *op) override { min_max(op->a, op->b, op->type, true); }
-    void visit(const Max *op) override { min_max(op->a, op->b, op->type, false); }
-    void visit(const EQ *op) override { binary(op->a, "==", op->b, op->type); }
-    void visit(const NE *op) override { binary(op->a, "!=", op->b, op->type); }
-    void visit(const LT *op) override { binary(op->a, "<", op->b, op->type); }
-    void visit(const LE *op) override { binary(op->a, "<=", op->b, op->type); }
-    void visit(const GT *op) override { binary(op->a, ">", op->b, op->type); }
-    void visit(const GE *op) override { binary(op->a, ">=", op->b, op->type); }
-    void visit(const And *op) override { binary(op->a, "&&", op->b, op->type); }
-    void visit(const Or *op) override { binary(op->a, "||", op->b, op->type); }
-    void visit(const Not *op) override { expr_out << "(!" << print(op->a) << ")"; }
+    void visit(const Min *op) override {
+        if (lanewise(Expr(op))) return;
+        min_max(op->a, op->b, op->type, true);
+    }
+    void visit(const Max *op) override {
+        if (lanewise(Expr(op))) return;
+        min_max(op->a, op->b, op->type, false);
+    }
+    void visit(const EQ *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "==", op->b, op->type);
+    }
+    void visit(const NE *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "!=", op->b, op->type);
+    }
+    void visit(const LT *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "<", op->b, op->type);
+    }
+    void visit(const LE *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "<=", op->b, op->type);
+    }
+    void visit(const GT *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, ">", op->b, op->type);
+    }
+    void visit(const GE *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, ">=", op->b, op->type);
+    }
+    void visit(const And *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "&&", op->b, op->type);
+    }
+    void visit(const Or *op) override {
+        if (lanewise(Expr(op))) return;
+        binary(op->a, "||", op->b, op->type);
+    }
+    void visit(const Not *op) override {
+        if (lanewise(Expr(op))) return;
+        expr_out << "(!" << print(op->a) << ")";
+    }
     void visit(const Select *op) override {
+        if (lanewise(Expr(op))) return;
         expr_out << "(" << print(op->condition) << " ? " << print(op->true_value) << " : "
                  << print(op->false_value) << ")";
     }
     void visit(const Load *op) override {
-        type(op->type);  // refuses vectors and unsupported types
-        expr_out << name_of(op->name) << "[" << print(op->index) << "]";
+        const std::string elem = type(op->type.element_of()), buf = name_of(op->name);
+        const bool masked = !is_const_one(op->predicate);
+        if (op->type.is_scalar()) {
+            std::string load = buf + "[" + print(op->index) + "]";
+            if (masked) load = "(" + print(op->predicate) + " ? " + load + " : " + elem + "())";
+            expr_out << load;
+            return;
+        }
+        uses_vectors = true;
+        const std::string lanes = std::to_string(op->type.lanes);
+        if (const Ramp *r = dense_ramp(op->index); r && !masked) {
+            expr_out << "loom_load_dense<" << elem << ", " << lanes << ">(" << buf << ", "
+                     << print(r->base) << ")";
+            return;
+        }
+        expr_out << "loom_gather(" << buf << ", " << print(op->index);
+        if (masked) expr_out << ", " << print(op->predicate);
+        expr_out << ")";
     }
-    void visit(const Ramp *) override { type(Int(32, 2)); }
-    void visit(const Broadcast *) override { type(Int(32, 2)); }
-    void visit(const VectorReduce *) override { type(Int(32, 2)); }
+    void visit(const Ramp *op) override {
+        uses_vectors = true;
+        expr_out << "loom_ramp<" << op->lanes << ">(" << print(op->base) << ", "
+                 << print(op->stride) << ")";
+    }
+    void visit(const Broadcast *op) override {
+        uses_vectors = true;
+        expr_out << "loom_broadcast<" << op->lanes << ">(" << print(op->value) << ")";
+    }
+    void visit(const VectorReduce *op) override {
+        uses_vectors = true;
+        Type in = op->value.type();
+        std::string f = reduce_lambda(op->op, in.element_of());
+        if (op->type.is_scalar()) {
+            expr_out << "loom_vreduce_all(" << f << ", " << print(op->value) << ")";
+        } else {
+            expr_out << "loom_vreduce<" << op->type.lanes << ">(" << f << ", " << print(op->value)
+                     << ")";
+        }
+    }
     void visit(const Let *op) override {
         // An expression with a local: an immediately invoked lambda.
-        std::string n = declare_local(op->name);
-        expr_out << "([&]() { const " << type(op->value.type()) << " " << n << " = "
-                 << print(op->value) << "; return " << print(op->body) << "; }())";
+        std::string value = print(op->value);
+        Local n(*this, op->name);
+        expr_out << "([&]() { const " << type(op->value.type()) << " " << n.name() << " = " << value
+                 << "; return " << print(op->body) << "; }())";
     }
     void visit(const Call *op) override {
+        if (lanewise(Expr(op))) return;
         if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::promise_clamped)) {
             expr_out << print(op->args[0]);
             return;
@@ -441,9 +783,9 @@ class KernelPrinter : public IRVisitor {
         out << "{\n";
         indent++;
         std::string value = print(op->value);
-        std::string n = declare_local(op->name);
+        Local n(*this, op->name);
         pad();
-        out << "const " << type(op->value.type()) << " " << n << " = " << value << ";\n";
+        out << "const " << type(op->value.type()) << " " << n.name() << " = " << value << ";\n";
         print(op->body);
         indent--;
         pad();
@@ -461,7 +803,10 @@ class KernelPrinter : public IRVisitor {
         print(op->body);
     }
     void visit(const For *op) override {
-        std::string n = declare_local(op->name);
+        // (A GPU loop's extent is the launch's, in the host's variables.)
+        const std::string mn = print(op->min), ext = is_gpu(op->for_type) ? "" : print(op->extent);
+        Local local(*this, op->name);
+        const std::string &n = local.name();
         if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
             const bool block = op->for_type == ForType::GPUBlock;
             int dim = chain_depth(op->body, op->for_type);
@@ -477,7 +822,7 @@ class KernelPrinter : public IRVisitor {
                 indent++;
             }
             pad();
-            out << "const int " << n << " = " << print(op->min) << " + (int)"
+            out << "const int " << n << " = " << mn << " + (int)"
                 << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
             if (!block) thread_loops_open++;
             print(op->body);
@@ -495,7 +840,6 @@ class KernelPrinter : public IRVisitor {
         user_assert(op->for_type == ForType::Serial || op->for_type == ForType::Unrolled)
             << "The " << for_type_name(op->for_type) << " loop " << op->name
             << " inside a GPU kernel is not supported: make it serial.";
-        std::string mn = print(op->min), ext = print(op->extent);
         pad();
         out << "for (int " << n << " = " << mn << ", " << n << "_end = " << n << " + " << ext
             << "; " << n << " < " << n << "_end; " << n << "++) {\n";
@@ -509,9 +853,23 @@ class KernelPrinter : public IRVisitor {
         out << "}\n";
     }
     void visit(const Store *op) override {
-        type(op->value.type());
+        const Type t = op->value.type();
+        const std::string buf = name_of(op->name), value = print(op->value);
+        const bool masked = !is_const_one(op->predicate);
+        uses_vectors |= t.is_vector();
         pad();
-        out << name_of(op->name) << "[" << print(op->index) << "] = " << print(op->value) << ";\n";
+        if (t.is_scalar()) {
+            if (masked) out << "if (" << print(op->predicate) << ") ";
+            out << buf << "[" << print(op->index) << "] = " << value << ";\n";
+        } else if (const Ramp *r = dense_ramp(op->index); r && !masked) {
+            out << (is_kernel_buffer(op->name) ? "loom_store_dense_global<" : "loom_store_dense<")
+                << type(t.element_of()) << ", " << t.lanes << ">(" << buf << ", " << print(r->base)
+                << ", " << value << ");\n";
+        } else {
+            out << "loom_scatter(" << buf << ", " << print(op->index) << ", " << value;
+            if (masked) out << ", " << print(op->predicate);
+            out << ");\n";
+        }
     }
     void visit(const Allocate *op) override {
         int64_t size = 1;
@@ -566,12 +924,12 @@ class KernelPrinter : public IRVisitor {
                 << "Func " << op->name << " needs " << bytes << " bytes per GPU thread in kernel "
                 << kernel.name << "; at most 16 KiB of per-thread storage is supported.";
         }
-        std::string n = declare_local(op->name);
+        Local n(*this, op->name);
         pad();
         out << "{\n";
         indent++;
         pad();
-        out << (shared ? "__shared__ " : "") << type(op->type) << " " << n << "["
+        out << (shared ? "__shared__ " : "") << type(op->type) << " " << n.name() << "["
             << std::max<int64_t>(size, 1) << "];\n";
         print(op->body);
         indent--;
@@ -623,7 +981,7 @@ class KernelPrinter : public IRVisitor {
         return static_cast<int>(*v);
     }
 
-    /** A C name for a name defined inside the kernel (loop, let, buffer). */
+    /** A C name for a kernel parameter, for the whole kernel. */
     std::string declare_local(const std::string &n) {
         auto it = c_names.find(n);
         if (it != c_names.end()) return it->second;
@@ -631,6 +989,33 @@ class KernelPrinter : public IRVisitor {
         c_names[n] = c;
         return c;
     }
+    /** Binds a name defined inside the kernel (a loop, let, allocation or
+     * lambda parameter) to a fresh C name while it lives. The IR may define
+     * a name again inside its own scope (let x = x * 4 inside the loop x);
+     * C++ would read the same spelling as the new variable itself. */
+    class Local {
+      public:
+        Local(KernelPrinter &p, const std::string &n) : p(p), n(n) {
+            auto it = p.c_names.find(n);
+            shadows = it != p.c_names.end();
+            if (shadows) previous = it->second;
+            c = p.unique_c_name(n);
+            p.c_names[n] = c;
+        }
+        ~Local() {
+            p.used.erase(c);  // free for later, disjoint scopes
+            if (shadows) p.c_names[n] = previous;
+            else p.c_names.erase(n);
+        }
+        Local(const Local &) = delete;
+        Local &operator=(const Local &) = delete;
+        const std::string &name() const { return c; }
+
+      private:
+        KernelPrinter &p;
+        std::string n, c, previous;
+        bool shadows = false;
+    };
     std::string unique_c_name(const std::string &n) {
         std::string c = c_identifier(n);
         if (c.empty() || std::isdigit(static_cast<unsigned char>(c[0]))) c = "_" + c;
@@ -712,6 +1097,7 @@ class KernelFinder : public IRVisitor {
     explicit KernelFinder(const std::string &prefix) : prefix(prefix) {}
     CudaModule module;
     std::ostringstream source;
+    bool uses_vectors = false;
 
     using IRVisitor::visit;
     void visit(const For *op) override {
@@ -830,6 +1216,7 @@ class KernelFinder : public IRVisitor {
         }
 
         printer.print(body);
+        uses_vectors |= printer.uses_vectors;
         source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
                << k.grid[2] << "), block (" << k.block[0] << ", " << k.block[1] << ", "
                << k.block[2] << ")";
@@ -866,7 +1253,8 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     // type names appear only where a 16-bit float is used.)
     bool half = kernels.find("__half") != std::string::npos ||
                 kernels.find("__nv_bfloat16") != std::string::npos;
-    s << (half ? kHalfHeaders : "") << kPrelude << kernels;
+    s << (half ? kHalfHeaders : "") << kPrelude << (finder.uses_vectors ? kVectorPrelude : "")
+      << kernels;
     m.source = s.str();
     return m;
 }

@@ -44,7 +44,9 @@ struct CudaModule {
 /** The CUDA C++ of every GPU loop nest of f. A Func computed at a block
  * loop (outside the thread loops) lives in shared memory and is computed
  * by the block's threads, with barriers between the thread loops that
- * produce and consume it. Throws a CompileError for a GPU schedule this
+ * produce and consume it. Vectorized loops inside a kernel become small
+ * register arrays per thread; their dense loads and stores move whole 16-
+ * or 8-byte words when the address is aligned. Throws a CompileError for a GPU schedule this
  * backend cannot map: thread loops outside block loops, extents of thread
  * loops that are not constant, more than 1024 threads per block, more than
  * 48 KiB of shared memory, allocations whose size is not constant, or

@@ -6,6 +6,15 @@
 
 namespace loom_test {
 
+/** Blocks of `per_block` consecutive x, each thread taking `lanes` of them
+ * as one vector. */
+inline void vectorized_threads(loom::Stage s, const loom::Var &x, int per_block, int lanes,
+                               loom::TailStrategy tail = loom::TailStrategy::ShiftInwards) {
+    loom::Var xo("xo"), xi("xi"), v("v");
+    s.split(x, xo, xi, per_block, tail).split(xi, xi, v, lanes).vectorize(v);
+    s.gpu_blocks(xo).gpu_threads(xi);
+}
+
 /** A 3 x 3 box blur in two stages, over a 2-D input. */
 struct Blur {
     loom::BufferParam in{loom::Float(32), 2, "in"};
@@ -31,6 +40,10 @@ struct Brighten {
         using loom::abs;
         brighten(x) = loom::select(in(x) > 0.5f, in(x)*gain, -in(x)) + loom::exp(in(x)) -
                       loom::sqrt(abs(in(x)));
+    }
+    /** brighten's CUDA C++ for sm_90. */
+    std::string cuda(const loom::Schedule &sch) const {
+        return loom::Pipeline(brighten).compile_to_cuda(sch, loom::Target("host-cuda-sm_90"));
     }
 };
 

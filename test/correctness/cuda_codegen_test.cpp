@@ -166,6 +166,72 @@ TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
     EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
 }
 
+namespace {
+
+/** How often `what` occurs in `text`. */
+int count_of(const std::string &text, const std::string &what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+    return n;
+}
+
+/** The kernels of a CUDA source, without the helpers before them. */
+std::string kernels_of(const std::string &src) { return src.substr(src.find("\n// Kernel")); }
+
+}  // namespace
+
+TEST(CudaCodegen, VectorizedThreadsMoveWholeWords) {
+    // Each thread vectorizes 4 floats: one 16-byte load of the input (the
+    // expression reads it five times) and one 16-byte store. ShiftInwards
+    // keeps the last block whole, so no lane is masked.
+    loom_test::Brighten p;
+    Schedule sch;
+    loom_test::vectorized_threads(sch[p.brighten], p.x, 512, 4);
+    std::string src = kernels_of(compile_for_every_arch(p.brighten, sch, 1));
+    EXPECT_NE(src.find("block (128, 1, 1)"), std::string::npos) << src;
+    EXPECT_EQ(count_of(src, "loom_load_dense<float, 4>(in_"), 1) << src;
+    EXPECT_EQ(count_of(src, "loom_store_dense_global<float, 4>(brighten_"), 1) << src;
+    EXPECT_EQ(src.find("loom_gather("), std::string::npos) << src;
+    std::string ptx = loom::internal::compile_cuda(p.cuda(sch), "brighten", "sm_90").ptx;
+    EXPECT_EQ(count_of(ptx, "ld.global.v4.f32") + count_of(ptx, "ld.global.nc.v4.f32") +
+                  count_of(ptx, "ld.global.v4.u32") + count_of(ptx, "ld.global.nc.v4.u32"),
+              1)
+        << ptx;
+    EXPECT_EQ(count_of(ptx, "st.global.v4.b32"), 1) << ptx;
+
+    // Eight 16-bit lanes are one 16-byte word too.
+    loom_test::HalfChain h;
+    Schedule hs;
+    loom_test::vectorized_threads(hs[h.out], h.x, 1024, 8);
+    src = compile_for_every_arch(h.out, hs, 1);
+    EXPECT_NE(src.find("loom_load_dense<__half, 8>(in_"), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_store_dense_global<__nv_bfloat16, 8>(out_"), std::string::npos) << src;
+    ptx = loom::internal::compile_cuda(src, "half", "sm_90").ptx;
+    EXPECT_EQ(count_of(ptx, "st.global.v4.b32"), 1) << ptx;
+}
+
+TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
+    // GuardWithIf leaves the last block's lanes past the end masked: they
+    // are neither loaded nor stored.
+    loom_test::Brighten p;
+    Schedule sch;
+    loom_test::vectorized_threads(sch[p.brighten], p.x, 256, 4, TailStrategy::GuardWithIf);
+    std::string src = kernels_of(compile_for_every_arch(p.brighten, sch, 1));
+    EXPECT_NE(src.find("loom_gather(in_"), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_scatter(brighten_"), std::string::npos) << src;
+
+    // A producer computed per thread (3 rows), vectorized by 4 into its
+    // per-thread array: the fourth lane is masked.
+    Blur b;
+    Schedule bs;
+    bs[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    bs[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.y, 4);
+    src = kernels_of(compile_for_every_arch(b.blur_y, bs, 1));
+    EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_scatter(blur_x_, loom_ramp<4>(0, 1)"), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_gather(in_, loom_ramp<4>("), std::string::npos) << src;
+}
+
 TEST(CudaCodegen, DoublePrecisionMath) {
     BufferParam in(Float(64), 1, "in");
     Var x("x"), xo("xo"), xi("xi");

@@ -78,15 +78,6 @@ TEST(GpuScheduleErrors, SharedMemoryLimit) {
         {"needs 66560 bytes of shared memory per block with blur_x", "at most 48 KiB"}));
 }
 
-TEST(GpuScheduleErrors, NoVectorsInsideKernels) {
-    Blur b;
-    Schedule sch;
-    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
-    sch[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.x, 4);
-    EXPECT_TRUE(
-        throws_with<CompileError>([&] { b.cuda(sch); }, {"Vectorized code inside a GPU kernel"}));
-}
-
 TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
     Blur b;
     Schedule sch;

@@ -121,6 +121,46 @@ TEST(GpuExecution, HalfAndBFloat16) {
     expect_gpu_matches_interpreter(p.out, sch, {1025}, 1.0 / 128);
 }
 
+TEST(GpuExecution, VectorizedThreads) {
+    REQUIRE_GPU();
+    {
+        // Whole 16-byte words; a view starting one element in makes the
+        // addresses unaligned, which takes the lane-by-lane path.
+        loom_test::Brighten p;
+        Schedule sch;
+        loom_test::vectorized_threads(sch[p.brighten], p.x, 512, 4);
+        const int n = 100003;
+        Buffer<float> in = random_buffer<float>({n + 1});
+        p.in.set(in);
+        p.gain.set(0.5f);
+        expect_gpu_matches_interpreter(p.brighten, sch, {n}, 2e-6, 1e-6);
+        RawBuffer shifted = in.cropped(0, 1, n);
+        shifted.set_min({0});
+        p.in.set(shifted);
+        expect_gpu_matches_interpreter(p.brighten, sch, {n}, 2e-6, 1e-6);
+        // GuardWithIf: the last block's lanes past the end are masked.
+        Schedule guarded;
+        loom_test::vectorized_threads(guarded[p.brighten], p.x, 256, 4, TailStrategy::GuardWithIf);
+        expect_gpu_matches_interpreter(p.brighten, guarded, {n}, 2e-6, 1e-6);
+    }
+    {
+        loom_test::HalfChain p;
+        Schedule sch;
+        loom_test::vectorized_threads(sch[p.out], p.x, 1024, 8);
+        p.in.set(random_buffer<float16_t>({5001}));
+        expect_gpu_matches_interpreter(p.out, sch, {5001}, 1.0 / 128);
+    }
+    {
+        // A per-thread producer vectorized into its registers.
+        Blur b;
+        Schedule sch;
+        sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+        sch[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.y, 4);
+        b.in.set(random_buffer<float>({75, 133}));
+        expect_gpu_matches_interpreter(b.blur_y, sch, {73, 131}, 1e-6, 1e-6);
+    }
+}
+
 TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
     REQUIRE_GPU();
     BufferParam in(Float(32), 2, "in");
