@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "CrossThreadReductions.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -35,21 +36,20 @@ std::string func_of_loop(const std::string &loop) {
 
 bool is_gpu(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
 
-bool contains_thread_loop(const Stmt &s) {
-    struct Find : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const For *op) override {
-            found = found || op->for_type == ForType::GPUThread;
-            if (!found) IRVisitor::visit(op);
-        }
-    } find;
-    s.accept(&find);
-    return find.found;
+/** The shared memory one block may use on `target`'s GPU (opting in past
+ * 48 KiB, as the runtime does at launch). Without a named capability, the
+ * smallest of the GPUs Loom supports. */
+int64_t max_shared_bytes(const Target &target) {
+    switch (target.cuda_capability()) {
+    case 80:
+    case 87: return 163 * 1024;
+    case 90: return 227 * 1024;
+    default: return 99 * 1024;  // sm_86, sm_89
+    }
 }
-
-// The static shared memory one block may use.
-constexpr int64_t kMaxSharedBytes = 48 * 1024;
+/** Static shared memory each reduction across threads keeps for itself
+ * (32 partial totals of up to 8 bytes). */
+constexpr int64_t kBlockReduceBytes = 32 * 8;
 
 /** s with every character that cannot be in a C identifier replaced by _. */
 std::string c_identifier(const std::string &s) {
@@ -352,6 +352,45 @@ __device__ __forceinline__ void loom_scatter(T *p, const loom_vec<I, N> &i,
 }
 )";
 
+// Reductions across a block's threads: warp shuffles within each warp, then
+// the warps' totals through shared memory. Every thread of the block must
+// call it, and gets the total. The order of combination is fixed, so results
+// repeat from run to run.
+const char *kBlockReducePrelude = R"(template <typename T>
+__device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {
+    return __shfl_down_sync(mask, v, offset);
+}
+// Shuffles move 32-bit words or wider: narrower values travel as ints.
+#define LOOM_SHFL_THROUGH_INT(T)                                                     \
+    __device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {    \
+        return (T)__shfl_down_sync(mask, (int)v, offset);                            \
+    }
+LOOM_SHFL_THROUGH_INT(bool)
+LOOM_SHFL_THROUGH_INT(signed char)
+LOOM_SHFL_THROUGH_INT(unsigned char)
+LOOM_SHFL_THROUGH_INT(short)
+LOOM_SHFL_THROUGH_INT(unsigned short)
+template <typename T, typename F> __device__ __forceinline__ T loom_block_reduce(T v, F op) {
+    __shared__ T totals[32];
+    const int n = blockDim.x * blockDim.y * blockDim.z;
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int lane = tid & 31;
+    const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // threads in this warp
+    const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        T other = loom_shfl_down(mask, v, offset);
+        if (lane + offset < width) v = op(v, other);
+    }
+    if (lane == 0) totals[tid >> 5] = v;
+    __syncthreads();
+    T total = totals[0];
+    for (int w = 1; w < (n + 31) >> 5; w++) total = op(total, totals[w]);
+    __syncthreads();  // before the next reduction writes totals
+    return total;
+}
+)";
+
 /** The scalar expression for one lane of the vector expression e: e's
  * vector operands are replaced by the variables loom.lane.0, .1, ... (of
  * their element types), and collected in `operands`. */
@@ -393,8 +432,8 @@ class LaneOf : public IRMutator {
 /** Prints one kernel. */
 class KernelPrinter : public IRVisitor {
   public:
-    KernelPrinter(CudaKernel &k, std::map<std::string, std::string> &c_names)
-        : kernel(k), c_names(c_names) {}
+    KernelPrinter(CudaKernel &k, std::map<std::string, std::string> &c_names, const Target &target)
+        : kernel(k), c_names(c_names), target(target) {}
 
     std::ostringstream out;
     int indent = 1;
@@ -405,6 +444,11 @@ class KernelPrinter : public IRVisitor {
     /** Whether the kernel has vector code (then the source includes the
      * vector helpers). */
     bool uses_vectors = false;
+    /** Whether it combines values across the block's threads. */
+    bool uses_block_reduce = false;
+    /** Allocations outside the thread loops that are private to each
+     * thread (the partials of reductions across threads). */
+    std::set<std::string> per_thread;
 
     std::string name_of(const std::string &n) const {
         auto it = c_names.find(n);
@@ -424,10 +468,35 @@ class KernelPrinter : public IRVisitor {
   private:
     CudaKernel &kernel;
     std::map<std::string, std::string> &c_names;  // lowered name -> C name
+    const Target &target;
     std::ostringstream expr_out;
     int thread_loops_open = 0;  // thread loops around the statement printed
 
     bool at_block_level() const { return has_threads && thread_loops_open == 0; }
+    std::set<std::string> shared_allocations;  // by IR name
+    int64_t block_reduce_bytes = 0;            // static, for the reductions' totals
+    void check_shared_memory(const std::string &what) const {
+        const int64_t total = kernel.shared_bytes + block_reduce_bytes;
+        const int64_t limit = max_shared_bytes(target);
+        user_assert(total <= limit)
+            << "Kernel " << kernel.name << " needs " << total
+            << " bytes of shared memory per block with " << what << "; "
+            << (target.cuda_capability() ? target.cuda_arch() : std::string("the smallest GPU"))
+            << " allows " << limit << " (" << limit / 1024 << " KiB). Use smaller tiles"
+            << (target.cuda_capability() ? "." : ", or name a capability with more, e.g. sm_90.");
+    }
+    /** Whether s stores to the block's shared memory. */
+    bool writes_shared(const Stmt &s) const {
+        struct Find : IRVisitor {
+            const std::set<std::string> *shared;
+            bool found = false;
+            using IRVisitor::visit;
+            void visit(const Store *op) override { found = found || shared->count(op->name); }
+        } find;
+        find.shared = &shared_allocations;
+        s.accept(&find);
+        return find.found;
+    }
     void barrier() {
         pad();
         out << "__syncthreads();\n";
@@ -546,15 +615,7 @@ class KernelPrinter : public IRVisitor {
      * operator, as printed by the scalar rules. */
     std::string reduce_lambda(VectorReduce::Op o, Type t) {
         Expr a = Variable::make(t, "loom.reduce.a"), b = Variable::make(t, "loom.reduce.b");
-        Expr combined;
-        switch (o) {
-        case VectorReduce::Add: combined = Add::make(a, b); break;
-        case VectorReduce::Mul: combined = Mul::make(a, b); break;
-        case VectorReduce::Min: combined = Min::make(a, b); break;
-        case VectorReduce::Max: combined = Max::make(a, b); break;
-        case VectorReduce::And: combined = And::make(a, b); break;
-        case VectorReduce::Or: combined = Or::make(a, b); break;
-        }
+        Expr combined = combine(o, a, b);
         Local pa(*this, "loom.reduce.a"), pb(*this, "loom.reduce.b");
         return "[&](" + type(t) + " " + pa.name() + ", " + type(t) + " " + pb.name() +
                ") { return " + print(combined) + "; }";
@@ -725,6 +786,19 @@ class KernelPrinter : public IRVisitor {
     }
     void visit(const Call *op) override {
         if (lanewise(Expr(op))) return;
+        if (op->is_intrinsic(gpu_intrinsic::first_thread)) {
+            expr_out << "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)";
+            return;
+        }
+        if (op->is_intrinsic(gpu_intrinsic::block_reduce)) {
+            uses_block_reduce = true;
+            block_reduce_bytes += kBlockReduceBytes;
+            check_shared_memory("a reduction across its threads");
+            auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
+            expr_out << "loom_block_reduce(" << print(op->args[0]) << ", "
+                     << reduce_lambda(reduce, op->type) << ")";
+            return;
+        }
         if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::promise_clamped)) {
             expr_out << print(op->args[0]);
             return;
@@ -847,7 +921,9 @@ class KernelPrinter : public IRVisitor {
         print(op->body);
         // The next iteration's threads may overwrite shared storage this
         // one's are still reading.
-        if (at_block_level() && contains_thread_loop(op->body)) barrier();
+        if (at_block_level() && has_thread_loop(op->body) && writes_shared(op->body)) {
+            barrier();
+        }
         indent--;
         pad();
         out << "}\n";
@@ -883,7 +959,7 @@ class KernelPrinter : public IRVisitor {
                    "over a constant tile), or at root.";
             size *= *v;
         }
-        const bool shared = at_block_level();
+        const bool shared = at_block_level() && !per_thread.count(op->name);
         const int64_t bytes = size * op->type.bytes();
         const char *asked = op->memory_type == MemoryType::Shared     ? "Shared"
                             : op->memory_type == MemoryType::Register ? "Register"
@@ -896,8 +972,8 @@ class KernelPrinter : public IRVisitor {
             << " inside the GPU kernel " << kernel.name
             << "; device memory for Funcs computed inside a kernel is not supported yet. Compute "
                "it at root (its own kernel), or use Shared or Register.";
-        user_assert(!shared || op->memory_type == MemoryType::Auto ||
-                    op->memory_type == MemoryType::Shared)
+        user_assert(!at_block_level() || per_thread.count(op->name) ||
+                    op->memory_type == MemoryType::Auto || op->memory_type == MemoryType::Shared)
             << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
             << kernel.name
             << " computes it at a block loop, outside the thread loops, where the block's "
@@ -910,15 +986,15 @@ class KernelPrinter : public IRVisitor {
             << " computes it inside the thread loops, once per thread. Compute it at a block "
                "loop (compute_at(consumer, xo), with gpu_threads on its loops) to share it in "
                "the block's shared memory.";
+        int64_t offset = 0;
         if (shared) {
             // Computed at the block level: one copy per block, written by
             // the block's threads (the Func's loops are gpu_threads loops).
-            kernel.shared_bytes += bytes;
-            user_assert(kernel.shared_bytes <= kMaxSharedBytes)
-                << "Kernel " << kernel.name << " needs " << kernel.shared_bytes
-                << " bytes of shared memory per block with " << op->name
-                << "; at most 48 KiB (static shared memory) are supported yet. Use smaller "
-                   "tiles.";
+            // It lives in the kernel's dynamic shared memory, sized at
+            // launch, which may pass 48 KiB.
+            offset = (kernel.shared_bytes + 15) / 16 * 16;
+            kernel.shared_bytes = offset + bytes;
+            check_shared_memory(op->name);
         } else {
             user_assert(bytes <= 16 * 1024)
                 << "Func " << op->name << " needs " << bytes << " bytes per GPU thread in kernel "
@@ -929,8 +1005,14 @@ class KernelPrinter : public IRVisitor {
         out << "{\n";
         indent++;
         pad();
-        out << (shared ? "__shared__ " : "") << type(op->type) << " " << n.name() << "["
-            << std::max<int64_t>(size, 1) << "];\n";
+        if (shared) {
+            shared_allocations.insert(op->name);
+            out << type(op->type) << " *const " << n.name() << " = reinterpret_cast<"
+                << type(op->type) << " *>(loom_shared_memory + " << offset << ");  // "
+                << std::max<int64_t>(size, 1) << " elements\n";
+        } else {
+            out << type(op->type) << " " << n.name() << "[" << std::max<int64_t>(size, 1) << "];\n";
+        }
         print(op->body);
         indent--;
         pad();
@@ -940,8 +1022,10 @@ class KernelPrinter : public IRVisitor {
     void visit(const Block *op) override {
         print(op->first);
         // Threads of the next loops read what those of the previous ones
-        // wrote (e.g. a Func produced in shared memory, then consumed).
-        if (at_block_level() && contains_thread_loop(op->first) && contains_thread_loop(op->rest)) {
+        // wrote (e.g. a Func produced in shared memory, then consumed), or
+        // overwrite what they read.
+        if (at_block_level() && has_thread_loop(op->first) && has_thread_loop(op->rest) &&
+            (writes_shared(op->first) || writes_shared(op->rest))) {
             barrier();
         }
         print(op->rest);
@@ -963,6 +1047,9 @@ class KernelPrinter : public IRVisitor {
         out << "}\n";
     }
     void visit(const Evaluate *op) override {
+        if (const Call *c = op->value.as<Call>(); c && c->is_intrinsic(gpu_intrinsic::barrier)) {
+            return barrier();
+        }
         pad();
         out << "(void)" << print(op->value) << ";\n";
     }
@@ -1094,10 +1181,11 @@ struct FreeNames : IRVisitor {
  * rest of the statement to the host. */
 class KernelFinder : public IRVisitor {
   public:
-    explicit KernelFinder(const std::string &prefix) : prefix(prefix) {}
+    KernelFinder(const std::string &prefix, const Target &target)
+        : prefix(prefix), target(target) {}
     CudaModule module;
     std::ostringstream source;
-    bool uses_vectors = false;
+    bool uses_vectors = false, uses_block_reduce = false;
 
     using IRVisitor::visit;
     void visit(const For *op) override {
@@ -1107,6 +1195,7 @@ class KernelFinder : public IRVisitor {
 
   private:
     std::string prefix;
+    Target target;
     std::set<std::string> kernel_names;
 
     /** Threads per block in each dimension: the largest extent of the
@@ -1127,29 +1216,6 @@ class KernelFinder : public IRVisitor {
         s.accept(&shape);
     }
 
-    /** Refuses work between the block loops and the thread loops: every
-     * thread of a block would repeat it. */
-    static void check_block_level(const Stmt &s, const std::string &kernel) {
-        struct Check : IRVisitor {
-            const std::string *kernel;
-            using IRVisitor::visit;
-            void visit(const For *op) override {
-                if (op->for_type == ForType::GPUThread) return;  // per-thread code
-                IRVisitor::visit(op);
-            }
-            void visit(const Store *op) override {
-                user_error << "Kernel " << *kernel << " stores to " << op->name
-                           << " outside its gpu_threads loops, so every thread of a block "
-                              "would repeat it. A Func computed at a block loop is shared by "
-                              "the block and computed by its threads: mark its loops with "
-                              "gpu_threads (compute_at(consumer, xo).gpu_threads(x, y)), or "
-                              "compute it inside the thread loops.";
-            }
-        } check;
-        check.kernel = &kernel;
-        s.accept(&check);
-    }
-
     void emit_kernel(const For *op) {
         CudaKernel k;
         std::string n = prefix + "_" + c_identifier(func_of_loop(op->name));
@@ -1160,10 +1226,7 @@ class KernelFinder : public IRVisitor {
 
         Stmt body(op);
         const bool has_threads = chain_depth(body, ForType::GPUThread) > 0;
-        if (has_threads) {
-            check_block_level(body, k.name);
-            block_shape(body, k.block);
-        }
+        if (has_threads) block_shape(body, k.block);
         int threads = k.block[0] * k.block[1] * k.block[2];
         user_assert(threads <= 1024)
             << "Kernel " << k.name << " has " << k.block[0] << " x " << k.block[1] << " x "
@@ -1190,12 +1253,18 @@ class KernelFinder : public IRVisitor {
             loop = next.found;
         }
 
+        // What the block's threads do together: stores outside the thread
+        // loops by one thread, reductions across threads.
+        BlockLevelKernel lowered = lower_block_level_code(body, k.name);
+        body = lowered.body;
+
         // Parameters: buffers first (pointers), then scalars, by name.
         FreeNames free;
         body.accept(&free);
         std::map<std::string, std::string> c_names;
-        KernelPrinter printer(k, c_names);
+        KernelPrinter printer(k, c_names, target);
         printer.has_threads = has_threads;
+        printer.per_thread = lowered.per_thread;
         for (const auto &b : free.buffers) {
             CudaKernel::Param p;
             p.name = b.first;
@@ -1217,6 +1286,7 @@ class KernelFinder : public IRVisitor {
 
         printer.print(body);
         uses_vectors |= printer.uses_vectors;
+        uses_block_reduce |= printer.uses_block_reduce;
         source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
                << k.grid[2] << "), block (" << k.block[0] << ", " << k.block[1] << ", "
                << k.block[2] << ")";
@@ -1235,6 +1305,9 @@ class KernelFinder : public IRVisitor {
             }
         }
         source << ") {\n";
+        if (k.shared_bytes > 0) {
+            source << "    extern __shared__ __align__(16) unsigned char loom_shared_memory[];\n";
+        }
         source << printer.out.str() << "}\n";
         module.kernels.push_back(k);
     }
@@ -1244,7 +1317,7 @@ class KernelFinder : public IRVisitor {
 
 CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     check_gpu_loops(f.body, target);
-    KernelFinder finder(f.name);
+    KernelFinder finder(f.name, target);
     f.body.accept(&finder);
     CudaModule m = finder.module;
     std::ostringstream s;
@@ -1254,7 +1327,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     bool half = kernels.find("__half") != std::string::npos ||
                 kernels.find("__nv_bfloat16") != std::string::npos;
     s << (half ? kHalfHeaders : "") << kPrelude << (finder.uses_vectors ? kVectorPrelude : "")
-      << kernels;
+      << (finder.uses_block_reduce ? kBlockReducePrelude : "") << kernels;
     m.source = s.str();
     return m;
 }

@@ -31,8 +31,8 @@ struct CudaKernel {
      * (x, y, z), constants. Unused dimensions have extent 1. */
     Expr grid[3];
     int block[3] = {1, 1, 1};
-    /** Static shared memory per block: the Funcs computed at the block
-     * level (outside the thread loops). */
+    /** Dynamic shared memory per block, passed at launch: the Funcs
+     * computed at the block level (outside the thread loops). */
     int64_t shared_bytes = 0;
 };
 
@@ -44,13 +44,13 @@ struct CudaModule {
 /** The CUDA C++ of every GPU loop nest of f. A Func computed at a block
  * loop (outside the thread loops) lives in shared memory and is computed
  * by the block's threads, with barriers between the thread loops that
- * produce and consume it. Vectorized loops inside a kernel become small
- * register arrays per thread; their dense loads and stores move whole 16-
- * or 8-byte words when the address is aligned. Throws a CompileError for a GPU schedule this
- * backend cannot map: thread loops outside block loops, extents of thread
- * loops that are not constant, more than 1024 threads per block, more than
- * 48 KiB of shared memory, allocations whose size is not constant, or
- * stores between the block and the thread loops. */
+ * produce and consume it. Reductions over gpu_threads RVars are combined
+ * across the block's threads (see CrossThreadReductions.h). Vectorized loops inside a kernel become
+ * small register arrays per thread; their dense loads and stores move whole 16- or 8-byte words
+ * when the address is aligned. Throws a CompileError for a GPU schedule this backend cannot map:
+ * thread loops outside block loops, extents of thread loops that are not constant, more than 1024
+ * threads per block, more shared memory than the target's GPU has per block, allocations whose size
+ * is not constant, or stores that several threads make to one element. */
 CudaModule codegen_cuda(const LoweredFunc &f, const Target &target);
 
 /** Refuses GPU loops that no kernel can hold: on a target without cuda, one

@@ -76,9 +76,11 @@ FuncSchedule get_func_schedule(const ScheduleContents &s, const FunctionPtr &f) 
 /** Whether an update definition may run its iterations in any order: it
  * reads the Func only at the point it writes, and each `vars` name appears
  * as a bare argument of the write, so distinct iterations touch distinct
- * points. */
+ * points. With `combines_same_point`, a name may also be absent from the
+ * write's arguments: every iteration then updates one point, which the
+ * threads of a GPU block combine as a reduction. */
 bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
-                                 const std::set<std::string> &vars) {
+                                 const std::set<std::string> &vars, bool combines_same_point) {
     struct SelfCalls : IRVisitor {
         const std::string *name;
         const std::vector<Expr> *lhs;
@@ -99,12 +101,16 @@ bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
     for (const Expr &a : d.args) a.accept(&calls);
     if (!calls.ok) return false;
     for (const std::string &v : vars) {
-        bool bare = false;
+        bool bare = false, used = false;
         for (const Expr &a : d.args) {
             const Variable *av = a.as<Variable>();
             if (av && av->name == v) bare = true;
+            used = used || expr_uses_var(a, v);
         }
-        if (!bare) return false;
+        // Every iteration updating one point is a reduction, which the
+        // threads of a GPU block can combine; a point chosen by a function
+        // of v (a histogram) could still collide.
+        if (!bare && !(combines_same_point && !used)) return false;
     }
     return true;
 }
@@ -202,15 +208,18 @@ void check_new_name(const StageState &st, const std::string &name, const char *d
     }
 }
 
-// Parallel and vector loops must not carry a dependence of an update.
-void check_loop_may_be_reordered(const StageState &st, const std::string &loop, const char *what) {
+// Parallel and vector loops must not carry a dependence of an update. The
+// threads of a GPU block may all update one point: the CUDA backend combines
+// them as a reduction across threads (or refuses an update it cannot).
+void check_loop_may_be_reordered(const StageState &st, const std::string &loop, const char *what,
+                                 bool combines_same_point) {
     if (st.stage == 0) return;
     auto origins = rvar_origins(st.f, st.stage, *st.ss);
     const Definition &d = st.f->updates[st.stage - 1];
     std::set<std::string> vars;
     auto it = origins.find(loop);
     if (it != origins.end()) vars = it->second;
-    if (!update_is_order_independent(st.f, d, vars)) {
+    if (!update_is_order_independent(st.f, d, vars, combines_same_point)) {
         user_error << "In the schedule of " << stage_name(st.f, st.stage) << ": cannot " << what
                    << " loop '" << loop << "': the update carries a dependence along it (it reads "
                    << st.f->name
@@ -329,7 +338,7 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
         rvar_sequence(dims, after);
         if (before != after) {
             std::set<std::string> moved(before.begin(), before.end());
-            if (!update_is_order_independent(func_, func_->updates[stage_ - 1], moved)) {
+            if (!update_is_order_independent(func_, func_->updates[stage_ - 1], moved, false)) {
                 user_error << "In the schedule of " << stage_name(func_, stage_)
                            << ": this reorder changes the order in which the reduction domain "
                               "is visited, which changes what the update computes. RVars must "
@@ -369,7 +378,7 @@ namespace {
 Stage &set_for_type(Stage &s, StageState st, const VarOrRVar &v, ForType t, const char *what) {
     int i = find_dim(st, v.name(), what);
     if (t != ForType::Serial && t != ForType::Unrolled) {
-        check_loop_may_be_reordered(st, v.name(), what);
+        check_loop_may_be_reordered(st, v.name(), what, t == ForType::GPUThread);
     }
     st.ss->dims[i].for_type = t;
     return s;

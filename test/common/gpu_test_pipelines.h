@@ -4,6 +4,8 @@
 
 #include <loom/loom.h>
 
+#include <cmath>
+
 namespace loom_test {
 
 /** Blocks of `per_block` consecutive x, each thread taking `lanes` of them
@@ -27,6 +29,20 @@ struct Blur {
     /** blur_y's CUDA C++ for sm_90. */
     std::string cuda(const loom::Schedule &sch) const {
         return loom::Pipeline(blur_y).compile_to_cuda(sch, loom::Target("host-cuda-sm_90"));
+    }
+    /** Blocks of `tile` x `tile` outputs, `tile` threads each walking the
+     * rows, with blur_x for the block in shared memory: (tile + 2) x tile
+     * floats (65 KiB for 128). */
+    loom::Schedule shared_tiles(int tile) const {
+        loom::Schedule sch;
+        sch[blur_y]
+            .split(y, yo, yi, tile, loom::TailStrategy::ShiftInwards)
+            .split(x, xo, xi, tile, loom::TailStrategy::ShiftInwards)
+            .reorder(yo, xo, yi, xi)
+            .gpu_blocks(xo, yo)
+            .gpu_threads(xi);
+        sch[blur_x].compute_at(blur_y, xo).gpu_threads(x);
+        return sch;
     }
 };
 
@@ -56,6 +72,35 @@ struct RowNormalize {
     RowNormalize() {
         rowsum(y) = loom::sum(in(y, r));
         normalized(y, x) = in(y, x) / loom::max(rowsum(y), 1e-3f);
+    }
+};
+
+/** Softmax of each row: a max and a sum over the row (explicit update
+ * definitions, so that their RVars can be scheduled), then exp(x - max) /
+ * sum. */
+struct RowSoftmax {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Var x{"x"}, y{"y"}, xo{"xo"}, xi{"xi"};
+    loom::RDom r{0, in.dim(1).extent(), "r"};
+    loom::RVar ro{"ro"}, ri{"ri"};
+    loom::Func row_max{"row_max"}, row_sum{"row_sum"}, softmax{"softmax"};
+    RowSoftmax() {
+        row_max(y) = loom::cast<float>(-INFINITY);
+        row_max(y) = loom::max(row_max(y), in(y, r));
+        row_sum(y) = 0.0f;
+        row_sum(y) = row_sum(y) + loom::exp(in(y, r) - row_max(y));
+        softmax(y, x) = loom::exp(in(y, x) - row_max(y)) / row_sum(y);
+    }
+    /** One block per row, `threads` threads striding along it: both
+     * reductions are combined across the block's threads. */
+    loom::Schedule one_row_per_block(int threads) const {
+        loom::Schedule sch;
+        sch[softmax].split(x, xo, xi, threads).gpu_blocks(y).gpu_threads(xi);
+        for (const loom::Func &f : {row_max, row_sum}) {
+            sch[f].compute_at(softmax, y);
+            sch[f].update().split(r, ro, ri, threads).gpu_threads(ri);
+        }
+        return sch;
     }
 };
 

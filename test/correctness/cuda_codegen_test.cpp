@@ -148,7 +148,13 @@ TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
     sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::ShiftInwards);
     sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
     std::string src = compile_for_every_arch(b.blur_y, sch, 1);
-    EXPECT_NE(src.find("__shared__ float blur_x_[320]"), std::string::npos) << src;
+    EXPECT_NE(src.find("float *const blur_x_ = reinterpret_cast<float *>(loom_shared_memory + "
+                       "0);  // 320 elements"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("extern __shared__ __align__(16) unsigned char loom_shared_memory[];"),
+              std::string::npos)
+        << src;
     EXPECT_NE(src.find("block (32, 10, 1), 1280 bytes of shared memory"), std::string::npos) << src;
     // One barrier, between the producer's thread loops and the consumer's.
     size_t sync = src.find("__syncthreads();");
@@ -230,6 +236,65 @@ TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
     EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
     EXPECT_NE(src.find("loom_scatter(blur_x_, loom_ramp<4>(0, 1)"), std::string::npos) << src;
     EXPECT_NE(src.find("loom_gather(in_, loom_ramp<4>("), std::string::npos) << src;
+}
+
+TEST(CudaCodegen, SharedMemoryPast48KiB) {
+    // 130 x 128 floats of blur_x per block: 65 KiB, in the kernel's dynamic
+    // shared memory (the runtime opts the kernel in at launch).
+    Blur b;
+    std::string src = compile_for_every_arch(b.blur_y, b.shared_tiles(128), 1);
+    EXPECT_NE(src.find("66560 bytes of shared memory"), std::string::npos) << src;
+    EXPECT_NE(src.find("float *const blur_x_ = reinterpret_cast<float *>(loom_shared_memory + 0)"),
+              std::string::npos)
+        << src;
+}
+
+TEST(CudaCodegen, ReductionsAcrossThreads) {
+    // Each thread accumulates its stride of the row in a register; the block
+    // combines the partials (warp shuffles, then shared memory) and its
+    // first thread folds the total into row_max / row_sum.
+    loom_test::RowSoftmax p;
+    std::string src = compile_for_every_arch(p.softmax, p.one_row_per_block(256), 1);
+    std::string kernel = kernels_of(src);
+    EXPECT_NE(kernel.find("float row_max_partial_[1];"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("row_max_partial_[0] = fmaxf(row_max_partial_[0], in_["),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("row_max_partial_[0] = loom_block_reduce(row_max_partial_[0]"),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("row_sum_partial_[0] = (row_sum_partial_[0] + expf("), std::string::npos)
+        << kernel;
+    // The initial values and the folds are the first thread's.
+    EXPECT_NE(kernel.find("if ((threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)) {\n"
+                          "                row_max_[0] = __int_as_float(0xff800000);"),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("row_sum_[0] = (row_sum_[0] + row_sum_partial_[0]);"), std::string::npos)
+        << kernel;
+    std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
+    EXPECT_NE(ptx.find("shfl.sync.down"), std::string::npos);
+
+    // 16-bit and integer values shuffle too (through 32-bit words), over a
+    // two-dimensional block.
+    BufferParam in(Int(16), 2, "in");
+    Var y("y");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri"), rj("rj");
+    Func lo("lo"), total("total");
+    lo(y) = cast<int16_t>(32767);
+    lo(y) = min(lo(y), in(y, r));
+    total(y) = cast<float16_t>(0.0f) + cast<float16_t>(lo(y));
+    total(y) = total(y) + cast<float16_t>(in(y, r));
+    Schedule sch;
+    sch[lo].update().split(r, ro, ri, 64).split(ro, ro, rj, 4).gpu_blocks(y).gpu_threads(ri, rj);
+    sch[lo].compute_root().gpu_blocks(y);
+    sch[total].update().split(r, ro, ri, 96).gpu_blocks(y).gpu_threads(ri);
+    sch[total].gpu_blocks(y);
+    src = kernels_of(compile_for_every_arch(total, sch, 4));
+    EXPECT_NE(src.find("loom_block_reduce(lo_partial_[0], [&](short"), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_block_reduce(total_partial_[0], [&](__half"), std::string::npos)
+        << src;
 }
 
 TEST(CudaCodegen, DoublePrecisionMath) {

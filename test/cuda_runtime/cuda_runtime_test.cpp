@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fake_cuda.h"
+#include "gpu_test_pipelines.h"
 #include "loom/loom.h"
 #include "test_util.h"
 
@@ -296,6 +297,19 @@ TEST(CudaRuntime, GridDimensionsOverTheLimitAreRefusedWithAdvice) {
         [&] { p(in, 1.0f, out); },
         {"kernel loom_tall_tall needs a grid of 1 x 65536 x 1 blocks", "gpu_blocks' x"}));
     EXPECT_EQ(gpu.launches.size(), 0u);
+}
+
+TEST(CudaRuntime, SharedMemoryPast48KiBIsAskedForAtLaunch) {
+    FakeGpu gpu;
+    loom_test::Blur b;
+    Schedule sch = b.shared_tiles(128);
+    gpu.learn(b.cuda(sch));
+    CompiledPipeline p = Pipeline(b.blur_y).compile(sch, kTarget);
+    Buffer<float> in({130, 258}), out({128, 256});
+    p(in, out);
+    ASSERT_EQ(gpu.launches.size(), 1u);
+    EXPECT_EQ(gpu.launches[0].shared, 66560u);
+    EXPECT_EQ(fake_cuda_calls("cuFuncSetAttribute"), 1);
 }
 
 TEST(CudaRuntime, AFuncBetweenTwoKernelsLivesInGpuMemory) {

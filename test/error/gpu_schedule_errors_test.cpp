@@ -62,20 +62,47 @@ TEST(GpuScheduleErrors, BlockLevelFuncsNeedThreadLoops) {
 }
 
 TEST(GpuScheduleErrors, SharedMemoryLimit) {
-    // Blocks of 128 x 128 outputs, 128 threads each walking the rows:
-    // blur_x for the block is 130 x 128 floats, 65 KiB of shared memory.
+    // 258 x 256 floats of blur_x per block: 258 KiB, more than any GPU has;
+    // 194 x 192 floats (145.5 KiB) fit sm_80 but not sm_86.
     Blur b;
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { b.cuda(b.shared_tiles(256)); },
+                                  {"needs 264192 bytes of shared memory per block with blur_x",
+                                   "sm_90 allows 232448", "Use smaller tiles"}));
+    auto compile_for = [&](const char *target) {
+        Pipeline(b.blur_y).compile_to_cuda(b.shared_tiles(192), Target(target));
+    };
+    EXPECT_NO_THROW(compile_for("host-cuda-sm_80"));
+    EXPECT_TRUE(throws_with<CompileError>([&] { compile_for("host-cuda-sm_86"); },
+                                          {"needs 148992 bytes", "sm_86 allows 101376 (99 KiB)"}));
+}
+
+TEST(GpuScheduleErrors, ThreadsCombineOnlyReductions) {
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri");
+    // Every thread updates decay(y), but not with an associative operator
+    // of its own value: the order of the updates matters.
+    Func decay("decay");
+    decay(y) = 0.0f;
+    decay(y) = decay(y) * 0.5f + in(y, r);
     Schedule sch;
-    sch[b.blur_y]
-        .split(b.y, b.yo, b.yi, 128, TailStrategy::ShiftInwards)
-        .split(b.x, b.xo, b.xi, 128, TailStrategy::ShiftInwards)
-        .reorder(b.yo, b.xo, b.yi, b.xi)
-        .gpu_blocks(b.xo, b.yo)
-        .gpu_threads(b.xi);
-    sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x);
+    sch[decay].gpu_blocks(y);
+    sch[decay].update().split(r, ro, ri, 128).gpu_blocks(y).gpu_threads(ri);
     EXPECT_TRUE(throws_with<CompileError>(
-        [&] { b.cuda(sch); },
-        {"needs 66560 bytes of shared memory per block with blur_x", "at most 48 KiB"}));
+        [&] { Pipeline(decay).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"every thread of the gpu_threads loop decay.s1.ri store to the same element of decay",
+         "+, *, min, max, && or ||", "make the loop serial"}));
+    // A histogram's threads may collide on a bin that depends on r: refused
+    // when scheduled.
+    Func hist("hist");
+    hist(x) = 0;
+    hist(clamp(cast<int>(in(0, r)), 0, 9)) += 1;
+    Schedule hs;
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { hs[hist].update().split(r, ro, ri, 128).gpu_threads(ri); },
+                                  {"cannot gpu_threads loop 'ri'", "carries a dependence"}));
 }
 
 TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {

@@ -4,6 +4,7 @@
 // scripts/gpu-check.sh runs them, under compute-sanitizer too.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,38 @@ TEST(GpuExecution, VectorizedThreads) {
         sch[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.y, 4);
         b.in.set(random_buffer<float>({75, 133}));
         expect_gpu_matches_interpreter(b.blur_y, sch, {73, 131}, 1e-6, 1e-6);
+    }
+}
+
+TEST(GpuExecution, ReductionsAcrossThreads) {
+    REQUIRE_GPU();
+    {
+        // Rows longer and shorter than the block, none a multiple of it.
+        loom_test::RowSoftmax p;
+        p.in.set(random_buffer<float>({77, 1001}, -20.0, 20.0));
+        expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(256), {77, 1001}, 1e-5, 1e-7);
+        p.in.set(random_buffer<float>({5, 97}, -20.0, 20.0));
+        expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(128), {5, 97}, 1e-5, 1e-7);
+    }
+    {
+        // An integer minimum over a 64 x 4 block: exact.
+        BufferParam in(Int(32), 2, "in");
+        Var y("y");
+        RDom r(0, in.dim(1).extent(), "r");
+        RVar ro("ro"), ri("ri"), rj("rj");
+        Func lo("lo");
+        lo(y) = std::numeric_limits<int32_t>::max();
+        lo(y) = min(lo(y), in(y, r));
+        Schedule sch;
+        sch[lo].gpu_blocks(y);
+        sch[lo]
+            .update()
+            .split(r, ro, ri, 64)
+            .split(ro, ro, rj, 4)
+            .gpu_blocks(y)
+            .gpu_threads(ri, rj);
+        in.set(random_buffer<int32_t>({19, 3001}, -100000, 100000));
+        expect_gpu_matches_interpreter(lo, sch, {19});
     }
 }
 

@@ -1,0 +1,361 @@
+#include "CrossThreadReductions.h"
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "IREquality.h"
+#include "IRMutator.h"
+#include "IRPrinter.h"
+#include "IRVisitor.h"
+#include "Scope.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+
+namespace {
+
+/** The stage a loop belongs to: "f.s1" for the loop "f.s1.r.x". */
+std::string stage_of(const std::string &loop) {
+    for (size_t s = loop.find(".s"); s != std::string::npos; s = loop.find(".s", s + 1)) {
+        size_t d = s + 2;
+        while (d < loop.size() && std::isdigit(static_cast<unsigned char>(loop[d]))) d++;
+        if (d > s + 2 && d < loop.size() && loop[d] == '.') return loop.substr(0, d);
+    }
+    return loop;
+}
+
+std::string func_of(const std::string &loop) {
+    std::string stage = stage_of(loop);
+    return stage.substr(0, stage.rfind(".s"));
+}
+
+Expr intrinsic(Type t, const char *name, const std::vector<Expr> &args = {}) {
+    return Call::make(t, name, args, Call::Intrinsic);
+}
+
+Stmt barrier() { return Evaluate::make(intrinsic(Int(32), gpu_intrinsic::barrier)); }
+
+/** x such that combine(op, x, y) == y. */
+Expr identity(VectorReduce::Op op, Type t) {
+    switch (op) {
+    case VectorReduce::Add: return make_zero(t);
+    case VectorReduce::Mul: return make_one(t);
+    case VectorReduce::Min: return t.is_float() ? FloatImm::make(t, INFINITY) : type_max(t);
+    case VectorReduce::Max: return t.is_float() ? FloatImm::make(t, -INFINITY) : type_min(t);
+    case VectorReduce::And: return make_const(t, 1);
+    case VectorReduce::Or: return make_const(t, 0);
+    }
+    return Expr();
+}
+
+/** Whether e loads from `buffer`. */
+bool loads_from(const Expr &e, const std::string &buffer) {
+    struct Find : IRVisitor {
+        const std::string *buffer;
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Load *op) override {
+            found = found || op->name == *buffer;
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.buffer = &buffer;
+    e.accept(&find);
+    return find.found;
+}
+
+/** The names e uses that are not bound inside it. */
+std::set<std::string> free_variables(const Expr &e) {
+    struct Free : IRVisitor {
+        std::set<std::string> names;
+        Scope<int> bound;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            if (!bound.contains(op->name)) names.insert(op->name);
+        }
+        void visit(const Let *op) override {
+            op->value.accept(this);
+            ScopedBinding<int> b(bound, op->name, 0);
+            op->body.accept(this);
+        }
+    } free;
+    e.accept(&free);
+    return free.names;
+}
+
+/** One update that every thread of a block makes to the same element:
+ * buffer[index] = op(buffer[index], value). */
+struct Reduction {
+    std::string buffer, partial;
+    Expr index;
+    VectorReduce::Op op;
+    Type type;
+};
+
+/** Recognizes buffer[index] = op(buffer[index], e) (either operand order). */
+bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
+    const Expr &v = st->value;
+    Expr a, b;
+    if (const Add *n = v.as<Add>()) *op = VectorReduce::Add, a = n->a, b = n->b;
+    else if (const Mul *n = v.as<Mul>()) *op = VectorReduce::Mul, a = n->a, b = n->b;
+    else if (const Min *n = v.as<Min>()) *op = VectorReduce::Min, a = n->a, b = n->b;
+    else if (const Max *n = v.as<Max>()) *op = VectorReduce::Max, a = n->a, b = n->b;
+    else if (const And *n = v.as<And>()) *op = VectorReduce::And, a = n->a, b = n->b;
+    else if (const Or *n = v.as<Or>()) *op = VectorReduce::Or, a = n->a, b = n->b;
+    else return false;
+    auto is_self = [&](const Expr &e) {
+        const Load *l = e.as<Load>();
+        return l && l->name == st->name && equal(l->index, st->index) && is_const_one(l->predicate);
+    };
+    if (is_self(b)) std::swap(a, b);
+    if (!is_self(a) || loads_from(b, st->name)) return false;
+    *value = b;
+    return st->value.type().is_scalar() && is_const_one(st->predicate);
+}
+
+/** The stores to one element per region made inside the thread loops of
+ * stage `stage` within `region`: the element is fixed for the whole region
+ * (its index uses nothing the region binds). */
+class FindReductions : public IRVisitor {
+  public:
+    FindReductions(const std::string &stage, const std::set<std::string> &per_thread)
+        : stage(stage), per_thread(per_thread) {}
+    std::vector<Reduction> found;
+
+    using IRVisitor::visit;
+    void visit(const For *op) override {
+        ScopedBinding<int> b(bound, op->name, 0);
+        bool stage_threads = op->for_type == ForType::GPUThread && stage_of(op->name) == stage;
+        in_stage_threads += stage_threads;
+        op->body.accept(this);
+        in_stage_threads -= stage_threads;
+    }
+    void visit(const LetStmt *op) override {
+        ScopedBinding<int> b(bound, op->name, 0);
+        op->body.accept(this);
+    }
+    void visit(const Allocate *op) override {
+        ScopedBinding<int> b(bound, op->name, 0);
+        op->body.accept(this);
+    }
+    void visit(const Store *op) override {
+        if (!in_stage_threads || per_thread.count(op->name) || bound.contains(op->name)) return;
+        for (const std::string &v : free_variables(op->index)) {
+            if (bound.contains(v)) return;  // a different element per iteration
+        }
+        VectorReduce::Op reduce;
+        Expr value;
+        if (!as_reduction(op, &reduce, &value)) return;  // refused as a race later
+        for (const Reduction &r : found) {
+            if (r.buffer == op->name) return;  // a second update: refused later
+        }
+        found.push_back({op->name, "", op->index, reduce, op->value.type()});
+    }
+
+  private:
+    std::string stage;
+    const std::set<std::string> &per_thread;
+    Scope<int> bound;  // names the region binds
+    int in_stage_threads = 0;
+};
+
+/** Replaces the region's updates of each reduction's element by updates of
+ * the thread's partial. */
+class AccumulatePartials : public IRMutator {
+  public:
+    explicit AccumulatePartials(const std::vector<Reduction> &r) : reductions(r) {}
+    using IRMutator::visit;
+    Stmt visit(const Store *op) override {
+        for (const Reduction &r : reductions) {
+            VectorReduce::Op reduce;
+            Expr value;
+            if (op->name == r.buffer && equal(op->index, r.index) &&
+                as_reduction(op, &reduce, &value) && reduce == r.op) {
+                Expr partial = Load::make(r.type, r.partial, 0, const_true());
+                return Store::make(r.partial, combine(r.op, partial, value), 0, const_true());
+            }
+        }
+        return op;
+    }
+
+  private:
+    const std::vector<Reduction> &reductions;
+};
+
+class LowerBlockLevel : public IRMutator {
+  public:
+    explicit LowerBlockLevel(const std::string &kernel) : kernel(kernel) {}
+    std::set<std::string> per_thread;
+
+    using IRMutator::visit;
+
+    Stmt visit(const For *op) override {
+        if (threads_open == 0 && op->for_type != ForType::GPUBlock &&
+            (op->for_type == ForType::GPUThread || has_thread_loop(op->body))) {
+            const std::string stage = stage_of(op->name);
+            if (!open_regions.count(stage)) {
+                FindReductions find(stage, per_thread);
+                op->accept(&find);
+                if (!find.found.empty()) return lower_region(op, stage, find.found);
+            }
+        }
+        std::set<std::string> deps;
+        if (op->for_type == ForType::GPUThread) {
+            deps.insert(op->name);
+        } else {
+            deps = depends_on(op->min);
+            for (const std::string &d : depends_on(op->extent)) deps.insert(d);
+        }
+        ScopedBinding<std::set<std::string>> bind(thread_dependence, op->name, deps);
+        const bool thread = op->for_type == ForType::GPUThread;
+        const int64_t *extent = as_const_int(op->extent);
+        const bool several = thread && !(extent && *extent == 1);
+        const bool block_level_loop =
+            threads_open == 0 && !thread && op->for_type != ForType::GPUBlock;
+        threads_open += thread;
+        if (several) thread_loops.push_back(op);
+        if (block_level_loop) block_level_loops.push_back(op);
+        Stmt s = IRMutator::visit(op);
+        if (block_level_loop) block_level_loops.pop_back();
+        if (several) thread_loops.pop_back();
+        threads_open -= thread;
+        return s;
+    }
+    Stmt visit(const LetStmt *op) override {
+        ScopedBinding<std::set<std::string>> bind(thread_dependence, op->name,
+                                                  depends_on(op->value));
+        return IRMutator::visit(op);
+    }
+    Stmt visit(const Allocate *op) override {
+        if (threads_open > 0) per_thread.insert(op->name);
+        return IRMutator::visit(op);
+    }
+    Stmt visit(const Store *op) override {
+        if (per_thread.count(op->name)) return op;
+        if (threads_open == 0) {
+            user_assert(block_level_loops.empty())
+                << "Kernel " << kernel << " stores to " << op->name
+                << " outside its gpu_threads loops, in the serial loop "
+                << block_level_loops.back()->name
+                << ": one thread of each block would compute all of it while the others wait. "
+                   "A Func computed at a block loop is shared by the block and computed by its "
+                   "threads: mark its loops with gpu_threads (compute_at(consumer, "
+                   "xo).gpu_threads(x, y)), or compute it inside the thread loops.";
+            // A single point (a reduction's initial value): once, by one
+            // thread; the others wait until it is visible.
+            return Block::make(IfThenElse::make(intrinsic(Bool(), gpu_intrinsic::first_thread), op),
+                               barrier());
+        }
+        std::set<std::string> deps = depends_on(op->index);
+        for (const For *t : thread_loops) {
+            user_assert(deps.count(t->name))
+                << "Kernel " << kernel << " has every thread of the gpu_threads loop " << t->name
+                << " store to the same element of " << op->name << " (at " << op->index
+                << "). A reduction across a block's threads must update its element with +, "
+                   "*, min, max, && or || of its own value (f(x) = f(x) + e), once per "
+                   "stage, at an element fixed for the whole reduction. Otherwise make the "
+                   "loop serial, or mark a pure variable of "
+                << func_of(t->name) << " with gpu_threads instead.";
+        }
+        return op;
+    }
+
+  private:
+    std::string kernel;
+    int threads_open = 0;
+    std::vector<const For *> thread_loops;       // open ones with several threads
+    std::vector<const For *> block_level_loops;  // serial loops outside them
+    Scope<std::set<std::string>> thread_dependence;
+    std::set<std::string> open_regions;
+    std::map<std::string, int> partial_names;
+
+    /** The thread loops e varies with. */
+    std::set<std::string> depends_on(const Expr &e) {
+        std::set<std::string> deps;
+        for (const std::string &v : free_variables(e)) {
+            if (thread_dependence.contains(v)) {
+                for (const std::string &d : thread_dependence.get(v)) deps.insert(d);
+            }
+        }
+        return deps;
+    }
+
+    Stmt lower_region(const For *op, const std::string &stage, std::vector<Reduction> found) {
+        for (Reduction &r : found) {
+            int n = partial_names[r.buffer]++;
+            r.partial = r.buffer + ".partial" + (n ? std::to_string(n) : "");
+            per_thread.insert(r.partial);
+        }
+        open_regions.insert(stage);
+        Stmt loop = mutate(AccumulatePartials(found).mutate(Stmt(op)));
+        open_regions.erase(stage);
+
+        std::vector<Stmt> steps;
+        for (const Reduction &r : found) {
+            steps.push_back(Store::make(r.partial, identity(r.op, r.type), 0, const_true()));
+        }
+        steps.push_back(loop);
+        for (const Reduction &r : found) {
+            Expr partial = Load::make(r.type, r.partial, 0, const_true());
+            Expr total = intrinsic(r.type, gpu_intrinsic::block_reduce,
+                                   {partial, make_const(Int(32), static_cast<int>(r.op))});
+            steps.push_back(Store::make(r.partial, total, 0, const_true()));
+            Expr element = Load::make(r.type, r.buffer, r.index, const_true());
+            Stmt fold =
+                Store::make(r.buffer, combine(r.op, element, partial), r.index, const_true());
+            steps.push_back(IfThenElse::make(intrinsic(Bool(), gpu_intrinsic::first_thread), fold));
+        }
+        steps.push_back(barrier());
+        Stmt s = Block::make(steps);
+        for (const Reduction &r : found) {
+            s = Allocate::make(r.partial, r.type, MemoryType::Register, {}, const_true(), s);
+        }
+        return s;
+    }
+};
+
+}  // namespace
+
+bool has_thread_loop(const Stmt &s) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            found = found || op->for_type == ForType::GPUThread;
+            if (!found) IRVisitor::visit(op);
+        }
+    } find;
+    s.accept(&find);
+    return find.found;
+}
+
+Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b) {
+    switch (op) {
+    case VectorReduce::Add: return Add::make(a, b);
+    case VectorReduce::Mul: return Mul::make(a, b);
+    case VectorReduce::Min: return Min::make(a, b);
+    case VectorReduce::Max: return Max::make(a, b);
+    case VectorReduce::And: return And::make(a, b);
+    case VectorReduce::Or: return Or::make(a, b);
+    }
+    return Expr();
+}
+
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel) {
+    BlockLevelKernel k;
+    if (!has_thread_loop(body)) {
+        k.body = body;
+        return k;
+    }
+    LowerBlockLevel lower(kernel);
+    k.body = lower.mutate(body);
+    k.per_thread = lower.per_thread;
+    return k;
+}
+
+}  // namespace internal
+}  // namespace loom

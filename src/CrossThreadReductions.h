@@ -1,0 +1,58 @@
+// What the threads of one GPU block do together, made explicit before the
+// CUDA C++ is printed. Inside a kernel the code between the block loops and
+// the thread loops runs once per thread, so:
+//
+// - a store there to a single point (a reduction's initial value computed at
+//   the block level) is made by the block's first thread alone, and a
+//   barrier follows it; a store inside a serial loop there is refused, as
+//   one thread would compute a whole Func while the others wait;
+// - a reduction whose RVar is a gpu_threads loop has every thread update the
+//   same element. Each thread accumulates its own partial in a register
+//   instead; the block then combines the partials (warp shuffles, then
+//   shared memory across warps) and the first thread folds the total into
+//   the element. The update must be an associative and commutative operator
+//   of the element and a value (+, *, min, max, &&, ||), as with Halide's
+//   rfactor; any other store that several threads make to one element is
+//   refused.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+/** Intrinsics the lowered kernel uses, printed by CodeGen_CUDA. */
+namespace gpu_intrinsic {
+/** bool: this thread is the block's first (threadIdx is 0, 0, 0). */
+constexpr const char *first_thread = "gpu_first_thread";
+/** Waits for every thread of the block (__syncthreads). */
+constexpr const char *barrier = "gpu_barrier";
+/** gpu_block_reduce(value, op): value combined over the block's threads with
+ * the VectorReduce::Op `op` (an int), returned to every thread. Every
+ * thread of the block must reach it. */
+constexpr const char *block_reduce = "gpu_block_reduce";
+}  // namespace gpu_intrinsic
+
+struct BlockLevelKernel {
+    Stmt body;
+    /** The per-thread partials: allocations outside the thread loops that
+     * are nonetheless private to each thread (registers, not shared). */
+    std::set<std::string> per_thread;
+};
+
+/** Whether s has a gpu_threads loop. */
+bool has_thread_loop(const Stmt &s);
+
+/** a op b, for a VectorReduce operator. */
+Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b);
+
+/** Rewrites the body of one kernel (its outermost gpu_blocks loop) as
+ * described above. `kernel` names it in errors. Kernels without thread
+ * loops are returned unchanged. */
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel);
+
+}  // namespace internal
+}  // namespace loom
