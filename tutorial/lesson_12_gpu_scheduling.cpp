@@ -15,7 +15,8 @@
 // names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
 // Func computed inside the thread loops is private to each thread; one
 // computed at a block loop is shared by the block's threads.
-// No GPU is needed for sections 1 to 4: they run anywhere the CUDA toolkit
+// No GPU is needed for sections 1 to 4 (with 2b to 2d: shared memory,
+// vectors, reductions across threads): they run anywhere the CUDA toolkit
 // is installed. Section 5 runs the kernels, where there is a GPU.
 #include <cmath>
 #include <cstdio>
@@ -102,6 +103,69 @@ int main() {
         }
         size_t start = tiled.find_first_not_of(' ', tiled.rfind('\n', at) + 1);
         std::printf("  %s\n", tiled.substr(start, tiled.find('\n', at) - start).c_str());
+    }
+
+    // ---- 2c. Several points per thread, as one vector.
+    // Memory-bound kernels reach the GPU's bandwidth when each thread moves
+    // 16 bytes at a time. Split the thread loop again and vectorize the
+    // innermost part: each thread then computes 4 consecutive floats as one
+    // vector, and its dense loads and stores become single 16-byte
+    // instructions (when the address is aligned, which the kernel checks).
+    // ShiftInwards keeps every block whole, so no lane needs a mask.
+    std::printf("\n2c. four floats per thread\n");
+    Func brighter("brighter");
+    brighter(y, x) = in(y, x) * 1.5f + 0.25f;
+    Var v("v");
+    Schedule wide;
+    wide[brighter]
+        .split(x, xo, xi, 512, TailStrategy::ShiftInwards)
+        .split(xi, xi, v, 4)
+        .vectorize(v)
+        .gpu_blocks(xo, y)
+        .gpu_threads(xi);
+    std::string vectors = Pipeline(brighter).compile_to_cuda(wide, gpu);
+    for (const char *what : {"loom_load_dense<float, 4>", "loom_store_dense_global<float, 4>"}) {
+        if (vectors.find(what) == std::string::npos) {
+            std::printf("expected %s in the kernel\n", what);
+            return 1;
+        }
+        std::printf("  uses %s\n", what);
+    }
+
+    // ---- 2d. Threads that reduce together.
+    // Softmax needs each row's maximum and sum. With one block per row, mark
+    // the reduction's RVar (split by the block's size) with gpu_threads:
+    // every thread then accumulates its share of the row in a register, and
+    // the block combines the shares (warp shuffles, then shared memory
+    // across warps) before its first thread stores the total. Loom does
+    // this for updates of the form f(y) = f(y) op e with op one of +, *,
+    // min, max, && and ||; any other update that several threads would make
+    // to one element is refused.
+    std::printf("\n2d. softmax, one block per row\n");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri");
+    Func row_max("row_max"), row_sum("row_sum"), softmax("softmax");
+    row_max(y) = cast<float>(-INFINITY);
+    row_max(y) = max(row_max(y), in(y, r));
+    row_sum(y) = 0.0f;
+    row_sum(y) = row_sum(y) + exp(in(y, r) - row_max(y));
+    softmax(y, x) = exp(in(y, x) - row_max(y)) / row_sum(y);
+    Schedule rows;
+    rows[softmax].split(x, xo, xi, 256).gpu_blocks(y).gpu_threads(xi);
+    for (Func f : {row_max, row_sum}) {
+        rows[f].compute_at(softmax, y);
+        rows[f].update().split(r, ro, ri, 256).gpu_threads(ri);
+    }
+    std::string reduced = Pipeline(softmax).compile_to_cuda(rows, gpu);
+    for (const char *what : {"row_max_partial_[0] = fmaxf(row_max_partial_[0]",
+                             "row_sum_partial_[0] = loom_block_reduce("}) {
+        size_t at = reduced.find(what);
+        if (at == std::string::npos) {
+            std::printf("expected %s in the kernel\n", what);
+            return 1;
+        }
+        size_t start = reduced.find_first_not_of(' ', reduced.rfind('\n', at) + 1);
+        std::printf("  %s\n", reduced.substr(start, reduced.find('\n', at) - start).c_str());
     }
 
     // ---- 3. PTX and cubin.
