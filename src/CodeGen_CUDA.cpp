@@ -1008,8 +1008,8 @@ class KernelPrinter : public IRVisitor {
         if (shared) {
             shared_allocations.insert(op->name);
             out << type(op->type) << " *const " << n.name() << " = reinterpret_cast<"
-                << type(op->type) << " *>(loom_shared_memory + " << offset << ");  // "
-                << std::max<int64_t>(size, 1) << " elements\n";
+                << type(op->type) << " *>(loom_shared_memory + " << offset << ");  // ["
+                << std::max<int64_t>(size, 1) << "]\n";
         } else {
             out << type(op->type) << " " << n.name() << "[" << std::max<int64_t>(size, 1) << "];\n";
         }

@@ -96,9 +96,15 @@ struct Reduction {
     Type type;
 };
 
-/** Recognizes buffer[index] = op(buffer[index], e) (either operand order). */
+/** Recognizes buffer[index] = op(buffer[index], e) (either operand order),
+ * through the lets common-subexpression elimination wraps around it. */
 bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
-    const Expr &v = st->value;
+    Expr v = st->value;
+    std::vector<const Let *> lets;
+    while (const Let *l = v.as<Let>()) {
+        lets.push_back(l);
+        v = l->body;
+    }
     Expr a, b;
     if (const Add *n = v.as<Add>()) *op = VectorReduce::Add, a = n->a, b = n->b;
     else if (const Mul *n = v.as<Mul>()) *op = VectorReduce::Mul, a = n->a, b = n->b;
@@ -113,6 +119,10 @@ bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
     };
     if (is_self(b)) std::swap(a, b);
     if (!is_self(a) || loads_from(b, st->name)) return false;
+    for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
+        if (loads_from((*l)->value, st->name)) return false;
+        b = Let::make((*l)->name, (*l)->value, b);
+    }
     *value = b;
     return st->value.type().is_scalar() && is_const_one(st->predicate);
 }

@@ -8,6 +8,7 @@
 
 #include <loom/loom.h>
 
+#include "../gpu_rows.h"
 #include "layernorm_reference.h"
 
 namespace layernorm {
@@ -55,6 +56,13 @@ struct LayerNorm {
         sch[mean].compute_at(out, ri);
         sch[sum_sq].compute_at(out, ri);
         sch[inv_std].compute_at(out, ri);
+    }
+    /** One GPU block per row: the two reductions are shared by the block's
+     * threads, the row statistics are single points in shared memory, and
+     * the output row is written `vector` floats per thread. */
+    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
+        loom_apps::schedule_rows_on_gpu(sch, out, r, c, k, {sum_x, sum_sq}, {mean, inv_std},
+                                        threads, vector);
     }
     loom::Schedule cpu_schedule() const {
         loom::Schedule sch;

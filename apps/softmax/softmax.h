@@ -8,6 +8,7 @@
 
 #include <loom/loom.h>
 
+#include "../gpu_rows.h"
 #include "softmax_reference.h"
 
 namespace softmax {
@@ -39,6 +40,12 @@ struct Softmax {
         sch[row_max].compute_at(out, ri);
         sch[e].compute_at(out, ri).vectorize(c, vector);
         sch[row_sum].compute_at(out, ri);
+    }
+    /** One GPU block per row: each reduction's threads share the row and
+     * combine their partials across the block; the output row is written
+     * `vector` floats per thread (16-byte stores for 4). */
+    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
+        loom_apps::schedule_rows_on_gpu(sch, out, r, c, k, {row_max, row_sum}, {}, threads, vector);
     }
     loom::Schedule cpu_schedule() const {
         loom::Schedule sch;

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "../attention/attention.h"
@@ -106,4 +109,29 @@ TEST(Apps, Attention) {
     std::vector<float> ref(out.number_of_elements());
     attention::reference(q.data(), k.data(), v.data(), scale, ref.data(), B * H, S, S, D);
     EXPECT_LE(max_error(out, ref), 1e-5);
+}
+
+// The GPU schedules (one block per row, reductions across the block's
+// threads, vectorized output rows) compiled through NVRTC for sm_80 and
+// sm_90a: no GPU needed. gpu_memory_bound_bench runs them on one.
+TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
+    softmax::Softmax sm;
+    layernorm::LayerNorm ln;
+    Schedule sm_gpu, ln_gpu;
+    sm.schedule_gpu(sm_gpu);
+    ln.schedule_gpu(ln_gpu);
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        const Target target(std::string("host-cuda-") + arch);
+        const std::string base = ::testing::TempDir() + "loom_apps_gpu";
+        for (auto [out, sch] : {std::pair<Func, Schedule>{sm.out, sm_gpu}, {ln.out, ln_gpu}}) {
+            Pipeline(out).compile_to_cuda(base, sch, target);
+            std::ifstream ptx(base + ".ptx");
+            std::string text((std::istreambuf_iterator<char>(ptx)),
+                             std::istreambuf_iterator<char>());
+            EXPECT_NE(text.find("shfl.sync.down"), std::string::npos) << arch;
+            EXPECT_NE(text.find("st.global.v4.b32"), std::string::npos) << arch;
+            for (const char *suffix : {".cu", ".ptx", ".cubin"})
+                std::remove((base + suffix).c_str());
+        }
+    }
 }

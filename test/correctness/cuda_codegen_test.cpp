@@ -149,7 +149,7 @@ TEST(CudaCodegen, SharedMemoryTilesWithBarriers) {
     sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
     std::string src = compile_for_every_arch(b.blur_y, sch, 1);
     EXPECT_NE(src.find("float *const blur_x_ = reinterpret_cast<float *>(loom_shared_memory + "
-                       "0);  // 320 elements"),
+                       "0);  // [320]"),
               std::string::npos)
         << src;
     EXPECT_NE(src.find("extern __shared__ __align__(16) unsigned char loom_shared_memory[];"),

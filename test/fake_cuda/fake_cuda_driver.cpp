@@ -231,6 +231,13 @@ CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) 
     return 0;
 }
 
+CUresult cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t bytes) {
+    ENTER("cuMemcpyDtoD_v2");
+    if (!inside_allocation(dst, bytes) || !inside_allocation(src, bytes)) return kInvalidValue;
+    memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+    return 0;
+}
+
 CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
     ENTER("cuMemcpyDtoH_v2");
     if (!inside_allocation(src, bytes)) return kInvalidValue;

@@ -1,0 +1,247 @@
+// Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
+// the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
+// over float32 matrices of about 1 GiB each way. Bandwidth counts the bytes
+// a kernel must move (its input read once, its output written once), so a
+// kernel that reads a row twice is not credited for the second read. The
+// peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
+// kernel with the same vectorized schedule as the elementwise chain.
+//
+//   gpu_memory_bound_bench [--quick] [--reps N]
+//
+// Every kernel is first checked against the same pipeline on the CPU (small
+// sizes). --quick stops there: the correctness run, which CTest runs with
+// the label gpu. Without a GPU it says why and exits with 77 (skipped).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+#include "gpu_rows.h"
+#include "layernorm/layernorm.h"
+#include "softmax/softmax.h"
+
+using namespace loom;
+
+namespace {
+
+/** The few driver calls the peers need (the context, a copy, a sync),
+ * loaded as Loom's runtime loads them. */
+struct Driver {
+    using CUresult = int;
+    CUresult (*init)(unsigned) = nullptr;
+    CUresult (*device_get)(int *, int) = nullptr;
+    CUresult (*primary_ctx_retain)(void **, int) = nullptr;
+    CUresult (*ctx_set_current)(void *) = nullptr;
+    CUresult (*memcpy_dtod)(uint64_t, uint64_t, size_t) = nullptr;
+    CUresult (*ctx_synchronize)() = nullptr;
+    std::string error;
+
+    Driver() {
+        // The driver Loom's runtime loads (LOOM_CUDA_DRIVER may name another).
+        const char *name = std::getenv("LOOM_CUDA_DRIVER");
+        if (!name || !*name) name = "libcuda.so.1";
+        void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            error = std::string(name) + " is not loadable (no NVIDIA driver)";
+            return;
+        }
+        auto sym = [&](auto &fn, const char *name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+            if (!fn && error.empty()) error = std::string("the driver lacks ") + name;
+        };
+        sym(init, "cuInit");
+        sym(device_get, "cuDeviceGet");
+        sym(primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+        sym(ctx_set_current, "cuCtxSetCurrent");
+        sym(memcpy_dtod, "cuMemcpyDtoD_v2");
+        sym(ctx_synchronize, "cuCtxSynchronize");
+        if (!error.empty()) return;
+        int device = 0;
+        void *ctx = nullptr;
+        // The primary context, current on this thread: Loom then uses it too.
+        if (init(0) != 0 || device_get(&device, 0) != 0 || primary_ctx_retain(&ctx, device) != 0 ||
+            ctx_set_current(ctx) != 0) {
+            error = "no usable GPU (cuInit, cuDeviceGet or the primary context failed)";
+        }
+    }
+};
+
+/** Seconds per call of f, the best of `reps` timings of `inner` calls. */
+double seconds_per_call(const std::function<void()> &f, const Driver &cu, int reps, int inner) {
+    f();  // warm: module load, first copies
+    cu.ctx_synchronize();
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < inner; i++) f();
+        cu.ctx_synchronize();
+        auto t1 = std::chrono::steady_clock::now();
+        best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / inner);
+    }
+    return best;
+}
+
+/** Values in [-4, 4) from a fixed sequence (fast enough for 1 GiB). */
+Buffer<float> pseudo_random(const std::vector<int> &shape, uint32_t seed) {
+    Buffer<float> b(shape);
+    size_t n = 1;
+    for (int e : shape) n *= static_cast<size_t>(e);
+    uint32_t s = seed;
+    float *p = b.data();
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = static_cast<float>(s >> 8) / 16777216.0f * 8.0f - 4.0f;
+    }
+    return b;
+}
+
+/** One benchmarked kernel: its output Func, GPU schedule and inputs. */
+struct Case {
+    std::string name;
+    Func out;
+    Schedule gpu;
+    std::function<void(int rows, int cols)> bind;  // sets the inputs
+};
+
+/** Each thread takes `lanes` consecutive floats of a row, `threads` per
+ * block; blocks tile the rows. */
+void vectorized_rows(Schedule &sch, const Func &f, const Var &r, const Var &c, int threads,
+                     int lanes) {
+    Var co("co"), ci("ci"), cv("cv");
+    sch[f]
+        .split(c, co, ci, threads * lanes, TailStrategy::GuardWithIf)
+        .split(ci, ci, cv, lanes)
+        .vectorize(cv)
+        .gpu_blocks(co, r)
+        .gpu_threads(ci);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    bool quick = false;
+    int reps = 5;
+    for (int i = 1; i < argc; i++) {
+        if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    }
+    Driver cu;
+    int32_t capability = 0;
+    if (!cu.error.empty() || loom_cuda_device_capability(0, &capability) != 0) {
+        std::printf("skipped: %s\n",
+                    cu.error.empty() ? loom_last_error_message() : cu.error.c_str());
+        return 77;
+    }
+    const Target gpu("host-cuda");
+    std::printf("GPU: sm_%d\n", capability);
+
+    BufferParam in(Float(32), 2, "in"), weight(Float(32), 1, "weight");
+    Var r("r"), c("c");
+
+    std::vector<Case> cases;
+    {
+        Case k{"copy (Loom)", Func("copied"), Schedule(), nullptr};
+        k.out(r, c) = in(r, c);
+        vectorized_rows(k.gpu, k.out, r, c, 256, 4);
+        cases.push_back(k);
+    }
+    {
+        // x * sigmoid(x) * 1.5 + 0.25, clamped: a few flops per element.
+        Case k{"elementwise chain", Func("chain"), Schedule(), nullptr};
+        Expr x = in(r, c);
+        k.out(r, c) = clamp(x / (1.0f + exp(-x)) * 1.5f + 0.25f, -3.0f, 3.0f);
+        vectorized_rows(k.gpu, k.out, r, c, 256, 4);
+        cases.push_back(k);
+    }
+    softmax::Softmax sm(in);
+    {
+        Case k{"row softmax", sm.out, Schedule(), nullptr};
+        sm.schedule_gpu(k.gpu);
+        cases.push_back(k);
+    }
+    layernorm::LayerNorm ln(in);
+    {
+        Case k{"LayerNorm", ln.out, Schedule(), nullptr};
+        ln.schedule_gpu(k.gpu);
+        k.bind = [&](int, int cols) {
+            ln.gamma.set(pseudo_random({cols}, 7));
+            ln.beta.set(pseudo_random({cols}, 8));
+        };
+        cases.push_back(k);
+    }
+    {
+        // x * rsqrt(mean(x^2) + eps) * weight
+        Case k{"RMSNorm", Func("rms_norm"), Schedule(), nullptr};
+        RDom j(0, in.dim(1).extent(), "j");
+        Func sum_sq("sum_sq");
+        sum_sq(r) = 0.0f;
+        sum_sq(r) += in(r, j) * in(r, j);
+        k.out(r, c) =
+            in(r, c) * rsqrt(sum_sq(r) / cast<float>(in.dim(1).extent()) + 1e-6f) * weight(c);
+        loom_apps::schedule_rows_on_gpu(k.gpu, k.out, r, c, j, {sum_sq}, {}, 256, 4);
+        k.bind = [&](int, int cols) {
+            Buffer<float> w({cols});
+            for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
+            weight.set(w);
+        };
+        cases.push_back(k);
+    }
+
+    // Correctness: each kernel on the GPU against the same pipeline on the
+    // CPU, at sizes that are no multiple of the blocks.
+    bool ok = true;
+    for (Case &k : cases) {
+        const int rows = 37, cols = 3001;
+        in.set(pseudo_random({rows, cols}, 1));
+        if (k.bind) k.bind(rows, cols);
+        Buffer<float> expected(Pipeline(k.out).realize({rows, cols}));
+        Buffer<float> actual({rows, cols});
+        Pipeline(k.out).compile(k.gpu, gpu).realize({actual});
+        double worst = 0;
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                double e = expected(i, j), a = actual(i, j);
+                worst = std::max(worst, std::abs(a - e) / (1e-6 + std::abs(e)));
+            }
+        }
+        const bool good = worst < 1e-4;
+        ok = ok && good;
+        std::printf("%-20s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
+                    good ? "ok" : "MISMATCH");
+    }
+    if (!ok) return 1;
+    if (quick) return 0;
+
+    // Bandwidth, at 16384 x 16384 floats (1 GiB in, 1 GiB out).
+    const int rows = 16384, cols = 16384;
+    const double bytes = 2.0 * rows * static_cast<double>(cols) * sizeof(float);
+    Buffer<float> input = pseudo_random({rows, cols}, 3), output({rows, cols});
+    input.copy_to_device();
+    output.copy_to_device();
+    const uint64_t src = input.raw_buffer()->device, dst = output.raw_buffer()->device;
+    const double copy =
+        seconds_per_call([&] { cu.memcpy_dtod(dst, src, bytes / 2); }, cu, reps, 10);
+    const double copy_bw = bytes / copy / 1e9;
+    std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
+                bytes / 1e9);
+    std::printf("%-20s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
+    std::printf("%-20s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
+    in.set(input);
+    for (Case &k : cases) {
+        if (k.bind) k.bind(rows, cols);
+        CompiledPipeline p = Pipeline(k.out).compile(k.gpu, gpu);
+        const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
+        std::printf("%-20s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
+                    copy / t);
+    }
+    return 0;
+}
