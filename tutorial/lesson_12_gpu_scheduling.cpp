@@ -27,6 +27,21 @@
 
 using namespace loom;
 
+/** Prints the line of `source` holding each of `what`; false if one is
+ * missing. */
+bool show_lines(const std::string &source, std::initializer_list<const char *> what) {
+    for (const char *w : what) {
+        size_t at = source.find(w);
+        if (at == std::string::npos) {
+            std::printf("expected %s in the kernel\n", w);
+            return false;
+        }
+        size_t start = source.find_first_not_of(' ', source.rfind('\n', at) + 1);
+        std::printf("  %s\n", source.substr(start, source.find('\n', at) - start).c_str());
+    }
+    return true;
+}
+
 int main() {
     // A 3 x 3 box blur, written as for the CPU.
     BufferParam in(Float(32), 2, "in");
@@ -95,14 +110,8 @@ int main() {
     shared[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32, TailStrategy::ShiftInwards);
     shared[blur_x].compute_at(blur_y, xo).gpu_threads(x, y);
     std::string tiled = blur.compile_to_cuda(shared, gpu);
-    for (const char *what : {"// Kernel", "__shared__", "__syncthreads", "if (threadIdx.y"}) {
-        size_t at = tiled.find(what);
-        if (at == std::string::npos) {
-            std::printf("expected %s in the kernel\n", what);
-            return 1;
-        }
-        size_t start = tiled.find_first_not_of(' ', tiled.rfind('\n', at) + 1);
-        std::printf("  %s\n", tiled.substr(start, tiled.find('\n', at) - start).c_str());
+    if (!show_lines(tiled, {"// Kernel", "__shared__", "__syncthreads", "if (threadIdx.y"})) {
+        return 1;
     }
 
     // ---- 2c. Several points per thread, as one vector.
@@ -124,12 +133,10 @@ int main() {
         .gpu_blocks(xo, y)
         .gpu_threads(xi);
     std::string vectors = Pipeline(brighter).compile_to_cuda(wide, gpu);
-    for (const char *what : {"loom_load_dense<float, 4>", "loom_store_dense_global<float, 4>"}) {
-        if (vectors.find(what) == std::string::npos) {
-            std::printf("expected %s in the kernel\n", what);
-            return 1;
-        }
-        std::printf("  uses %s\n", what);
+    // One line loads the 4 inputs (loom_load_dense) and stores the 4 results.
+    if (!show_lines(vectors, {"loom_store_dense_global<float, 4>"}) ||
+        vectors.find("loom_load_dense<float, 4>(in_") == std::string::npos) {
+        return 1;
     }
 
     // ---- 2d. Threads that reduce together.
@@ -157,15 +164,9 @@ int main() {
         rows[f].update().split(r, ro, ri, 256).gpu_threads(ri);
     }
     std::string reduced = Pipeline(softmax).compile_to_cuda(rows, gpu);
-    for (const char *what : {"row_max_partial_[0] = fmaxf(row_max_partial_[0]",
-                             "row_sum_partial_[0] = loom_block_reduce("}) {
-        size_t at = reduced.find(what);
-        if (at == std::string::npos) {
-            std::printf("expected %s in the kernel\n", what);
-            return 1;
-        }
-        size_t start = reduced.find_first_not_of(' ', reduced.rfind('\n', at) + 1);
-        std::printf("  %s\n", reduced.substr(start, reduced.find('\n', at) - start).c_str());
+    if (!show_lines(reduced, {"row_max_partial_[0] = fmaxf(row_max_partial_[0]",
+                              "row_sum_partial_[0] = loom_block_reduce("})) {
+        return 1;
     }
 
     // ---- 3. PTX and cubin.
