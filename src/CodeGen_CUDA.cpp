@@ -313,8 +313,7 @@ __device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
             return;
         }
     }
-#pragma unroll
-    for (int k = 0; k < N; k++) a[k] = x.v[k];
+    loom_move<T, N>(a, x.v, a);
 }
 template <typename T, int N>
 __device__ __forceinline__ void loom_store_dense(T *p, long long i, const loom_vec<T, N> &x) {
