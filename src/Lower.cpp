@@ -14,6 +14,7 @@
 #include "BoundsInference.h"
 #include "CSE.h"
 #include "CodeGen_CUDA.h"
+#include "HoistLoopInvariants.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -194,6 +195,44 @@ Stmt assume_dense_innermost(const Stmt &s, const std::vector<DenseBuffer> &buffe
     return Block::make(checks);
 }
 
+/** Substitutes each extent an input buffer fixed at compile time
+ * (Dimension::set_extent) for its symbol, before bounds inference, so that
+ * loops and storage sized by it become constant. */
+Stmt substitute_fixed_extents(const Stmt &s, const std::vector<ParameterPtr> &params) {
+    Stmt body = s;
+    for (const ParameterPtr &p : params) {
+        for (const auto &[dim, extent] : p->fixed_extents) {
+            body = substitute(p->name + ".extent." + std::to_string(dim),
+                              make_const(Int(32), extent), body);
+        }
+    }
+    return body;
+}
+
+/** The run-time checks that the buffers passed have the extents fixed at
+ * compile time. */
+Stmt check_fixed_extents(const Stmt &s, const std::vector<ParameterPtr> &params) {
+    std::vector<Stmt> checks;
+    for (const ParameterPtr &p : params) {
+        for (const auto &[dim, extent] : p->fixed_extents) {
+            std::string k = std::to_string(dim);
+            Expr actual = int_var(p->name + ".extent." + k);
+            checks.push_back(AssertStmt::make(
+                actual == extent,
+                error_message({StringImm::make("Input buffer " + p->name + " has extent "), actual,
+                               StringImm::make(" in dimension " + k +
+                                               ", but the pipeline was compiled for exactly " +
+                                               std::to_string(extent) + " (" + p->name + ".dim(" +
+                                               k + ").set_extent(" + std::to_string(extent) +
+                                               ")). Pass a buffer of that extent, or compile "
+                                               "for this one.")})));
+        }
+    }
+    if (checks.empty()) return s;
+    checks.push_back(s);
+    return Block::make(checks);
+}
+
 }  // namespace
 
 LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleContents &schedule,
@@ -219,6 +258,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     }
 
     Stmt s = schedule_functions(env);
+    const std::vector<ParameterPtr> params = find_parameters(env.funcs);
+    s = substitute_fixed_extents(s, params);
     debug_print("schedule_functions", s);
     check_placement(s, env);
     check_gpu_loops(s, target);
@@ -254,10 +295,14 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         }
     }
     s = assume_dense_innermost(s, dense);
+    s = check_fixed_extents(s, params);
     s = add_argument_checks(s, result.params, outputs);  // first of all checks at run time
 
     s = simplify(s);
     debug_print("simplify", s);
+
+    s = hoist_loop_invariants(s);
+    debug_print("hoist_loop_invariants", s);
 
     s = unroll_loops(s);
     debug_print("unroll_loops", s);

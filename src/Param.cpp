@@ -21,6 +21,12 @@ Expr Dimension::min() const { return dim_var(param, "min", dim); }
 Expr Dimension::extent() const { return dim_var(param, "extent", dim); }
 Expr Dimension::stride() const { return dim_var(param, "stride", dim); }
 Expr Dimension::max() const { return min() + extent() - 1; }
+Dimension &Dimension::set_extent(int extent) {
+    user_assert(extent >= 0) << "BufferParam " << param->name << ".dim(" << dim << ").set_extent("
+                             << extent << "): an extent cannot be negative.";
+    param->fixed_extents[dim] = extent;
+    return *this;
+}
 
 BufferParam::BufferParam(Type t, int dimensions, const std::string &name) {
     param = std::make_shared<ParameterContents>();

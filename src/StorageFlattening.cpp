@@ -1,8 +1,12 @@
 // Storage flattening: see StorageFlattening.h.
 #include "StorageFlattening.h"
 
+#include <map>
+#include <optional>
+
 #include "BoundsInference.h"
 #include "IRMutator.h"
+#include "Simplify.h"
 #include "loom/IROperator.h"
 
 namespace loom {
@@ -16,9 +20,18 @@ std::string buffer_name(const std::string &func, int index, int tuple_size) {
     return tuple_size == 1 ? func : func + "." + std::to_string(index);
 }
 
-Expr flat_index(const std::string &buf, const std::vector<Expr> &args) {
+/** The flat index of `args` in `buf`. A dimension in `single_point` holds
+ * one element, so every access the bounds allow is at its min: its term is
+ * zero, and is left out rather than computed from a coordinate the code
+ * generator cannot prove equal to the min. That keeps indices of small
+ * per-thread arrays constant after unrolling, so that they stay in
+ * registers (a GPU puts an array indexed by a run-time value in local
+ * memory). */
+Expr flat_index(const std::string &buf, const std::vector<Expr> &args,
+                const std::vector<bool> &single_point = {}) {
     Expr idx = make_zero(Int(32));
     for (size_t d = 0; d < args.size(); d++) {
+        if (d < single_point.size() && single_point[d]) continue;
         std::string k = std::to_string(d);
         idx = idx + (args[d] - int_var(buf + ".min." + k)) * int_var(buf + ".stride." + k);
     }
@@ -39,10 +52,27 @@ class FlattenStorage : public IRMutator {
         return static_cast<int>(it->second->output_types.size());
     }
 
+    /** Per realized Func (innermost realization), which of its dimensions
+     * have the constant extent 1. */
+    std::map<std::string, std::vector<bool>> single_points;
+
+    std::vector<bool> single_point_dims(const std::string &func) const {
+        auto it = single_points.find(func);
+        return it == single_points.end() ? std::vector<bool>() : it->second;
+    }
+
     Stmt visit(const Realize *op) override {
-        Stmt body = mutate(op->body);
         int n = static_cast<int>(op->types.size());
         int dims = static_cast<int>(op->bounds.size());
+        std::vector<bool> single(dims);
+        for (int d = 0; d < dims; d++) single[d] = is_const_one(simplify(op->bounds[d].extent));
+        auto outer = single_points.find(op->name);
+        std::optional<std::vector<bool>> saved;
+        if (outer != single_points.end()) saved = outer->second;
+        single_points[op->name] = single;
+        Stmt body = mutate(op->body);
+        if (saved) single_points[op->name] = *saved;
+        else single_points.erase(op->name);
         for (int i = n - 1; i >= 0; i--) {
             std::string buf = buffer_name(op->name, i, n);
             std::vector<Expr> extents;
@@ -99,7 +129,8 @@ class FlattenStorage : public IRMutator {
                 lets.emplace_back(tmp, value);
                 value = Variable::make(value.type(), tmp);
             }
-            stores.push_back(Store::make(buf, value, flat_index(buf, args), Expr()));
+            stores.push_back(Store::make(
+                buf, value, flat_index(buf, args, single_point_dims(op->name)), Expr()));
         }
         Stmt s = Block::make(stores);
         for (auto it = lets.rbegin(); it != lets.rend(); ++it)
@@ -112,7 +143,8 @@ class FlattenStorage : public IRMutator {
             std::vector<Expr> args;
             for (const Expr &a : op->args) args.push_back(mutate(a));
             std::string buf = buffer_name(op->name, op->value_index, tuple_size(op->name));
-            return Load::make(op->type, buf, flat_index(buf, args), Expr());
+            return Load::make(op->type, buf, flat_index(buf, args, single_point_dims(op->name)),
+                              Expr());
         }
         if (op->call_type == Call::Image) {
             std::vector<Expr> args;

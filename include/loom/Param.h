@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -36,6 +37,9 @@ struct ParameterContents {
     bool scalar_set = false;
     // A buffer's bound value, if any.
     RawBuffer buffer;
+    // Buffers: extents fixed at compile time (Dimension::set_extent), by
+    // dimension.
+    std::map<int, int> fixed_extents;
 };
 
 std::string unique_name(const std::string &prefix);
@@ -71,6 +75,12 @@ class Dimension {
     Expr extent() const;
     Expr max() const;
     Expr stride() const;
+    /** Fixes this dimension's extent at compile time: the pipeline is
+     * compiled with the constant in place of extent() (loops over it get a
+     * constant trip count, storage sized by it a constant size, as a GPU
+     * kernel's per-thread arrays need), and checks at run time that the
+     * buffer passed has exactly this extent. */
+    Dimension &set_extent(int extent);
 
   private:
     internal::ParameterPtr param;

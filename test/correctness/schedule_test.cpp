@@ -425,3 +425,24 @@ TEST(Schedule, RoundUpProducersInsideTiles) {
     in.set(input);
     check_schedule(out, s, {h, w});
 }
+
+TEST(Schedule, FixedExtentsMakeLoopsAndStorageConstant) {
+    // A matrix-vector product whose row length is fixed at compile time:
+    // the reduction can be unrolled, and a per-row copy of the vector has a
+    // constant size, which neither could be with the extent left open.
+    BufferParam A(Float(32), 2, "A"), x(Float(32), 1, "x");
+    A.dim(1).set_extent(12);
+    x.dim(0).set_extent(12);
+    Var i("i"), c("c");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func xcopy("xcopy"), y("y");
+    xcopy(c) = x(c) * 2.0f;
+    y(i) = 0.0f;
+    y(i) += A(i, k) * xcopy(k);
+    Schedule s;
+    s[xcopy].compute_at(y, i).unroll(c);
+    s[y].update().unroll(k);
+    A.set(random_buffer<float>({37, 12}));
+    x.set(random_buffer<float>({12}));
+    check_schedule(y, s, {37}, 1e-5);
+}

@@ -241,3 +241,19 @@ TEST(FrontendErrors, InterpreterArgumentMistakes) {
     EXPECT_TRUE(throws_with<RuntimeError>([&] { interpret_into({f}, {wrong}); },
                                           {"Func f", "float32", "int32"}));
 }
+
+TEST(FrontendErrors, BufferOfAnotherExtentThanFixed) {
+    BufferParam in(Float(32), 2, "in");
+    in.dim(1).set_extent(8);
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x) + 1.0f;
+    CompiledPipeline compiled = Pipeline(f).compile(Schedule());
+    Buffer<float> wide({3, 9}), out({3, 9});
+    in.set(wide);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { compiled.realize({out}); },
+        {"Input buffer in", "extent 9", "dimension 1", "exactly 8", "in.dim(1).set_extent(8)"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { in.dim(0).set_extent(-1); }, {"in.dim(0)", "negative"}));
+}
