@@ -38,6 +38,11 @@ struct AttentionChain {
      * sum is one dependent chain of FMAs per vector of scores. */
     Func qk = Func();
     RVar e = RVar();
+    /** Optional: the queries as read by qk, qf(b, h, i, c) = q(b, h, i, c)
+     * (in float32). flash_attention_gpu keeps each thread's row of it in
+     * registers. */
+    Func qf = Func();
+    Var c = Var();  // qf's last (head-dimension) Var
 };
 
 struct FlashAttentionOptions {
@@ -107,6 +112,41 @@ inline void flash_decoding(Schedule &sch, const AttentionChain &a,
     sch[a.s].compute_at(partial, ro).vectorize(a.j, opt.vector);
     sch[a.p].compute_at(partial, ro).vectorize(a.j, opt.vector);
     sch[a.o].compute_root();
+}
+
+struct FlashAttentionGpuOptions {
+    int queries_per_block = 64;  // threads per block, one query each
+    /** The head dimension the kernel is compiled for: the extent that q, k
+     * and v fix with dim(3).set_extent(head_dim). */
+    int head_dim = 64;
+};
+
+/** FlashAttention on a GPU without tensor cores, the baseline for the tile
+ * programs: blocks of `queries_per_block` queries of one head, one query
+ * per thread. Each thread makes ONE pass over the keys with its running
+ * max, sum and weighted sum (rolling_update, per key) in registers, and its
+ * query row (qf) in registers too; the keys and values it reads are the same
+ * for every thread of a warp, so each load is one broadcast.
+ *
+ * Per-thread arrays need constant sizes: q, k and v must fix their head
+ * dimension to opt.head_dim (dim(3).set_extent), and the output's head
+ * dimension must be at least that (it is computed in pieces of
+ * opt.head_dim, the last shifted inwards). */
+inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
+                                const FlashAttentionGpuOptions &opt = {}) {
+    Var io("io"), ii("ii"), dout("dout"), di("di");
+    sch[a.out]
+        .split(a.i, io, ii, opt.queries_per_block)
+        .split(a.d, dout, di, opt.head_dim, TailStrategy::ShiftInwards)
+        .gpu_blocks(io, a.h, a.b)
+        .gpu_threads(ii)
+        .unroll(di);
+    // Unrolled, so that the per-thread arrays are indexed by constants and
+    // stay in registers.
+    sch.rolling_update(a.o, a.r).unroll(a.d);
+    sch[a.o].compute_at(a.out, dout).unroll(a.d);
+    if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
+    if (a.qk.defined()) sch[a.qk].update().unroll(a.e);
 }
 
 }  // namespace schedules

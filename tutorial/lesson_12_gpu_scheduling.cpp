@@ -15,9 +15,10 @@
 // names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
 // Func computed inside the thread loops is private to each thread; one
 // computed at a block loop is shared by the block's threads.
-// No GPU is needed for sections 1 to 4 (with 2b to 2d: shared memory,
-// vectors, reductions across threads): they run anywhere the CUDA toolkit
-// is installed. Section 5 runs the kernels, where there is a GPU.
+// No GPU is needed for sections 1 to 4 (with 2b to 2e: shared memory,
+// vectors, reductions across threads, per-thread arrays): they run
+// anywhere the CUDA toolkit is installed. Section 5 runs the kernels, where
+// there is a GPU.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -168,6 +169,31 @@ int main() {
                               "row_sum_partial_[0] = loom_block_reduce("})) {
         return 1;
     }
+
+    // ---- 2e. A thread's own arrays.
+    // A Func computed inside the thread loops is an array per thread. Its
+    // size must be a constant, and it stays in registers only if every
+    // index into it is a constant too: a GPU puts an array indexed at run
+    // time in (slow) local memory. So unroll the loops over it. When the
+    // size comes from an input's extent, fix that extent in the algorithm
+    // with set_extent: the pipeline is compiled for exactly that extent
+    // (and checks it when called). Here each thread squares a row of 16,
+    // then sums it reversed times itself.
+    std::printf("\n2e. a row of 16 per thread, in registers\n");
+    BufferParam rows_in(Float(32), 2, "rows_in");
+    rows_in.dim(1).set_extent(16);
+    Var c("c");
+    RDom k(0, rows_in.dim(1).extent(), "k");
+    Func squared("squared"), folded("folded");
+    squared(y, c) = rows_in(y, c) * rows_in(y, c);
+    folded(y) = 0.0f;
+    folded(y) += squared(y, k) * squared(y, 15 - k);
+    Schedule rows_of_16;
+    rows_of_16[folded].split(y, yo, yi, 128).gpu_blocks(yo).gpu_threads(yi);
+    rows_of_16[folded].update().split(y, yo, yi, 128).gpu_blocks(yo).gpu_threads(yi).unroll(k);
+    rows_of_16[squared].compute_at(folded, yi).unroll(c);
+    std::string registers = Pipeline(folded).compile_to_cuda(rows_of_16, gpu);
+    if (!show_lines(registers, {"float squared_[16]", "squared_[15]"})) return 1;
 
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source

@@ -71,7 +71,15 @@ struct AttentionVariant : AttentionFuncs {
   public:
     /** The Funcs the schedule templates take. */
     loom::schedules::AttentionChain chain() const {
-        return {s, p, o, out, b, h, i, j, d, r, kt, qk, e};
+        return {s, p, o, out, b, h, i, j, d, r, kt, qk, e, qf, c};
+    }
+    /** Compiles for one head dimension: q, k and v must have exactly
+     * `head_dim` elements in dimension 3 (checked at run time). GPU
+     * schedules need it, for per-thread arrays of constant size. */
+    void fix_head_dim(int head_dim) {
+        q.dim(3).set_extent(head_dim);
+        k.dim(3).set_extent(head_dim);
+        v.dim(3).set_extent(head_dim);
     }
     /** The materialized baseline (schedules/materialized_attention.h). */
     void schedule_materialized(loom::Schedule &sch, int query_block = 16, int vector = 8) const {

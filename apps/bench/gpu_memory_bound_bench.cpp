@@ -11,8 +11,6 @@
 // Every kernel is first checked against the same pipeline on the CPU (small
 // sizes). --quick stops there: the correctness run, which CTest runs with
 // the label gpu. Without a GPU it says why and exits with 77 (skipped).
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,70 +23,16 @@
 
 #include <loom/loom.h>
 
+#include "bench/gpu_bench_util.h"
 #include "gpu_rows.h"
 #include "layernorm/layernorm.h"
 #include "softmax/softmax.h"
 
 using namespace loom;
+using loom_bench::Driver;
+using loom_bench::seconds_per_call;
 
 namespace {
-
-/** The few driver calls the peers need (the context, a copy, a sync),
- * loaded as Loom's runtime loads them. */
-struct Driver {
-    using CUresult = int;
-    CUresult (*init)(unsigned) = nullptr;
-    CUresult (*device_get)(int *, int) = nullptr;
-    CUresult (*primary_ctx_retain)(void **, int) = nullptr;
-    CUresult (*ctx_set_current)(void *) = nullptr;
-    CUresult (*memcpy_dtod)(uint64_t, uint64_t, size_t) = nullptr;
-    CUresult (*ctx_synchronize)() = nullptr;
-    std::string error;
-
-    Driver() {
-        // The driver Loom's runtime loads (LOOM_CUDA_DRIVER may name another).
-        const char *name = std::getenv("LOOM_CUDA_DRIVER");
-        if (!name || !*name) name = "libcuda.so.1";
-        void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            error = std::string(name) + " is not loadable (no NVIDIA driver)";
-            return;
-        }
-        auto sym = [&](auto &fn, const char *name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-            if (!fn && error.empty()) error = std::string("the driver lacks ") + name;
-        };
-        sym(init, "cuInit");
-        sym(device_get, "cuDeviceGet");
-        sym(primary_ctx_retain, "cuDevicePrimaryCtxRetain");
-        sym(ctx_set_current, "cuCtxSetCurrent");
-        sym(memcpy_dtod, "cuMemcpyDtoD_v2");
-        sym(ctx_synchronize, "cuCtxSynchronize");
-        if (!error.empty()) return;
-        int device = 0;
-        void *ctx = nullptr;
-        // The primary context, current on this thread: Loom then uses it too.
-        if (init(0) != 0 || device_get(&device, 0) != 0 || primary_ctx_retain(&ctx, device) != 0 ||
-            ctx_set_current(ctx) != 0) {
-            error = "no usable GPU (cuInit, cuDeviceGet or the primary context failed)";
-        }
-    }
-};
-
-/** Seconds per call of f, the best of `reps` timings of `inner` calls. */
-double seconds_per_call(const std::function<void()> &f, const Driver &cu, int reps, int inner) {
-    f();  // warm: module load, first copies
-    cu.ctx_synchronize();
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < inner; i++) f();
-        cu.ctx_synchronize();
-        auto t1 = std::chrono::steady_clock::now();
-        best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / inner);
-    }
-    return best;
-}
 
 /** Values in [-4, 4) from a fixed sequence (fast enough for 1 GiB). */
 Buffer<float> pseudo_random(const std::vector<int> &shape, uint32_t seed) {
@@ -128,19 +72,12 @@ void vectorized_rows(Schedule &sch, const Func &f, const Var &r, const Var &c, i
 }  // namespace
 
 int main(int argc, char **argv) {
-    bool quick = false;
-    int reps = 5;
-    for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "--quick")) quick = true;
-        else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    }
+    const loom_bench::Options options(argc, argv);
+    const bool quick = options.quick;
+    const int reps = options.reps;
     Driver cu;
-    int32_t capability = 0;
-    if (!cu.error.empty() || loom_cuda_device_capability(0, &capability) != 0) {
-        std::printf("skipped: %s\n",
-                    cu.error.empty() ? loom_last_error_message() : cu.error.c_str());
-        return 77;
-    }
+    const int capability = loom_bench::gpu_capability_or_skip(cu);
+    if (!capability) return 77;
     const Target gpu("host-cuda");
     std::printf("GPU: sm_%d\n", capability);
 

@@ -9,7 +9,9 @@
 #include <iterator>
 #include <random>
 
+#include "../../schedules/flash_attention.h"
 #include "../attention/attention.h"
+#include "../attention/variants.h"
 #include "../blur/blur.h"
 #include "../gemm/gemm.h"
 #include "../layernorm/layernorm.h"
@@ -130,6 +132,38 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
                              std::istreambuf_iterator<char>());
             EXPECT_NE(text.find("shfl.sync.down"), std::string::npos) << arch;
             EXPECT_NE(text.find("st.global.v4.b32"), std::string::npos) << arch;
+            for (const char *suffix : {".cu", ".ptx", ".cubin"})
+                std::remove((base + suffix).c_str());
+        }
+    }
+}
+
+TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
+    // Each thread's running max, sum, weighted sum and query row are arrays
+    // indexed by constants, so they live in registers: a GPU puts an array
+    // indexed at run time in local memory (".local" in the PTX). The
+    // rolling update's repair factor is computed once per key, not once
+    // per element of the weighted sum: two exponentials per key in all.
+    for (attention::Variant var : attention::all_variants) {
+        attention::AttentionVariant app(var, Float(16));
+        app.fix_head_dim(64);
+        Schedule sch;
+        schedules::flash_attention_gpu(sch, app.chain());
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            const Target target(std::string("host-cuda-") + arch);
+            const std::string base = ::testing::TempDir() + "loom_apps_gpu_attention";
+            Pipeline(app.out).compile_to_cuda(base, sch, target);
+            std::ifstream ptx(base + ".ptx");
+            std::string text((std::istreambuf_iterator<char>(ptx)),
+                             std::istreambuf_iterator<char>());
+            EXPECT_EQ(text.find(".local"), std::string::npos) << app.name() << " " << arch;
+            if (var == attention::Variant::Global) {
+                size_t exps = 0;
+                for (size_t at = text.find("ex2.approx"); at != std::string::npos;
+                     at = text.find("ex2.approx", at + 1))
+                    exps++;
+                EXPECT_EQ(exps, 2u) << arch;
+            }
             for (const char *suffix : {".cu", ".ptx", ".cubin"})
                 std::remove((base + suffix).c_str());
         }

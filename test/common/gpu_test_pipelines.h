@@ -1,12 +1,21 @@
 // Pipelines shared by the GPU tests (CUDA code generation, GPU execution and
-// GPU schedule errors).
+// GPU schedule errors), and whether there is a GPU to run them on.
 #pragma once
 
 #include <loom/loom.h>
 
 #include <cmath>
+#include <string>
 
 namespace loom_test {
+
+/** Why there is no GPU to run on, or "" when there is one. */
+inline std::string no_gpu_reason() {
+    int32_t capability = 0;
+    if (loom_cuda_device_capability(0, &capability) != 0) return loom_last_error_message();
+    if (capability < 80) return "GPU 0 is sm_" + std::to_string(capability) + "; Loom needs sm_80+";
+    return "";
+}
 
 /** Blocks of `per_block` consecutive x, each thread taking `lanes` of them
  * as one vector. */

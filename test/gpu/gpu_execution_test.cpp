@@ -15,17 +15,10 @@
 using namespace loom;
 using loom_test::Blur;
 using loom_test::buffers_match;
+using loom_test::no_gpu_reason;
 using loom_test::random_buffer;
 
 namespace {
-
-/** Why there is no GPU to run on, or "" when there is one. */
-std::string no_gpu_reason() {
-    int32_t capability = 0;
-    if (loom_cuda_device_capability(0, &capability) != 0) return loom_last_error_message();
-    if (capability < 80) return "GPU 0 is sm_" + std::to_string(capability) + "; Loom needs sm_80+";
-    return "";
-}
 
 #define REQUIRE_GPU()                                                  \
     do {                                                               \

@@ -32,6 +32,7 @@ struct AttentionFuncs {
           scale(std::move(scale_)),
           window(std::move(window_)) {
         kt(b, h, c, j) = loom::cast<float>(k(b, h, j, c));
+        qf(b, h, i, c) = loom::cast<float>(q(b, h, i, c));
     }
 
     // q [batch, Hq, Lq, head_dim]; k, v [batch, Hkv, Lk, head_dim].
@@ -45,6 +46,11 @@ struct AttentionFuncs {
      * per key tile stores that tile transposed, so that scores vectorized
      * along the keys read contiguous memory. */
     loom::Func kt{"kt"};
+    /** The queries in float32, qf(b, h, i, c) = q(b, h, i, c). Like kt it
+     * changes no value; a GPU schedule computes it per thread, so that each
+     * thread's query row is read once into registers instead of once per
+     * key. */
+    loom::Func qf{"qf"};
     /** The scores' dot products, q . k over the head dimension in float32:
      * qk(b, h, i, j), a reduction over e (made by dot()). */
     loom::Func qk{"qk"};
@@ -65,7 +71,7 @@ struct AttentionFuncs {
         using namespace loom;
         e = RDom(0, q.dim(3).extent(), "e");
         qk(b, h, i, j) = 0.0f;
-        qk(b, h, i, j) += cast<float>(q(b, h, i, e)) * kt(b, hk, e, j);
+        qk(b, h, i, j) += qf(b, h, i, e) * kt(b, hk, e, j);
         return qk(b, h, i, j);
     }
     static loom::Expr masked(const loom::Expr &allowed, const loom::Expr &score) {

@@ -1,0 +1,154 @@
+// Plain attention with a GPU schedule and no tensor cores
+// (schedules/flash_attention.h, flash_attention_gpu): the baseline that the
+// tensor-core tile programs will be measured against. Prints TFLOP/s (4 *
+// batch * heads * Lq * Lk * head_dim flops per call) for float32 and
+// float16 inputs, and the fraction of the GPU's float32 FMA peak (SMs x
+// clock x 128 FMA lanes x 2, from the device's attributes).
+//
+//   gpu_attention_bench [--quick] [--reps N]
+//
+// Each element type is first checked against the float64 reference
+// (attention/variants_reference.h) at sizes that leave partial blocks;
+// --quick stops there (the gpu-labelled CTest). Without a GPU it says why
+// and exits with 77 (skipped).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <loom/loom.h>
+
+#include "../schedules/flash_attention.h"
+#include "attention/variants.h"
+#include "bench/gpu_bench_util.h"
+
+using namespace loom;
+
+namespace {
+
+constexpr int kHeadDim = 64;
+
+/** A buffer of type t, [b, h, l, kHeadDim], from a fixed sequence in
+ * [-1, 1); `values` receives what was stored (rounded to t). */
+RawBuffer make_input(Type t, int b, int h, int l, uint32_t seed, std::vector<float> *values) {
+    RawBuffer buf(t, {b, h, l, kHeadDim});
+    const size_t n = size_t(b) * h * l * kHeadDim;
+    if (values) values->resize(n);
+    uint32_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        float x = static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f;
+        if (t == Float(32)) {
+            reinterpret_cast<float *>(buf.host())[i] = x;
+        } else {
+            float16_t hx(x);
+            reinterpret_cast<float16_t *>(buf.host())[i] = hx;
+            x = static_cast<float>(hx);
+        }
+        if (values) (*values)[i] = x;
+    }
+    return buf;
+}
+
+double output_at(const RawBuffer &out, size_t i) {
+    if (out.type() == Float(32)) return reinterpret_cast<const float *>(out.host())[i];
+    return static_cast<float>(reinterpret_cast<const float16_t *>(out.host())[i]);
+}
+
+struct Kernel {
+    attention::AttentionVariant app;
+    CompiledPipeline compiled;
+    explicit Kernel(Type t) : app(attention::Variant::Global, t) {
+        app.fix_head_dim(kHeadDim);
+        Schedule sch;
+        schedules::flash_attention_gpu(sch, app.chain());
+        compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    }
+    RawBuffer bind(int b, int h, int lq, int lk, std::vector<float> *q, std::vector<float> *k,
+                   std::vector<float> *v) {
+        const Type t = app.q.type();
+        app.q.set(make_input(t, b, h, lq, 1, q));
+        app.k.set(make_input(t, b, h, lk, 2, k));
+        app.v.set(make_input(t, b, h, lk, 3, v));
+        app.scale.set(1.0f / std::sqrt(float(kHeadDim)));
+        return RawBuffer(t, {b, h, lq, kHeadDim});
+    }
+};
+
+/** The worst |got - want| / (1 + |want|) against the float64 reference. */
+double check(Kernel &k, int b, int h, int lq, int lk) {
+    std::vector<float> q, kk, v;
+    RawBuffer out = k.bind(b, h, lq, lk, &q, &kk, &v);
+    k.compiled.realize({out});
+    out.copy_to_host();
+    attention::VariantShape sh;
+    sh.batch = b;
+    sh.q_heads = sh.kv_heads = h;
+    sh.seq_q = lq;
+    sh.seq_k = lk;
+    sh.head_dim = kHeadDim;
+    std::vector<double> want(q.size());
+    attention::variant_reference(attention::Variant::Global, q.data(), kk.data(), v.data(),
+                                 1.0f / std::sqrt(float(kHeadDim)), 0, want.data(), sh);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); i++) {
+        double e = std::abs(output_at(out, i) - want[i]) / (1 + std::abs(want[i]));
+        if (!(e <= worst)) worst = e;  // NaN-sticky
+    }
+    return worst;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    const loom_bench::Options options(argc, argv);
+    const bool quick = options.quick;
+    const int reps = options.reps;
+    loom_bench::Driver cu;
+    const int capability = loom_bench::gpu_capability_or_skip(cu);
+    if (!capability) return 77;
+    // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16, CLOCK_RATE (kHz) = 13.
+    int sms = 0, khz = 0;
+    cu.device_get_attribute(&sms, 16, 0);
+    cu.device_get_attribute(&khz, 13, 0);
+    const double peak = double(sms) * khz * 1e3 * 128 * 2;
+    std::printf("GPU: sm_%d, %d SMs at %.0f MHz: float32 FMA peak %.1f TFLOP/s\n", capability, sms,
+                khz / 1e3, peak / 1e12);
+
+    struct Case {
+        const char *name;
+        Type type;
+        double tolerance;  // float32 accumulation, plus one ulp of the output
+    };
+    const Case cases[] = {{"float32", Float(32), 1e-4}, {"float16", Float(16), 2e-3}};
+    bool ok = true;
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    for (const Case &c : cases) {
+        kernels.push_back(std::make_unique<Kernel>(c.type));
+        // 77 queries: a full block of 64 and a partial one.
+        const double err = check(*kernels.back(), 2, 3, 77, 301);
+        const bool good = err <= c.tolerance;
+        std::printf("check %-8s: max relative error %.2e vs the float64 reference: %s\n", c.name,
+                    err, good ? "ok" : "WRONG");
+        ok = ok && good;
+    }
+    if (!ok) return 1;
+    if (quick) return 0;
+
+    const int B = 4, H = 16;
+    std::printf("\n%-8s %6s %10s %10s %12s\n", "input", "seq", "ms", "TFLOP/s", "of FP32 peak");
+    for (size_t n = 0; n < kernels.size(); n++) {
+        for (int L : {1024, 4096}) {
+            Kernel &k = *kernels[n];
+            RawBuffer out = k.bind(B, H, L, L, nullptr, nullptr, nullptr);
+            const double s =
+                loom_bench::seconds_per_call([&] { k.compiled.realize({out}); }, cu, reps, 3);
+            const double flops = 4.0 * B * H * double(L) * L * kHeadDim;
+            std::printf("%-8s %6d %10.3f %10.2f %11.1f%%\n", cases[n].name, L, s * 1e3,
+                        flops / s / 1e12, 100 * flops / s / peak);
+        }
+    }
+    std::printf("\n(batch %d, %d heads, head_dim %d, Lq = Lk; no tensor cores)\n", B, H, kHeadDim);
+    return 0;
+}

@@ -1,0 +1,105 @@
+// What the GPU benchmarks share: the few CUDA driver calls their peers and
+// timers need, loaded the way Loom's runtime loads the driver, and a timer.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <type_traits>
+
+#include <loom/runtime/loom_runtime.h>
+
+namespace loom_bench {
+
+/** The few driver calls the benchmarks need (the context, a copy, a sync,
+ * device attributes), loaded as Loom's runtime loads them. */
+struct Driver {
+    using CUresult = int;
+    CUresult (*init)(unsigned) = nullptr;
+    CUresult (*device_get)(int *, int) = nullptr;
+    CUresult (*primary_ctx_retain)(void **, int) = nullptr;
+    CUresult (*ctx_set_current)(void *) = nullptr;
+    CUresult (*memcpy_dtod)(uint64_t, uint64_t, size_t) = nullptr;
+    CUresult (*ctx_synchronize)() = nullptr;
+    CUresult (*device_get_attribute)(int *, int, int) = nullptr;
+    std::string error;
+
+    Driver() {
+        // The driver Loom's runtime loads (LOOM_CUDA_DRIVER may name another).
+        const char *name = std::getenv("LOOM_CUDA_DRIVER");
+        if (!name || !*name) name = "libcuda.so.1";
+        void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            error = std::string(name) + " is not loadable (no NVIDIA driver)";
+            return;
+        }
+        auto sym = [&](auto &fn, const char *name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+            if (!fn && error.empty()) error = std::string("the driver lacks ") + name;
+        };
+        sym(init, "cuInit");
+        sym(device_get, "cuDeviceGet");
+        sym(primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+        sym(ctx_set_current, "cuCtxSetCurrent");
+        sym(memcpy_dtod, "cuMemcpyDtoD_v2");
+        sym(ctx_synchronize, "cuCtxSynchronize");
+        sym(device_get_attribute, "cuDeviceGetAttribute");
+        if (!error.empty()) return;
+        int device = 0;
+        void *ctx = nullptr;
+        // The primary context, current on this thread: Loom then uses it too.
+        if (init(0) != 0 || device_get(&device, 0) != 0 || primary_ctx_retain(&ctx, device) != 0 ||
+            ctx_set_current(ctx) != 0) {
+            error = "no usable GPU (cuInit, cuDeviceGet or the primary context failed)";
+        }
+    }
+};
+
+/** Seconds per call of f, the best of `reps` timings of `inner` calls. */
+inline double seconds_per_call(const std::function<void()> &f, const Driver &cu, int reps,
+                               int inner) {
+    f();  // warm: module load, first copies
+    cu.ctx_synchronize();
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < inner; i++) f();
+        cu.ctx_synchronize();
+        auto t1 = std::chrono::steady_clock::now();
+        best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / inner);
+    }
+    return best;
+}
+
+/** The command line every GPU benchmark takes: [--quick] [--reps N]. */
+struct Options {
+    bool quick = false;  // the correctness checks only
+    int reps = 5;        // timings per kernel; the best is reported
+    Options(int argc, char **argv) {
+        for (int i = 1; i < argc; i++) {
+            if (!std::strcmp(argv[i], "--quick")) quick = true;
+            else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+        }
+    }
+};
+
+/** The GPU's capability (e.g. 90), or 0 after printing why there is no GPU
+ * to run on: the caller then exits with 77, CTest's "skipped". */
+inline int gpu_capability_or_skip(const Driver &cu) {
+    int32_t capability = 0;
+    if (!cu.error.empty() || loom_cuda_device_capability(0, &capability) != 0) {
+        std::printf("skipped: %s\n",
+                    cu.error.empty() ? loom_last_error_message() : cu.error.c_str());
+        return 0;
+    }
+    return capability;
+}
+
+}  // namespace loom_bench
