@@ -27,9 +27,12 @@ bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 LOOM_RUNTIME_EXPORT int loom_buffer_from_dltensor(const DLTensor *t, loom_buffer_t *out,
                                                   loom_dimension_t *dims_storage, int max_dims) {
     if (!t || !out) return refuse("loom_buffer_from_dltensor: null tensor or output buffer");
-    if (t->device.device_type != kDLCPU) {
-        return refuse("loom_buffer_from_dltensor: the tensor is not in CPU memory (kDLCPU = 1)",
-                      "; its device type is ", t->device.device_type);
+    const bool on_gpu = t->device.device_type == kDLCUDA;
+    if (t->device.device_type != kDLCPU && !on_gpu) {
+        return refuse(
+            "loom_buffer_from_dltensor: the tensor is neither in CPU memory (kDLCPU = 1) nor "
+            "in CUDA device memory (kDLCUDA = 2)",
+            "; its device type is ", t->device.device_type);
     }
     if (t->ndim < 0 || t->ndim > max_dims) {
         return refuse(
@@ -101,10 +104,21 @@ LOOM_RUNTIME_EXPORT int loom_buffer_from_dltensor(const DLTensor *t, loom_buffer
         // At most 2^62 here: the next dimension's stride check refuses it.
         compact *= extent > 0 ? extent : 1;
     }
-    out->device = 0;
+    uint8_t *data = static_cast<uint8_t *>(t->data) + t->byte_offset;
     out->device_interface = nullptr;
-    out->host = static_cast<uint8_t *>(t->data) + t->byte_offset;
-    out->flags = 0;
+    if (on_gpu) {
+        // The GPU memory is the data and there is no host copy: kernels
+        // read and write it in place; a CPU stage that reads it is refused
+        // at run time (loom_cuda_buffer_for_host). Not device_owned, so
+        // loom_device_free leaves the memory to its owner.
+        out->device = reinterpret_cast<uint64_t>(data);
+        out->host = nullptr;
+        out->flags = loom_buffer_device_dirty;
+    } else {
+        out->device = 0;
+        out->host = data;
+        out->flags = 0;
+    }
     out->type = type;
     out->dimensions = t->ndim;
     out->dim = t->ndim > 0 ? dims_storage : nullptr;
@@ -116,10 +130,18 @@ LOOM_RUNTIME_EXPORT int loom_buffer_to_dltensor(const loom_buffer_t *b, DLTensor
                                                 int64_t *shape_storage, int64_t *strides_storage,
                                                 int max_dims) {
     if (!b || !out) return refuse("loom_buffer_to_dltensor: null buffer or output tensor");
-    if (b->device != 0 || b->device_interface != nullptr) {
+    // A buffer whose data is on the GPU alone (no host memory, or the GPU
+    // copy newer) converts to a kDLCUDA tensor; one whose host copy is
+    // current, to a kDLCPU tensor.
+    const bool on_gpu = b->device != 0 && (!b->host || (b->flags & loom_buffer_device_dirty) != 0);
+    if (b->device_interface != nullptr) {
         return refuse(
-            "loom_buffer_to_dltensor: the buffer lives on a device; only host "
-            "buffers convert");
+            "loom_buffer_to_dltensor: the buffer has a device interface Loom does not know");
+    }
+    if (on_gpu && b->host && (b->flags & loom_buffer_host_dirty)) {
+        return refuse(
+            "loom_buffer_to_dltensor: the buffer was changed both on the host and on the GPU; "
+            "copy one way (loom_copy_to_host / loom_copy_to_device) first");
     }
     if (b->dimensions < 0 || b->dimensions > max_dims) {
         return refuse(
@@ -134,8 +156,8 @@ LOOM_RUNTIME_EXPORT int loom_buffer_to_dltensor(const loom_buffer_t *b, DLTensor
         shape_storage[d] = b->dim[d].extent;
         strides_storage[d] = b->dim[d].stride;
     }
-    out->data = b->host;
-    out->device.device_type = kDLCPU;
+    out->data = on_gpu ? reinterpret_cast<void *>(static_cast<uintptr_t>(b->device)) : b->host;
+    out->device.device_type = on_gpu ? kDLCUDA : kDLCPU;
     out->device.device_id = 0;
     out->ndim = b->dimensions;
     out->dtype.code = b->type.code;

@@ -384,8 +384,8 @@ TEST(DLPack, Refusals) {
     };
     DLTensor ok{data.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, nullptr, 0};
     DLTensor t = ok;
-    t.device.device_type = kDLCUDA;
-    refused(t, 2, "not in CPU memory");
+    t.device.device_type = kDLROCM;
+    refused(t, 2, "neither in CPU memory");
     t = ok;
     t.dtype = {kDLComplex, 64, 1};
     refused(t, 2, "no buffer type");
@@ -460,6 +460,58 @@ TEST(AOT, GpuLibraryLaunchesItsEmbeddedKernel) {
     for (size_t i = 0; i < out.size(); i++) ASSERT_EQ(out[i], in[i] * 3.0f + 1.0f) << i;
     ASSERT_EQ(loom_device_free(&vin), 0);
     ASSERT_EQ(loom_device_free(&vout), 0);
+    EXPECT_EQ(fake_cuda_live_allocations(), 0);
+    fake_cuda_set_launch_hook(nullptr, nullptr);
+}
+
+TEST(AOT, GpuLibraryRunsOnDLPackCudaTensorsInPlace) {
+    // What a PyTorch caller does: CUDA tensors, passed through DLPack, are
+    // read and written where they are; nothing is copied to or from the host.
+    fake_cuda_reset(1, 90);
+    int shape[2] = {13, 70};
+    fake_cuda_set_launch_hook(&scale_kernel, shape);
+    const size_t n = 13 * 70;
+    uint64_t din = 0, dout = 0;
+    ASSERT_EQ(loom_cuda_malloc(n * 4, "in", &din), 0) << loom_last_error_message();
+    ASSERT_EQ(loom_cuda_malloc(n * 4, "out", &dout), 0) << loom_last_error_message();
+    std::vector<float> in = random_floats(n);
+    std::memcpy(reinterpret_cast<void *>(din), in.data(),
+                n * 4);  // the stand-in's memory is host's
+    int64_t dl_shape[2] = {13, 70};
+    DLTensor tin{
+        reinterpret_cast<void *>(din), {kDLCUDA, 0}, 2, {kDLFloat, 32, 1}, dl_shape, nullptr, 0};
+    DLTensor tout = tin;
+    tout.data = reinterpret_cast<void *>(dout);
+    loom_buffer_t bin, bout;
+    loom_dimension_t din_dims[2], dout_dims[2];
+    ASSERT_EQ(loom_buffer_from_dltensor(&tin, &bin, din_dims, 2), 0);
+    ASSERT_EQ(loom_buffer_from_dltensor(&tout, &bout, dout_dims, 2), 0);
+    EXPECT_EQ(bin.host, nullptr);
+    EXPECT_EQ(bin.device, din);
+
+    ASSERT_EQ(aot_gpu_scale(&bin, 3.0f, &bout), 0) << loom_last_error_message();
+    EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 0);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), 0);
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);  // the test's own two
+    const float *result = reinterpret_cast<const float *>(dout);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(result[i], in[i] * 3.0f + 1.0f) << i;
+
+    // Back to DLPack: still the same GPU memory.
+    DLTensor back;
+    int64_t s[2], st[2];
+    ASSERT_EQ(loom_buffer_to_dltensor(&bout, &back, s, st, 2), 0);
+    EXPECT_EQ(back.device.device_type, kDLCUDA);
+    EXPECT_EQ(back.data, reinterpret_cast<void *>(dout));
+    // There is no host memory to copy to; and freeing leaves the memory to
+    // its owner.
+    EXPECT_NE(loom_copy_to_host(&bout), 0);
+    EXPECT_NE(std::string(loom_last_error_message()).find("no host memory"), std::string::npos)
+        << loom_last_error_message();
+    ASSERT_EQ(loom_device_free(&bout), 0);
+    EXPECT_EQ(fake_cuda_live_allocations(), 2);
+    loom_cuda_free(din);
+    loom_cuda_free(dout);
     EXPECT_EQ(fake_cuda_live_allocations(), 0);
     fake_cuda_set_launch_hook(nullptr, nullptr);
 }

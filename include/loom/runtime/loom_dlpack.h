@@ -92,27 +92,38 @@ extern "C" {
 #endif
 
 /** Describes the memory of `t` as a loom_buffer_t, without copying: `out`
- * gets the host pointer (data + byte_offset), the element type, and one
+ * gets the data pointer (data + byte_offset), the element type, and one
  * loom_dimension_t per tensor dimension (min 0, extent = shape, stride =
  * strides or the compact row-major strides), stored in dims_storage, which
  * must hold max_dims entries and outlive `out`. DLPack's dimension order is
  * Loom's (dimension 0 outermost).
  *
+ * A kDLCPU tensor's data becomes `host`. A kDLCUDA tensor's becomes
+ * `device`, with no host memory and loom_buffer_device_dirty set: GPU
+ * kernels read and write it in place, a CPU stage that reads it is refused
+ * with an error, and loom_device_free leaves the memory to its owner. The
+ * tensor must be on the GPU whose context is current on the calling thread
+ * (PyTorch makes its current device's context current), or on GPU 0 when
+ * none is.
+ *
  * Returns loom_success, or loom_error_unsupported (with a message for
  * loom_last_error_message()) for a null argument, a device other than
- * kDLCPU, more than max_dims dimensions, a shape or stride outside int32,
+ * kDLCPU or kDLCUDA, more than max_dims dimensions, a shape or stride outside int32,
  * a data type Loom has no buffer type for (complex, vector lanes, odd bit
  * widths), or a byte offset or data pointer not aligned to the element size.
  * DLPack's bool (kDLBool, 8 bits) becomes Loom's bool (uint, 1 bit). */
 int loom_buffer_from_dltensor(const DLTensor *t, loom_buffer_t *out, loom_dimension_t *dims_storage,
                               int max_dims);
 
-/** Describes `b` as a DLTensor on kDLCPU, without copying: data is the host
- * pointer (the element at the buffer's mins; DLPack has no mins), byte_offset
- * 0, shape and strides (in elements) written to shape_storage and
- * strides_storage, which must hold max_dims entries and outlive `out`.
- * Returns loom_success, or loom_error_unsupported for a null argument, a
- * buffer on a device, or more than max_dims dimensions. */
+/** Describes `b` as a DLTensor without copying: on kDLCPU with the host
+ * pointer as data when the host copy is current, on kDLCUDA (device_id 0)
+ * with the GPU pointer when the buffer has no host memory or its GPU copy
+ * is newer (loom_buffer_device_dirty). data is the element at the buffer's
+ * mins (DLPack has no mins), byte_offset 0, shape and strides (in
+ * elements) written to shape_storage and strides_storage, which must hold
+ * max_dims entries and outlive `out`. Returns loom_success, or
+ * loom_error_unsupported for a null argument, a buffer changed both on the
+ * host and on the GPU, or more than max_dims dimensions. */
 int loom_buffer_to_dltensor(const loom_buffer_t *b, DLTensor *out, int64_t *shape_storage,
                             int64_t *strides_storage, int max_dims);
 
