@@ -2,7 +2,6 @@
 #include "HoistLoopInvariants.h"
 
 #include <map>
-#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
+#include "Scope.h"
 #include "Simplify.h"
 #include "loom/IROperator.h"
 
@@ -55,15 +55,16 @@ class BodyEffects : public IRVisitor {
  * whose body has `effects`, and may be evaluated before it. */
 class IsInvariant : public IRVisitor {
   public:
-    IsInvariant(const BodyEffects &effects, const std::map<std::string, int64_t> &allocations)
+    IsInvariant(const BodyEffects &effects, const Scope<int64_t> &allocations)
         : effects(effects), allocations(allocations) {}
     bool result = true;
 
   protected:
     using IRVisitor::visit;
     const BodyEffects &effects;
-    /** The allocations around the loop, with their element counts. */
-    const std::map<std::string, int64_t> &allocations;
+    /** The allocations around the loop, with their element counts (-1: not
+     * a constant, or not unconditional). */
+    const Scope<int64_t> &allocations;
 
     void visit(const Variable *op) override {
         if (effects.defined.count(op->name)) result = false;
@@ -71,10 +72,10 @@ class IsInvariant : public IRVisitor {
     void visit(const Load *op) override {
         // Only loads that cannot fault wherever they are evaluated: from an
         // allocation the body does not write, at a constant index inside it.
-        auto it = allocations.find(op->name);
+        const int64_t *elements = allocations.find(op->name);
         const int64_t *index = as_const_int(op->index);
-        if (op->param || it == allocations.end() || effects.stored.count(op->name) ||
-            effects.defined.count(op->name) || !index || *index < 0 || *index >= it->second ||
+        if (op->param || !elements || effects.stored.count(op->name) ||
+            effects.defined.count(op->name) || !index || *index < 0 || *index >= *elements ||
             (op->predicate.defined() && !is_const_one(op->predicate))) {
             result = false;
             return;
@@ -100,7 +101,7 @@ bool is_trivial(const Expr &e) {
  * body by variables, remembering each (equal expressions share one). */
 class LiftInvariants : public IRMutator {
   public:
-    LiftInvariants(const BodyEffects &effects, const std::map<std::string, int64_t> &allocations,
+    LiftInvariants(const BodyEffects &effects, const Scope<int64_t> &allocations,
                    const std::string &loop, int *counter)
         : effects(effects), allocations(allocations), loop(loop), counter(counter) {}
     std::vector<std::pair<std::string, Expr>> lifted;
@@ -123,7 +124,7 @@ class LiftInvariants : public IRMutator {
 
   private:
     const BodyEffects &effects;
-    const std::map<std::string, int64_t> &allocations;
+    const Scope<int64_t> &allocations;
     const std::string loop;
     int *counter;
     std::map<Expr, std::string, ExprDeepCompare> names;
@@ -132,9 +133,9 @@ class LiftInvariants : public IRMutator {
 class HoistLoopInvariants : public IRMutator {
   protected:
     using IRMutator::visit;
-    /** The unconditional allocations of constant size around the point
-     * being visited, by name, with their element counts. */
-    std::map<std::string, int64_t> allocations;
+    /** The allocations around the point being visited, by name, with their
+     * element counts, or -1 for one of no constant size or conditional. */
+    Scope<int64_t> allocations;
     int counter = 0;
     bool in_kernel = false;
 
@@ -146,15 +147,8 @@ class HoistLoopInvariants : public IRMutator {
             constant = constant && n;
             if (n) elements *= *n;
         }
-        auto outer = allocations.find(op->name);
-        std::optional<int64_t> saved;
-        if (outer != allocations.end()) saved = outer->second;
-        if (constant) allocations[op->name] = elements;
-        else allocations.erase(op->name);
-        Stmt s = IRMutator::visit(op);
-        if (saved) allocations[op->name] = *saved;
-        else allocations.erase(op->name);
-        return s;
+        ScopedBinding<int64_t> bind(allocations, op->name, constant ? elements : -1);
+        return IRMutator::visit(op);
     }
 
     Stmt visit(const For *op) override {

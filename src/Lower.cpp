@@ -272,7 +272,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     LoweringResult result;
     result.notes = env.fusion_log;
     result.fusion_seconds = fusion_seconds;
-    result.params = find_parameters(env.funcs);
+    result.params = params;
     std::stable_sort(
         result.params.begin(), result.params.end(),
         [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });

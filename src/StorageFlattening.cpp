@@ -1,11 +1,9 @@
 // Storage flattening: see StorageFlattening.h.
 #include "StorageFlattening.h"
 
-#include <map>
-#include <optional>
-
 #include "BoundsInference.h"
 #include "IRMutator.h"
+#include "Scope.h"
 #include "Simplify.h"
 #include "loom/IROperator.h"
 
@@ -54,11 +52,11 @@ class FlattenStorage : public IRMutator {
 
     /** Per realized Func (innermost realization), which of its dimensions
      * have the constant extent 1. */
-    std::map<std::string, std::vector<bool>> single_points;
+    Scope<std::vector<bool>> single_points;
 
     std::vector<bool> single_point_dims(const std::string &func) const {
-        auto it = single_points.find(func);
-        return it == single_points.end() ? std::vector<bool>() : it->second;
+        const std::vector<bool> *dims = single_points.find(func);
+        return dims ? *dims : std::vector<bool>();
     }
 
     Stmt visit(const Realize *op) override {
@@ -66,13 +64,11 @@ class FlattenStorage : public IRMutator {
         int dims = static_cast<int>(op->bounds.size());
         std::vector<bool> single(dims);
         for (int d = 0; d < dims; d++) single[d] = is_const_one(simplify(op->bounds[d].extent));
-        auto outer = single_points.find(op->name);
-        std::optional<std::vector<bool>> saved;
-        if (outer != single_points.end()) saved = outer->second;
-        single_points[op->name] = single;
-        Stmt body = mutate(op->body);
-        if (saved) single_points[op->name] = *saved;
-        else single_points.erase(op->name);
+        Stmt body;
+        {
+            ScopedBinding<std::vector<bool>> bind(single_points, op->name, single);
+            body = mutate(op->body);
+        }
         for (int i = n - 1; i >= 0; i--) {
             std::string buf = buffer_name(op->name, i, n);
             std::vector<Expr> extents;
