@@ -43,11 +43,14 @@ struct Driver {
     CUresult (*cuCtxGetCurrent)(CUcontext *);
     CUresult (*cuCtxSetCurrent)(CUcontext);
     CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuStreamSynchronize)(CUstream);
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree)(CUdeviceptr);
     CUresult (*cuMemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuModuleLoadData)(CUmodule *, const void *);
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -62,6 +65,20 @@ pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 // Guards the primary context and the module states.
 pthread_mutex_t state_mutex = PTHREAD_MUTEX_INITIALIZER;
 CUcontext primary_context = nullptr;
+// The stream this thread's GPU work goes on (loom_cuda_set_stream); null is
+// the legacy default stream, which waits for every blocking stream.
+thread_local CUstream current_stream = nullptr;
+
+/** Waits for this thread's stream, or for the whole context when it has
+ * none; the driver call's result, and its name for an error. */
+CUresult wait_for_gpu(const char **call) {
+    if (current_stream) {
+        *call = "cuStreamSynchronize";
+        return driver.cuStreamSynchronize(current_stream);
+    }
+    *call = "cuCtxSynchronize";
+    return driver.cuCtxSynchronize();
+}
 
 template <typename F> bool bind(F *f, const char *name) {
     *f = reinterpret_cast<F>(dlsym(driver.handle, name));
@@ -84,11 +101,14 @@ void load_driver() {
     ok &= bind(&driver.cuCtxGetCurrent, "cuCtxGetCurrent");
     ok &= bind(&driver.cuCtxSetCurrent, "cuCtxSetCurrent");
     ok &= bind(&driver.cuCtxSynchronize, "cuCtxSynchronize");
+    ok &= bind(&driver.cuStreamSynchronize, "cuStreamSynchronize");
     ok &= bind(&driver.cuMemAlloc, "cuMemAlloc_v2");
     ok &= bind(&driver.cuMemFree, "cuMemFree_v2");
     ok &= bind(&driver.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
     ok &= bind(&driver.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     ok &= bind(&driver.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    ok &= bind(&driver.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    ok &= bind(&driver.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     ok &= bind(&driver.cuModuleLoadData, "cuModuleLoadData");
     ok &= bind(&driver.cuModuleUnload, "cuModuleUnload");
     ok &= bind(&driver.cuModuleGetFunction, "cuModuleGetFunction");
@@ -247,15 +267,32 @@ int32_t copy_elements(loom_buffer_t *b, bool to_device, const char *name) {
         uint8_t *host = b->host + offset * elem;
         CUdeviceptr dev = static_cast<CUdeviceptr>(b->device + offset * elem);
         size_t bytes = static_cast<size_t>(run * elem);
-        CUresult r = to_device ? driver.cuMemcpyHtoD(dev, host, bytes)
-                               : driver.cuMemcpyDtoH(host, dev, bytes);
+        // On a stream of the caller's, the copies are ordered after the
+        // work already on it (a kernel writing this buffer, say).
+        CUresult r;
+        const char *call;
+        if (current_stream) {
+            call = to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+            r = to_device ? driver.cuMemcpyHtoDAsync(dev, host, bytes, current_stream)
+                          : driver.cuMemcpyDtoHAsync(host, dev, bytes, current_stream);
+        } else {
+            call = to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH";
+            r = to_device ? driver.cuMemcpyHtoD(dev, host, bytes)
+                          : driver.cuMemcpyDtoH(host, dev, bytes);
+        }
         if (r != 0) {
-            return driver_error(to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", r,
-                                to_device ? "copying to the GPU" : "copying to the host", name);
+            return driver_error(call, r, to_device ? "copying to the GPU" : "copying to the host",
+                                name);
         }
         int k = first;
         while (k < n && ++index[k] == extents[k]) index[k++] = 0;
-        if (k == n) return 0;
+        if (k < n) continue;
+        // The host reads what an asynchronous copy writes only once it is done.
+        if (current_stream && !to_device) {
+            r = driver.cuStreamSynchronize(current_stream);
+            if (r != 0) return driver_error("cuStreamSynchronize", r, "copying to the host", name);
+        }
+        return 0;
     }
 }
 
@@ -446,9 +483,16 @@ LOOM_RUNTIME_EXPORT int32_t loom_device_free(loom_buffer_t *b) {
 LOOM_RUNTIME_EXPORT int32_t loom_device_sync(void) {
     int32_t err = ensure_context();
     if (err) return err;
-    CUresult r = driver.cuCtxSynchronize();
-    return r ? driver_error("cuCtxSynchronize", r) : 0;
+    const char *call;
+    CUresult r = wait_for_gpu(&call);
+    return r ? driver_error(call, r) : 0;
 }
+
+LOOM_RUNTIME_EXPORT void loom_cuda_set_stream(void *stream) {
+    current_stream = static_cast<CUstream>(stream);
+}
+
+LOOM_RUNTIME_EXPORT void *loom_cuda_stream(void) { return current_stream; }
 
 // ---- Called by compiled pipelines ----
 
@@ -522,15 +566,17 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_launch(void **module_state, const uint8_t 
             return driver_error("cuFuncSetAttribute", r, "(shared memory) for kernel", kernel);
     }
     CUresult r = driver.cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
-                                       static_cast<unsigned>(shared_bytes), nullptr, args, nullptr);
+                                       static_cast<unsigned>(shared_bytes), current_stream, args,
+                                       nullptr);
     if (r != 0) return driver_error("cuLaunchKernel", r, "for kernel", kernel);
     return 0;
 }
 
 LOOM_RUNTIME_EXPORT int32_t loom_cuda_finish(const char *pipeline, const char *kernels) {
-    CUresult r = driver.cuCtxSynchronize();
+    const char *call;
+    CUresult r = wait_for_gpu(&call);
     if (r == 0) return 0;
-    begin_driver_error("cuCtxSynchronize", r);
+    begin_driver_error(call, r);
     loom_error_append_string(" after the kernels of pipeline ");
     loom_error_append_string(pipeline);
     loom_error_append_string(" (");

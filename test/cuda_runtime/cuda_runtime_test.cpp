@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda.h"
@@ -444,4 +445,56 @@ TEST(CudaRuntime, CpuPipelinesSeeWhatGpuPipelinesWroteAndTheOtherWayRound) {
     on_gpu(in, 1.0f, mid);
     EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), uploads + 1);
     EXPECT_EQ(mid(0, 0), source(0, 0) + 100.0f + 1.0f);
+}
+
+TEST(CudaRuntime, WorkGoesOnTheStreamTheCallerSets) {
+    FakeGpu gpu;
+    Scale s("on_stream");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 9, cols = 33;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> out({rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, cols); };
+
+    // A stream handle is opaque to Loom: any non-null value stands in for one.
+    int stream_storage = 0;
+    void *stream = &stream_storage;
+    ASSERT_EQ(loom_cuda_stream(), nullptr);
+    loom_cuda_set_stream(stream);
+    EXPECT_EQ(loom_cuda_stream(), stream);
+    p(in, 2.0f, out);
+    // The input's copy and the launch went on the stream, and the pipeline
+    // waited for that stream alone.
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoDAsync_v2"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 0);
+    EXPECT_EQ(fake_cuda_last_stream(), stream);
+    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 0);
+    // Reading the result back is a copy on the stream the host waits for.
+    EXPECT_EQ(out(4, 7), in(4, 7) * 2.0f + 1.0f);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoHAsync_v2"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 2);
+    EXPECT_EQ(loom_device_sync(), 0);
+    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 3);
+
+    // The stream is per thread: another thread's work is on the default one.
+    std::thread other([&] {
+        EXPECT_EQ(loom_cuda_stream(), nullptr);
+        EXPECT_EQ(loom_device_sync(), 0);
+    });
+    other.join();
+    EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 1);
+
+    // A failing wait is reported with the call that failed.
+    fake_cuda_fail_next("cuStreamSynchronize", 700);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { p(in, 3.0f, out); },
+                                          {"cuStreamSynchronize failed", "pipeline loom_on_stream"}));
+
+    // Back on the default stream.
+    loom_cuda_set_stream(nullptr);
+    p(in, 4.0f, out);
+    EXPECT_EQ(fake_cuda_last_stream(), nullptr);
+    EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 2);
+    EXPECT_EQ(out(2, 3), in(2, 3) * 4.0f + 1.0f);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), 1);
 }

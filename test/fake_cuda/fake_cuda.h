@@ -26,6 +26,10 @@ int fake_cuda_live_allocations(void);
 /** Whether [p, p + bytes) lies inside one live device allocation. */
 int fake_cuda_is_device_memory(unsigned long long p, size_t bytes);
 
+/** The stream (CUstream) of the last launch or asynchronous copy; null
+ * for the legacy default stream. */
+void *fake_cuda_last_stream(void);
+
 typedef void (*fake_cuda_launch_hook_t)(const char *kernel, const unsigned grid[3],
                                         const unsigned block[3], unsigned shared_bytes, void **args,
                                         void *user);

@@ -32,6 +32,7 @@ struct State {
     fake_cuda_launch_hook_t hook = nullptr;
     void *hook_user = nullptr;
     int context = 0;  // its address is the context
+    void *last_stream = nullptr;  // of the last launch or copy
 };
 
 State &state() {
@@ -81,6 +82,13 @@ void fake_cuda_reset(int devices, int capability) {
     s.refuse_cubin = false;
     s.hook = nullptr;
     s.hook_user = nullptr;
+    s.last_stream = nullptr;
+}
+
+void *fake_cuda_last_stream(void) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.last_stream;
 }
 
 int fake_cuda_calls(const char *entry) {
@@ -187,6 +195,11 @@ CUresult cuCtxSynchronize(void) {
     return current_context ? 0 : kInvalidValue;
 }
 
+CUresult cuStreamSynchronize(void *) {
+    ENTER("cuStreamSynchronize");
+    return current_context ? 0 : kInvalidValue;
+}
+
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
     ENTER("cuMemAlloc_v2");
     if (!current_context || bytes == 0) return kInvalidValue;
@@ -242,6 +255,27 @@ CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
     ENTER("cuMemcpyDtoH_v2");
     if (!inside_allocation(src, bytes)) return kInvalidValue;
     memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+    return 0;
+}
+
+// The stand-in's asynchronous copies are done when they return, as if the
+// stream were idle.
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t bytes,
+                              void *stream) {
+    ENTER("cuMemcpyHtoDAsync_v2");
+    if (!inside_allocation(dst, bytes)) return kInvalidValue;
+    memcpy(reinterpret_cast<void *>(dst), src, bytes);
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().last_stream = stream;
+    return 0;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t bytes, void *stream) {
+    ENTER("cuMemcpyDtoHAsync_v2");
+    if (!inside_allocation(src, bytes)) return kInvalidValue;
+    memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().last_stream = stream;
     return 0;
 }
 
@@ -306,6 +340,7 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
         std::lock_guard<std::mutex> lock(s.mutex);
         hook = s.hook;
         user = s.hook_user;
+        s.last_stream = stream;
     }
     const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
     if (hook)

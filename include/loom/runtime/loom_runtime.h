@@ -145,8 +145,20 @@ int32_t loom_device_malloc(loom_buffer_t *b);
 /** Frees GPU memory that Loom allocated, and forgets any other (whose
  * owner frees it). The host's copy is kept as it is. */
 int32_t loom_device_free(loom_buffer_t *b);
-/** Waits until every kernel Loom launched has finished. */
+/** Waits until every kernel Loom launched has finished (on this thread's
+ * stream, when it has one). */
 int32_t loom_device_sync(void);
+
+/** Puts this thread's GPU work on `stream` (a CUstream of the current
+ * context, e.g. PyTorch's torch.cuda.current_stream().cuda_stream): kernel
+ * launches and copies are ordered after the work already on it, and a
+ * pipeline returns once its stream has finished them, without waiting for
+ * other streams. Null (the default) is the legacy default stream, and a
+ * pipeline then waits for the whole context. The stream is per thread and
+ * stays set until changed; the caller keeps it alive while it is set. */
+void loom_cuda_set_stream(void *stream);
+/** This thread's stream (null: the legacy default stream). */
+void *loom_cuda_stream(void);
 
 /* Used by compiled GPU pipelines. module_state is a pipeline's own pointer
  * (initially null) to its loaded module: the cubin, or the PTX when the
