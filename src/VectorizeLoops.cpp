@@ -127,6 +127,42 @@ class StripLikely : public IRMutator {
     }
 };
 
+/** A scalar condition that holds exactly when every lane of the vector
+ * condition `mask` holds, or undefined when there is no cheap one. The
+ * guards of split loops are comparisons of a ramp with a broadcast, and
+ * every lane of `ramp <= b` holds when its last (or, for a falling ramp,
+ * its first) lane does. */
+Expr all_lanes_hold(const Expr &mask) {
+    if (const Broadcast *b = mask.as<Broadcast>()) return b->value;
+    if (const And *a = mask.as<And>()) {
+        Expr x = all_lanes_hold(a->a), y = all_lanes_hold(a->b);
+        if (!x.defined() || !y.defined()) return Expr();
+        return And::make(x, y);
+    }
+    // The ramp lane that decides: its largest (`largest`) or smallest one.
+    auto extreme_lane = [](const Expr &e, bool largest) -> Expr {
+        const Ramp *r = e.as<Ramp>();
+        if (!r || !r->type.is_int()) return Expr();
+        const int64_t *stride = as_const_int(r->stride);
+        if (!stride) return Expr();
+        const bool last_is_largest = *stride >= 0;
+        if (largest != last_is_largest) return r->base;
+        return scalar_add(r->base, scalar_mul(r->stride, make_const(r->base.type(), r->lanes - 1)));
+    };
+    auto compare = [&](const Expr &lo, const Expr &hi, bool strict) -> Expr {
+        // lo < hi (or <=) in every lane: the largest lo against the smallest hi.
+        Expr l = lo.as<Broadcast>() ? lo.as<Broadcast>()->value : extreme_lane(lo, true);
+        Expr h = hi.as<Broadcast>() ? hi.as<Broadcast>()->value : extreme_lane(hi, false);
+        if (!l.defined() || !h.defined()) return Expr();
+        return strict ? LT::make(l, h) : LE::make(l, h);
+    };
+    if (const LE *op = mask.as<LE>()) return compare(op->a, op->b, false);
+    if (const LT *op = mask.as<LT>()) return compare(op->a, op->b, true);
+    if (const GE *op = mask.as<GE>()) return compare(op->b, op->a, false);
+    if (const GT *op = mask.as<GT>()) return compare(op->b, op->a, true);
+    return Expr();
+}
+
 // What encloses the statement being vectorized, inside the vectorized loop:
 // lets, lane-dependent conditions (now masks) and per-lane allocations.
 struct ContextEntry {
@@ -532,7 +568,18 @@ class VectorSubs : public IRMutator {
             e = mutate(op->else_case);
             context.pop_back();
         }
-        return Block::make(t, e);
+        Stmt masked = Block::make(t, e);
+        // When the condition holds in every lane (all but the last vector of
+        // a guarded row), the then-case runs unmasked: its dense accesses
+        // stay whole vector loads and stores. This matters where loop
+        // partitioning cannot peel the ragged end off, as in a GPU thread,
+        // which has no loop to partition.
+        Expr all = all_lanes_hold(mask);
+        if (all.defined()) all = simplify(all);
+        if (!all.defined() || is_const_zero(all)) return masked;
+        Stmt unmasked = mutate(op->then_case);
+        if (is_const_one(all)) return unmasked;
+        return IfThenElse::make(all, unmasked, masked);
     }
 
     Stmt visit(const For *op) override {

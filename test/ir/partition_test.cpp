@@ -143,10 +143,18 @@ TEST(PartitionLoops, ScratchWorkInsideTheIterationDoesNotPreventTrimming) {
 TEST(PartitionLoops, ThenVectorizeGivesCleanSteadyState) {
     Stmt s = split_tail(ForType::Vectorized, /*unguarded_work=*/false);
     Stmt v = vectorize_loops(partition_loops(s), Target("host"));
-    auto stores = collect_nodes<Store>(v);
-    ASSERT_EQ(stores.size(), 2u) << v;
-    EXPECT_TRUE(is_const_one(stores[0]->predicate)) << "steady state: an unmasked store\n" << v;
-    EXPECT_FALSE(is_const(stores[1]->predicate)) << "epilogue: a masked store\n" << v;
+    auto loops = loops_named(v, "xo");
+    ASSERT_EQ(loops.size(), 2u) << v;  // steady state, epilogue
+    auto steady = collect_nodes<Store>(loops[0]->body);
+    ASSERT_EQ(steady.size(), 1u) << v;
+    EXPECT_TRUE(is_const_one(steady[0]->predicate)) << "steady state: an unmasked store\n" << v;
+    EXPECT_TRUE(collect_nodes<IfThenElse>(loops[0]->body).empty()) << v;
+    // The epilogue's vector is dense when all its lanes are in (n a
+    // multiple of 8), masked otherwise.
+    auto epilogue = collect_nodes<Store>(loops[1]->body);
+    ASSERT_EQ(epilogue.size(), 2u) << v;
+    EXPECT_TRUE(is_const_one(epilogue[0]->predicate)) << v;
+    EXPECT_FALSE(is_const(epilogue[1]->predicate)) << "epilogue: a masked store\n" << v;
     for (int n : {0, 3, 8, 21}) {
         expect_same(s, v, {{"in", std::vector<double>(n, 3)}, {"out", std::vector<double>(n, 0)}},
                     {{"n", n}});

@@ -137,7 +137,7 @@ TEST(VectorizeLoops, NonZeroMin) {
                         {{"m", 5}});
 }
 
-TEST(VectorizeLoops, GuardedTailBecomesMaskedStore) {
+TEST(VectorizeLoops, GuardedVectorIsDenseWhenEveryLaneHoldsElseMasked) {
     // for xo in [0, (n + 7) / 8): vectorized xi in [0, 8):
     //   if (likely_(xo * 8 + xi < n)) out[xo * 8 + xi] = in[xo * 8 + xi] + 1
     Expr xo = var("xo"), xi = var("xi"), n = var("n");
@@ -146,20 +146,49 @@ TEST(VectorizeLoops, GuardedTailBecomesMaskedStore) {
     Stmt s = sloop("xo", 0, (n + 7) / 8, vloop("xi", 0, 8, guarded));
     Stmt v = vectorize_loops(s, Target("host"));
     EXPECT_FALSE(has_vectorized_loop(v));
-    EXPECT_TRUE(collect_nodes<IfThenElse>(v).empty()) << v;
-    auto stores = collect_nodes<Store>(v);
-    ASSERT_EQ(stores.size(), 1u);
-    EXPECT_EQ(stores[0]->predicate.type(), Bool(8));
-    EXPECT_FALSE(is_const(stores[0]->predicate)) << v;
-    ASSERT_NE(stores[0]->index.as<Ramp>(), nullptr);
-    const Load *l = stores[0]->value.as<Add>() ? stores[0]->value.as<Add>()->a.as<Load>() : nullptr;
+    // if (xo * 8 + 7 < n) <dense store> else <masked store>: the guard of
+    // the whole vector is its last lane's.
+    auto ifs = collect_nodes<IfThenElse>(v);
+    ASSERT_EQ(ifs.size(), 1u) << v;
+    EXPECT_TRUE(ifs[0]->condition.type().is_scalar()) << v;
+    auto dense = collect_nodes<Store>(ifs[0]->then_case);
+    ASSERT_EQ(dense.size(), 1u) << v;
+    EXPECT_TRUE(is_const_one(dense[0]->predicate)) << v;
+    ASSERT_NE(dense[0]->index.as<Ramp>(), nullptr) << v;
+    auto masked = collect_nodes<Store>(ifs[0]->else_case);
+    ASSERT_EQ(masked.size(), 1u) << v;
+    EXPECT_EQ(masked[0]->predicate.type(), Bool(8));
+    EXPECT_FALSE(is_const(masked[0]->predicate)) << v;
+    ASSERT_NE(masked[0]->index.as<Ramp>(), nullptr);
+    const Load *l = masked[0]->value.as<Add>() ? masked[0]->value.as<Add>()->a.as<Load>() : nullptr;
     ASSERT_NE(l, nullptr) << v;
     EXPECT_FALSE(is_const(l->predicate)) << "the load under the guard must be masked too";
     // The interpreter checks every unmasked access against the buffer's
-    // bounds, so this also checks the masks.
+    // bounds, so this also checks the masks and the whole-vector guard.
     for (int count : {1, 7, 8, 13, 16, 21}) {
         expect_same_results(s, v, {{"in", iota(count, 2)}, {"out", std::vector<double>(count, 0)}},
                             {{"n", count}});
+    }
+}
+
+TEST(VectorizeLoops, WholeVectorGuardOfFallingRampsAndLowerBounds) {
+    // vectorized x in [0, 8): if (likely_(m <= 20 - x && 13 - x < k))
+    //   out[20 - x] = in[20 - x]
+    // A falling ramp: every lane holds when its extreme lanes do.
+    Expr x = var("x"), m = var("m"), k = var("k");
+    Expr idx = 20 - x;
+    Stmt s = vloop(
+        "x", 0, 8,
+        IfThenElse::make(likely_(m <= idx && 13 - x < k), store("out", load_f("in", idx), idx)));
+    Stmt v = vectorize_loops(s, Target("host"));
+    auto ifs = collect_nodes<IfThenElse>(v);
+    ASSERT_EQ(ifs.size(), 1u) << v;
+    EXPECT_TRUE(ifs[0]->condition.type().is_scalar()) << v;
+    for (int mv : {0, 12, 13, 14, 21}) {
+        for (int kv : {5, 6, 13, 14, 30}) {
+            expect_same_results(s, v, {{"in", iota(21, 1)}, {"out", std::vector<double>(21, 0)}},
+                                {{"m", mv}, {"k", kv}});
+        }
     }
 }
 
