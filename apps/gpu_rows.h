@@ -1,5 +1,5 @@
-// The GPU schedule shared by the row-wise apps (softmax, LayerNorm, and the
-// benchmark's RMSNorm): one block per row.
+// The GPU schedules shared by the row-wise apps (softmax, LayerNorm, RMSNorm:
+// one block per row) and the elementwise ones.
 #pragma once
 
 #include <vector>
@@ -27,6 +27,30 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::Func &out, con
         sch[f].compute_at(out, r);
         sch[f].update().split(k, ko, ki, threads).gpu_threads(ki);
     }
+}
+
+/** Elementwise over rows `r` of `out`: each thread writes `vector`
+ * consecutive points of a row `c` as one vector (16-byte loads and stores
+ * for 4 floats), `threads` to a block; blocks tile the rows. */
+inline void schedule_elementwise_on_gpu(loom::Schedule &sch, const loom::Func &out,
+                                        const loom::Var &r, const loom::Var &c, int threads,
+                                        int vector) {
+    using namespace loom;
+    Var co("co"), ci("ci"), cv("cv");
+    sch[out]
+        .split(c, co, ci, threads * vector, TailStrategy::GuardWithIf)
+        .split(ci, ci, cv, vector)
+        .vectorize(cv)
+        .gpu_blocks(co, r)
+        .gpu_threads(ci);
+}
+
+/** The vector width of a generator's `vector` param for `target`: `asked`,
+ * or when it is 0 the natural one, 16 floats on the CPU (a cache line) and
+ * 4 on the GPU (one 16-byte access per thread). */
+inline int vector_for(const loom::Target &target, int asked) {
+    if (asked > 0) return asked;
+    return target.has_feature(loom::Target::CUDA) ? 4 : 16;
 }
 
 }  // namespace loom_apps

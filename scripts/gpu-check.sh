@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check, on a machine with an NVIDIA GPU: runs the tests labelled
 # `gpu` (kernels against the reference interpreter), then runs them once more
-# under compute-sanitizer (memcheck), then the GPU benchmarks that are built,
-# and writes a report.
+# under compute-sanitizer (memcheck), then the GPU benchmarks that are built
+# and the comparison with PyTorch eager and torch.compile
+# (apps/bench/torch_compare.py, with python3 or $LOOM_PYTHON), and writes a
+# report.
 #
 #   scripts/gpu-check.sh [report-file]     (default: $LOOM_BUILD_DIR/gpu-check-report.txt)
 #
@@ -71,6 +73,21 @@ loom_log "GPU benchmarks"
   done
   [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
 } >>"$report"
+
+loom_log "PyTorch comparison"
+{
+  echo
+  echo "## Loom vs PyTorch eager and torch.compile (apps/bench/torch_compare.py)"
+  lib="apps/bench/libloom_torch_kernels.so"
+  if [[ -f "$lib" ]]; then
+    "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
+      2>&1 | grep -v "Warning\|warn(" | tail -n 60
+    echo "torch_compare exit status: ${PIPESTATUS[0]}"
+  else
+    echo "(libloom_torch_kernels.so is not built)"
+  fi
+} >>"$report"
+grep -q "^torch_compare exit status: [1-9]" "$report" && status=1
 
 cat "$report"
 loom_log "report: $report"

@@ -24,8 +24,10 @@
 #include <loom/loom.h>
 
 #include "bench/gpu_bench_util.h"
+#include "elementwise/elementwise.h"
 #include "gpu_rows.h"
 #include "layernorm/layernorm.h"
+#include "rmsnorm/rmsnorm.h"
 #include "softmax/softmax.h"
 
 using namespace loom;
@@ -56,19 +58,6 @@ struct Case {
     std::function<void(int rows, int cols)> bind;  // sets the inputs
 };
 
-/** Each thread takes `lanes` consecutive floats of a row, `threads` per
- * block; blocks tile the rows. */
-void vectorized_rows(Schedule &sch, const Func &f, const Var &r, const Var &c, int threads,
-                     int lanes) {
-    Var co("co"), ci("ci"), cv("cv");
-    sch[f]
-        .split(c, co, ci, threads * lanes, TailStrategy::GuardWithIf)
-        .split(ci, ci, cv, lanes)
-        .vectorize(cv)
-        .gpu_blocks(co, r)
-        .gpu_threads(ci);
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -81,22 +70,20 @@ int main(int argc, char **argv) {
     const Target gpu("host-cuda");
     std::printf("GPU: sm_%d\n", capability);
 
-    BufferParam in(Float(32), 2, "in"), weight(Float(32), 1, "weight");
+    BufferParam in(Float(32), 2, "in");
     Var r("r"), c("c");
 
     std::vector<Case> cases;
     {
         Case k{"copy (Loom)", Func("copied"), Schedule(), nullptr};
         k.out(r, c) = in(r, c);
-        vectorized_rows(k.gpu, k.out, r, c, 256, 4);
+        loom_apps::schedule_elementwise_on_gpu(k.gpu, k.out, r, c, 256, 4);
         cases.push_back(k);
     }
+    elementwise::SiluChain chain(in);
     {
-        // x * sigmoid(x) * 1.5 + 0.25, clamped: a few flops per element.
-        Case k{"elementwise chain", Func("chain"), Schedule(), nullptr};
-        Expr x = in(r, c);
-        k.out(r, c) = clamp(x / (1.0f + exp(-x)) * 1.5f + 0.25f, -3.0f, 3.0f);
-        vectorized_rows(k.gpu, k.out, r, c, 256, 4);
+        Case k{"elementwise chain", chain.out, Schedule(), nullptr};
+        chain.schedule_gpu(k.gpu);
         cases.push_back(k);
     }
     softmax::Softmax sm(in);
@@ -115,20 +102,14 @@ int main(int argc, char **argv) {
         };
         cases.push_back(k);
     }
+    rmsnorm::RmsNorm rms(in);
     {
-        // x * rsqrt(mean(x^2) + eps) * weight
-        Case k{"RMSNorm", Func("rms_norm"), Schedule(), nullptr};
-        RDom j(0, in.dim(1).extent(), "j");
-        Func sum_sq("sum_sq");
-        sum_sq(r) = 0.0f;
-        sum_sq(r) += in(r, j) * in(r, j);
-        k.out(r, c) =
-            in(r, c) * rsqrt(sum_sq(r) / cast<float>(in.dim(1).extent()) + 1e-6f) * weight(c);
-        loom_apps::schedule_rows_on_gpu(k.gpu, k.out, r, c, j, {sum_sq}, {}, 256, 4);
+        Case k{"RMSNorm", rms.out, Schedule(), nullptr};
+        rms.schedule_gpu(k.gpu);
         k.bind = [&](int, int cols) {
             Buffer<float> w({cols});
             for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
-            weight.set(w);
+            rms.weight.set(w);
         };
         cases.push_back(k);
     }

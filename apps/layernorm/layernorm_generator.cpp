@@ -1,7 +1,8 @@
 // The LayerNorm of layernorm.h as a generator: the algorithm comes from
 // layernorm::LayerNorm, the Inputs (eps included, a scalar argument) and the
 // Output bind to it, and the schedule's block and vector sizes are
-// GeneratorParams.
+// GeneratorParams. A CUDA target (target=host-cuda-sm_90) gets
+// schedule_gpu, any other schedule_cpu.
 //
 //     loom_add_generator(layernorm_generator SOURCES layernorm_generator.cpp)
 //     loom_add_library(layernorm_cpu GENERATOR layernorm_generator PARAMS vector=8)
@@ -12,17 +13,15 @@
 
 #include <loom/loom.h>
 
+#include "../row_app_generator.h"
 #include "layernorm.h"
 
 namespace {
 
 using namespace loom;
 
-class LayerNormGenerator : public Generator {
+class LayerNormGenerator : public loom_apps::RowAppGenerator<layernorm::LayerNorm> {
   public:
-    GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
-    GeneratorParam<int> vector{"vector", 16, 1, 64};
-
     Input<Buffer<float>> input{"input", 2};
     Input<Buffer<float>> gamma{"gamma", 1};
     Input<Buffer<float>> beta{"beta", 1};
@@ -30,14 +29,11 @@ class LayerNormGenerator : public Generator {
     // Named like the Func it is bound to: a Func's name names its argument.
     Output<Buffer<float>> out{"out", 2};
 
-    std::unique_ptr<layernorm::LayerNorm> algo;
-
     void generate() override {
         algo = std::make_unique<layernorm::LayerNorm>(input.param(), gamma.param(), beta.param(),
                                                       eps.param());
         out = algo->out;
     }
-    void schedule() override { algo->schedule_cpu(sched, rows_per_task, vector); }
 };
 
 }  // namespace

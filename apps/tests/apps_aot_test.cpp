@@ -16,8 +16,10 @@
 
 #include "../attention/attention_reference.h"
 #include "../blur/blur_reference.h"
+#include "../elementwise/elementwise_reference.h"
 #include "../gemm/gemm_reference.h"
 #include "../layernorm/layernorm_reference.h"
+#include "../rmsnorm/rmsnorm_reference.h"
 #include "../softmax/softmax_reference.h"
 #include "app_attention_decode_f32.h"
 #include "app_attention_f16.h"
@@ -26,6 +28,8 @@
 #include "app_blur.h"
 #include "app_gemm.h"
 #include "app_layernorm.h"
+#include "app_rmsnorm.h"
+#include "app_silu_chain.h"
 #include "app_softmax.h"
 
 namespace {
@@ -182,6 +186,29 @@ TEST(AppsAot, LayerNorm) {
     ASSERT_EQ(app_layernorm(din.raw(), dg.raw(), db.raw(), eps, dout.raw()), 0) << last_error();
     layernorm::reference(in.data(), gamma.data(), beta.data(), eps, ref.data(), R, C);
     EXPECT_LE(max_error(out, ref), 1e-4);
+}
+
+TEST(AppsAot, RmsNorm) {
+    const int R = 13, C = 100;
+    const float eps = 1e-4f;
+    std::vector<float> in = random_vector(size_t(R) * C, -3, 3, 11);
+    std::vector<float> weight = random_vector(C, 0.5f, 1.5f, 12);
+    std::vector<float> out(in.size()), ref(in.size());
+    Descriptor din(in.data(), kFloat32, {R, C}), dw(weight.data(), kFloat32, {C}),
+        dout(out.data(), kFloat32, {R, C});
+    ASSERT_EQ(app_rmsnorm(din.raw(), dw.raw(), eps, dout.raw()), 0) << last_error();
+    rmsnorm::reference(in.data(), weight.data(), eps, ref.data(), R, C);
+    EXPECT_LE(max_error(out, ref), 1e-5);
+}
+
+TEST(AppsAot, SiluChain) {
+    const int R = 13, C = 100;
+    std::vector<float> in = random_vector(size_t(R) * C, -6, 6, 13);
+    std::vector<float> out(in.size()), ref(in.size());
+    Descriptor din(in.data(), kFloat32, {R, C}), dout(out.data(), kFloat32, {R, C});
+    ASSERT_EQ(app_silu_chain(din.raw(), dout.raw()), 0) << last_error();
+    elementwise::reference(in.data(), ref.data(), in.size());
+    EXPECT_LE(max_error(out, ref), 1e-6);
 }
 
 namespace {

@@ -8,13 +8,16 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <tuple>
 
 #include "../../schedules/flash_attention.h"
 #include "../attention/attention.h"
 #include "../attention/variants.h"
 #include "../blur/blur.h"
+#include "../elementwise/elementwise.h"
 #include "../gemm/gemm.h"
 #include "../layernorm/layernorm.h"
+#include "../rmsnorm/rmsnorm.h"
 #include "../softmax/softmax.h"
 
 using namespace loom;
@@ -95,6 +98,37 @@ TEST(Apps, LayerNorm) {
     EXPECT_LE(max_error(out, ref), 1e-4);
 }
 
+TEST(Apps, RmsNorm) {
+    const int R = 13, C = 100;
+    rmsnorm::RmsNorm app;
+    Buffer<float> in = random_buffer({R, C}, -3, 3, 11);
+    Buffer<float> weight = random_buffer({C}, 0.5, 1.5, 12);
+    app.input.set(in);
+    app.weight.set(weight);
+    app.eps.set(1e-4f);
+    Buffer<float> out({R, C});
+    Schedule sch;
+    app.schedule_cpu(sch);
+    Pipeline(app.out).compile(sch).realize({out});
+    std::vector<float> ref(size_t(R) * C);
+    rmsnorm::reference(in.data(), weight.data(), 1e-4f, ref.data(), R, C);
+    EXPECT_LE(max_error(out, ref), 1e-5);
+}
+
+TEST(Apps, SiluChain) {
+    const int R = 13, C = 100;
+    elementwise::SiluChain app;
+    Buffer<float> in = random_buffer({R, C}, -6, 6, 13);
+    app.input.set(in);
+    Buffer<float> out({R, C});
+    Schedule sch;
+    app.schedule_cpu(sch);
+    Pipeline(app.out).compile(sch).realize({out});
+    std::vector<float> ref(size_t(R) * C);
+    elementwise::reference(in.data(), ref.data(), ref.size());
+    EXPECT_LE(max_error(out, ref), 1e-6);
+}
+
 TEST(Apps, Attention) {
     const int B = 1, H = 2, S = 37, D = 20;
     attention::Attention app(Float(32));
@@ -119,18 +153,26 @@ TEST(Apps, Attention) {
 TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
     softmax::Softmax sm;
     layernorm::LayerNorm ln;
-    Schedule sm_gpu, ln_gpu;
+    rmsnorm::RmsNorm rms;
+    elementwise::SiluChain chain;
+    Schedule sm_gpu, ln_gpu, rms_gpu, chain_gpu;
     sm.schedule_gpu(sm_gpu);
     ln.schedule_gpu(ln_gpu);
+    rms.schedule_gpu(rms_gpu);
+    chain.schedule_gpu(chain_gpu);
     for (const char *arch : {"sm_80", "sm_90a"}) {
         const Target target(std::string("host-cuda-") + arch);
         const std::string base = ::testing::TempDir() + "loom_apps_gpu";
-        for (auto [out, sch] : {std::pair<Func, Schedule>{sm.out, sm_gpu}, {ln.out, ln_gpu}}) {
+        for (auto [out, sch, reduces] : {std::tuple<Func, Schedule, bool>{sm.out, sm_gpu, true},
+                                         {ln.out, ln_gpu, true},
+                                         {rms.out, rms_gpu, true},
+                                         {chain.out, chain_gpu, false}}) {
             Pipeline(out).compile_to_cuda(base, sch, target);
             std::ifstream ptx(base + ".ptx");
             std::string text((std::istreambuf_iterator<char>(ptx)),
                              std::istreambuf_iterator<char>());
-            EXPECT_NE(text.find("shfl.sync.down"), std::string::npos) << arch;
+            // Only the row reductions combine partials across threads.
+            EXPECT_EQ(text.find("shfl.sync.down") != std::string::npos, reduces) << arch;
             EXPECT_NE(text.find("st.global.v4.b32"), std::string::npos) << arch;
             for (const char *suffix : {".cu", ".ptx", ".cubin"})
                 std::remove((base + suffix).c_str());

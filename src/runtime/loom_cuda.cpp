@@ -565,9 +565,9 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_launch(void **module_state, const uint8_t 
         if (r != 0)
             return driver_error("cuFuncSetAttribute", r, "(shared memory) for kernel", kernel);
     }
-    CUresult r = driver.cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
-                                       static_cast<unsigned>(shared_bytes), current_stream, args,
-                                       nullptr);
+    CUresult r =
+        driver.cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                              static_cast<unsigned>(shared_bytes), current_stream, args, nullptr);
     if (r != 0) return driver_error("cuLaunchKernel", r, "for kernel", kernel);
     return 0;
 }

@@ -487,8 +487,8 @@ TEST(CudaRuntime, WorkGoesOnTheStreamTheCallerSets) {
 
     // A failing wait is reported with the call that failed.
     fake_cuda_fail_next("cuStreamSynchronize", 700);
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { p(in, 3.0f, out); },
-                                          {"cuStreamSynchronize failed", "pipeline loom_on_stream"}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { p(in, 3.0f, out); }, {"cuStreamSynchronize failed", "pipeline loom_on_stream"}));
 
     // Back on the default stream.
     loom_cuda_set_stream(nullptr);

@@ -31,7 +31,7 @@ struct State {
     std::map<unsigned long long, size_t> allocations;
     fake_cuda_launch_hook_t hook = nullptr;
     void *hook_user = nullptr;
-    int context = 0;  // its address is the context
+    int context = 0;              // its address is the context
     void *last_stream = nullptr;  // of the last launch or copy
 };
 
@@ -260,8 +260,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
 
 // The stand-in's asynchronous copies are done when they return, as if the
 // stream were idle.
-CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t bytes,
-                              void *stream) {
+CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t bytes, void *stream) {
     ENTER("cuMemcpyHtoDAsync_v2");
     if (!inside_allocation(dst, bytes)) return kInvalidValue;
     memcpy(reinterpret_cast<void *>(dst), src, bytes);

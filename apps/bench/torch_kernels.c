@@ -1,0 +1,7 @@
+/* libloom_torch_kernels: the memory-bound apps compiled ahead of time for the
+ * CPU and for a GPU (apps/CMakeLists.txt links their static libraries in
+ * whole), for apps/bench/torch_compare.py. This file only names them. */
+
+/** The apps in the library, comma-separated: each is loom_<app>_cpu and
+ * loom_<app>_cuda, with its _argv and _metadata entry points. */
+const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }

@@ -1,0 +1,53 @@
+// RMSNorm over the last (contiguous) dimension of a float32 matrix:
+// out(r, c) = in(r, c) / sqrt(mean_c in(r, c)^2 + eps) * weight(c),
+// as in LLaMA-style transformers (torch.nn.functional.rms_norm). The
+// algorithm only; schedule_cpu and schedule_gpu are its schedules.
+#pragma once
+
+#include <loom/loom.h>
+
+#include "../gpu_rows.h"
+#include "rmsnorm_reference.h"
+
+namespace rmsnorm {
+
+struct RmsNorm {
+    loom::BufferParam input;   // [rows, cols]
+    loom::BufferParam weight;  // [cols]
+    loom::Param<float> eps;
+    loom::Var r{"r"}, c{"c"};
+    loom::RDom k;
+    loom::Func sum_sq{"sum_sq"}, inv_rms{"inv_rms"}, out{"out"};
+
+    explicit RmsNorm(loom::BufferParam in = loom::BufferParam(loom::Float(32), 2, "input"),
+                     loom::BufferParam w = loom::BufferParam(loom::Float(32), 1, "weight"),
+                     loom::Param<float> epsilon = loom::Param<float>("eps", 1e-6f))
+        : input(std::move(in)),
+          weight(std::move(w)),
+          eps(std::move(epsilon)),
+          k(0, input.dim(1).extent(), "k") {
+        using namespace loom;
+        sum_sq(r) = 0.0f;
+        sum_sq(r) += input(r, k) * input(r, k);
+        inv_rms(r) = rsqrt(sum_sq(r) / cast<float>(input.dim(1).extent()) + eps);
+        out(r, c) = input(r, c) * inv_rms(r) * weight(c);
+    }
+
+    /** Blocks of rows in parallel; per row the serial sum of squares, then
+     * the scaled row, vectorized along it. */
+    void schedule_cpu(loom::Schedule &sch, int rows_per_task = 8, int vector = 16) const {
+        using namespace loom;
+        Var ro("ro"), ri("ri");
+        sch[out].split(r, ro, ri, rows_per_task).parallel(ro).vectorize(c, vector);
+        sch[sum_sq].compute_at(out, ri);
+        sch[inv_rms].compute_at(out, ri);
+    }
+    /** One GPU block per row: the sum of squares is shared by the block's
+     * threads, the row's scale is a single point in shared memory, and the
+     * output row is written `vector` floats per thread. */
+    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
+        loom_apps::schedule_rows_on_gpu(sch, out, r, c, k, {sum_sq}, {inv_rms}, threads, vector);
+    }
+};
+
+}  // namespace rmsnorm

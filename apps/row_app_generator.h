@@ -1,0 +1,36 @@
+// What the generators of the apps with both a CPU and a GPU schedule
+// (softmax, LayerNorm, RMSNorm, the elementwise chain) share: their
+// schedule's GeneratorParams, and the choice of schedule by target. A CUDA
+// target (target=host-cuda-sm_90) gets the app's schedule_gpu, any other
+// its schedule_cpu. A generator derives from RowAppGenerator<App>, declares
+// its Inputs and Outputs, and makes `algo` in generate().
+#pragma once
+
+#include <memory>
+
+#include <loom/loom.h>
+
+#include "gpu_rows.h"
+
+namespace loom_apps {
+
+template <typename App> class RowAppGenerator : public loom::Generator {
+  public:
+    /** CPU: rows per parallel task. */
+    loom::GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
+    /** GPU: threads per block. */
+    loom::GeneratorParam<int> threads{"threads", 256, 32, 1024};
+    /** Vector width; 0: the target's natural one (vector_for). */
+    loom::GeneratorParam<int> vector{"vector", 0, 0, 64};
+
+  protected:
+    std::unique_ptr<App> algo;
+
+    void schedule() override {
+        const int v = vector_for(get_target(), vector);
+        if (get_target().has_feature(loom::Target::CUDA)) algo->schedule_gpu(sched, threads, v);
+        else algo->schedule_cpu(sched, rows_per_task, v);
+    }
+};
+
+}  // namespace loom_apps
