@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "Bounds.h"
+#include "CrossThreadReductions.h"
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
@@ -633,8 +634,15 @@ class PartitionLoops : public IRMutator {
     // Outer loops first: partitioning an outer loop removes the condition
     // from its steady state entirely, and the inner loops of that steady
     // state are then partitioned on what remains.
+    //
+    // A loop of a GPU block's own code around thread loops (a reduction's
+    // serial loop over a row, shared by the block's threads) is left whole:
+    // each partition would repeat the block's collective steps, its barriers
+    // and its combine of the threads' partials. Its thread loops' serial
+    // loops are still partitioned.
     Stmt visit(const For *op) override {
-        if (op->for_type == ForType::Serial || op->for_type == ForType::Parallel) {
+        if ((op->for_type == ForType::Serial || op->for_type == ForType::Parallel) &&
+            !has_thread_loop(op->body)) {
             Stmt p = partition(op);
             if (p.defined()) return p;
         }
