@@ -18,7 +18,7 @@
 // No GPU is needed for sections 1 to 4 (with 2b to 2e: shared memory,
 // vectors, reductions across threads, per-thread arrays): they run
 // anywhere the CUDA toolkit is installed. Section 5 runs the kernels, where
-// there is a GPU.
+// there is a GPU; section 6 is about sharing the GPU with PyTorch.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -263,6 +263,18 @@ int main() {
         }
         std::printf("  the GPU's blur equals the CPU's\n");
     }
+
+    // ---- 6. Next to PyTorch.
+    // A pipeline waits for its kernels before it returns, on the legacy
+    // default stream unless the calling thread names another one. Code
+    // that shares the GPU with PyTorch gives Loom PyTorch's current stream
+    // (torch.cuda.current_stream().cuda_stream), so that Loom's copies and
+    // launches queue behind PyTorch's kernels on that stream, and only that
+    // stream is waited for. The setting is per thread; null goes back to the
+    // default. PyTorch's CUDA tensors reach Loom through DLPack without a
+    // copy (loom_buffer_from_dltensor); apps/bench/torch_compare.py does both.
+    std::printf("\n6. the thread's stream: %s\n",
+                loom_cuda_stream() ? "set" : "the legacy default stream");
 
     std::printf("Lesson 12 passed.\n");
     return 0;
