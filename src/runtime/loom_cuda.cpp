@@ -287,10 +287,15 @@ int32_t copy_elements(loom_buffer_t *b, bool to_device, const char *name) {
         int k = first;
         while (k < n && ++index[k] == extents[k]) index[k++] = 0;
         if (k < n) continue;
-        // The host reads what an asynchronous copy writes only once it is done.
-        if (current_stream && !to_device) {
+        // A copy is done when the call returns, as on the default stream:
+        // the host may read what it wrote, or change what it read (pinned
+        // memory is read by the copy engine while the call is long gone).
+        if (current_stream) {
             r = driver.cuStreamSynchronize(current_stream);
-            if (r != 0) return driver_error("cuStreamSynchronize", r, "copying to the host", name);
+            if (r != 0) {
+                return driver_error("cuStreamSynchronize", r,
+                                    to_device ? "copying to the GPU" : "copying to the host", name);
+            }
         }
         return 0;
     }

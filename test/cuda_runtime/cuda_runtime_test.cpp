@@ -463,19 +463,19 @@ TEST(CudaRuntime, WorkGoesOnTheStreamTheCallerSets) {
     loom_cuda_set_stream(stream);
     EXPECT_EQ(loom_cuda_stream(), stream);
     p(in, 2.0f, out);
-    // The input's copy and the launch went on the stream, and the pipeline
-    // waited for that stream alone.
+    // The input's copy and the launch went on the stream; the copy was
+    // waited for, and then the pipeline's kernels, on that stream alone.
     EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoDAsync_v2"), 1);
     EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 0);
     EXPECT_EQ(fake_cuda_last_stream(), stream);
-    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 1);
+    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 2);
     EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 0);
     // Reading the result back is a copy on the stream the host waits for.
     EXPECT_EQ(out(4, 7), in(4, 7) * 2.0f + 1.0f);
     EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoHAsync_v2"), 1);
-    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 2);
-    EXPECT_EQ(loom_device_sync(), 0);
     EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 3);
+    EXPECT_EQ(loom_device_sync(), 0);
+    EXPECT_EQ(fake_cuda_calls("cuStreamSynchronize"), 4);
 
     // The stream is per thread: another thread's work is on the default one.
     std::thread other([&] {
@@ -485,7 +485,10 @@ TEST(CudaRuntime, WorkGoesOnTheStreamTheCallerSets) {
     other.join();
     EXPECT_EQ(fake_cuda_calls("cuCtxSynchronize"), 1);
 
-    // A failing wait is reported with the call that failed.
+    // A failing wait is reported with the call that failed. (in(4, 7) may
+    // have changed the input: it goes to the GPU first, so that the
+    // pipeline's own wait is the one that fails.)
+    in.copy_to_device();
     fake_cuda_fail_next("cuStreamSynchronize", 700);
     EXPECT_TRUE(throws_with<RuntimeError>(
         [&] { p(in, 3.0f, out); }, {"cuStreamSynchronize failed", "pipeline loom_on_stream"}));

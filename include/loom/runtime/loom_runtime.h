@@ -151,11 +151,11 @@ int32_t loom_device_sync(void);
 
 /** Puts this thread's GPU work on `stream` (a CUstream of the current
  * context, e.g. PyTorch's torch.cuda.current_stream().cuda_stream): kernel
- * launches and copies are ordered after the work already on it, and a
- * pipeline returns once its stream has finished them, without waiting for
- * other streams. Null (the default) is the legacy default stream, and a
- * pipeline then waits for the whole context. The stream is per thread and
- * stays set until changed; the caller keeps it alive while it is set. */
+ * launches and copies are ordered after the work already on it, a copy
+ * returns once it is done, and a pipeline returns once its stream has
+ * finished its kernels, without waiting for other streams. Null (the default) is the legacy default
+ * stream, and a pipeline then waits for the whole context. The stream is per thread and stays set
+ * until changed; the caller keeps it alive while it is set. */
 void loom_cuda_set_stream(void *stream);
 /** This thread's stream (null: the legacy default stream). */
 void *loom_cuda_stream(void);
