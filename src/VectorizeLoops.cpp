@@ -127,11 +127,13 @@ class StripLikely : public IRMutator {
     }
 };
 
-/** A scalar condition that holds exactly when every lane of the vector
- * condition `mask` holds, or undefined when there is no cheap one. The
- * guards of split loops are comparisons of a ramp with a broadcast, and
- * every lane of `ramp <= b` holds when its last (or, for a falling ramp,
- * its first) lane does. */
+/** A scalar condition under which every lane of the vector condition
+ * `mask` holds, or undefined when there is no cheap one. The guards of split
+ * loops are comparisons of a ramp with a broadcast, and every lane of
+ * `ramp <= b` holds exactly when its last (or, for a falling ramp, its
+ * first) lane does. Comparing two ramps, the largest lane of one against the
+ * smallest of the other is sufficient but not necessary: the caller falls
+ * back to the masked body whenever the condition fails, so it is still safe. */
 Expr all_lanes_hold(const Expr &mask) {
     if (const Broadcast *b = mask.as<Broadcast>()) return b->value;
     if (const And *a = mask.as<And>()) {
