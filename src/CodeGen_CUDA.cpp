@@ -288,10 +288,12 @@ __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long 
 }
 // Stores to global memory move whole 16- and 8-byte words through inline
 // PTX: the compiler splits a word store built from lanes back into lanes.
+// (Compiled for anything but a GPU, the source moves words in C++.)
 template <typename T, int N>
 __device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
                                                         const loom_vec<T, N> &x) {
     T *a = p + i;
+#if defined(__CUDA_ARCH__)
     constexpr int W = loom_word<T, N>::bytes;
     if constexpr (W >= 8 && W > int(sizeof(T))) {
         if ((reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
@@ -313,6 +315,7 @@ __device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
             return;
         }
     }
+#endif
     loom_move<T, N>(a, x.v, a);
 }
 template <typename T, int N>

@@ -333,7 +333,7 @@ class CodeGen_LLVM : public IRVisitor {
     size_t next_kernel = 0;
     std::vector<Value *> device_allocations;
     llvm::GlobalVariable *cuda_module_state = nullptr;
-    llvm::Constant *cubin = nullptr, *ptx = nullptr;
+    llvm::Constant *cubin = nullptr, *ptx = nullptr, *cuda_source = nullptr;
     // The CPU's loads and stores by name, and each buffer argument's
     // descriptor (a stand-in when the caller passed null).
     std::map<std::string, BufferAccess> host_use;
@@ -1548,6 +1548,18 @@ class CodeGen_LLVM : public IRVisitor {
             new llvm::GlobalVariable(*module, text->getType(), true,
                                      llvm::GlobalValue::PrivateLinkage, text, func_name + ".ptx");
         ptx = llvm::ConstantExpr::getPointerCast(ptx_global, i8ptr_t);
+        // JIT code also carries the CUDA C++ source, for a driver that
+        // compiles it itself (the tests' stand-in, which runs kernels on the
+        // CPU); AOT libraries ship the cubin and PTX only.
+        if (portable) {
+            cuda_source = llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(i8ptr_t));
+        } else {
+            llvm::Constant *src = llvm::ConstantDataArray::getString(ctx, gpu->module.source, true);
+            auto *src_global = new llvm::GlobalVariable(*module, src->getType(), true,
+                                                        llvm::GlobalValue::PrivateLinkage, src,
+                                                        func_name + ".cuda_source");
+            cuda_source = llvm::ConstantExpr::getPointerCast(src_global, i8ptr_t);
+        }
     }
 
     /** Replaces a kernel's loop nest with its launch: the buffers' GPU
@@ -1586,8 +1598,11 @@ class CodeGen_LLVM : public IRVisitor {
                 builder->CreateBitCast(slot, i8ptr_t),
                 builder->CreateConstInBoundsGEP2_32(args_t, args, 0, static_cast<unsigned>(i)));
         }
-        std::vector<Value *> call_args = {cuda_module_state, cubin,
-                                          builder->getInt64(gpu->binary.cubin.size()), ptx,
+        std::vector<Value *> call_args = {cuda_module_state,
+                                          cubin,
+                                          builder->getInt64(gpu->binary.cubin.size()),
+                                          ptx,
+                                          cuda_source,
                                           string_constant(k.name)};
         for (int d = 0; d < 3; d++) {
             call_args.push_back(cast_value(codegen(k.grid[d]), k.grid[d].type(), Int(32)));
@@ -1597,8 +1612,8 @@ class CodeGen_LLVM : public IRVisitor {
         call_args.push_back(builder->CreateBitCast(args, i8ptr_t->getPointerTo()));
         llvm::FunctionCallee launch =
             runtime_fn("loom_cuda_launch", i32_t,
-                       {i8ptr_t->getPointerTo(), i8ptr_t, i64_t, i8ptr_t, i8ptr_t, i32_t, i32_t,
-                        i32_t, i32_t, i32_t, i32_t, i32_t, i8ptr_t->getPointerTo()});
+                       {i8ptr_t->getPointerTo(), i8ptr_t, i64_t, i8ptr_t, i8ptr_t, i8ptr_t, i32_t,
+                        i32_t, i32_t, i32_t, i32_t, i32_t, i32_t, i8ptr_t->getPointerTo()});
         check_error(builder->CreateCall(launch, call_args));
     }
 

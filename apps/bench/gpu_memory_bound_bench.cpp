@@ -124,11 +124,18 @@ int main(int argc, char **argv) {
         Buffer<float> expected(Pipeline(k.out).realize({rows, cols}));
         Buffer<float> actual({rows, cols});
         Pipeline(k.out).compile(k.gpu, gpu).realize({actual});
-        double worst = 0;
+        // Relative differences, with values under 1% of the largest counted
+        // as that size: near zero the GPU's and the CPU's rounding (a tree
+        // of partial sums against a serial one) differ relatively much.
+        double largest = 0, worst = 0;
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++)
+                largest = std::max(largest, std::abs(double(expected(i, j))));
+        }
         for (int i = 0; i < rows; i++) {
             for (int j = 0; j < cols; j++) {
                 double e = expected(i, j), a = actual(i, j);
-                worst = std::max(worst, std::abs(a - e) / (1e-6 + std::abs(e)));
+                worst = std::max(worst, std::abs(a - e) / std::max(std::abs(e), 0.01 * largest));
             }
         }
         const bool good = worst < 1e-4;

@@ -366,9 +366,10 @@ struct LoadedModule {
 
 /** The module of `state` for the current context, loaded on first use from
  * the cubin or, when the driver cannot load it (another GPU or an older
- * driver), from the PTX. Called with state_mutex held. */
+ * driver), from the PTX, or else from the CUDA C++ source when there is
+ * one (a driver that compiles source). Called with state_mutex held. */
 int32_t module_for(void **state, const uint8_t *cubin, uint64_t cubin_size, const char *ptx,
-                   const char *kernel, LoadedModule **out) {
+                   const char *source, const char *kernel, LoadedModule **out) {
     CUcontext ctx = nullptr;
     CUresult r = driver.cuCtxGetCurrent(&ctx);
     if (r != 0) return driver_error("cuCtxGetCurrent", r);
@@ -382,6 +383,7 @@ int32_t module_for(void **state, const uint8_t *cubin, uint64_t cubin_size, cons
     r = cubin_size ? driver.cuModuleLoadData(&module, cubin) : 1;
     if (r != 0) {
         CUresult from_ptx = driver.cuModuleLoadData(&module, ptx);
+        if (from_ptx != 0 && source && driver.cuModuleLoadData(&module, source) == 0) from_ptx = 0;
         if (from_ptx != 0) {
             begin_driver_error("cuModuleLoadData", from_ptx);
             loom_error_append_string(" loading the PTX of kernel ");
@@ -537,9 +539,10 @@ LOOM_RUNTIME_EXPORT void loom_cuda_free(uint64_t device) {
 
 LOOM_RUNTIME_EXPORT int32_t loom_cuda_launch(void **module_state, const uint8_t *cubin,
                                              uint64_t cubin_size, const char *ptx,
-                                             const char *kernel, int32_t grid_x, int32_t grid_y,
-                                             int32_t grid_z, int32_t block_x, int32_t block_y,
-                                             int32_t block_z, int32_t shared_bytes, void **args) {
+                                             const char *source, const char *kernel, int32_t grid_x,
+                                             int32_t grid_y, int32_t grid_z, int32_t block_x,
+                                             int32_t block_y, int32_t block_z, int32_t shared_bytes,
+                                             void **args) {
     if (grid_x <= 0 || grid_y <= 0 || grid_z <= 0) return 0;  // nothing to compute
     if (grid_y > 65535 || grid_z > 65535) {
         loom_error_begin();
@@ -560,7 +563,7 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_launch(void **module_state, const uint8_t 
     pthread_mutex_lock(&state_mutex);
     LoadedModule *m = nullptr;
     CUfunction f = nullptr;
-    err = module_for(module_state, cubin, cubin_size, ptx, kernel, &m);
+    err = module_for(module_state, cubin, cubin_size, ptx, source, kernel, &m);
     if (!err) err = function_for(m, kernel, &f);
     pthread_mutex_unlock(&state_mutex);
     if (err) return err;

@@ -5,12 +5,23 @@
 #include <loom/loom.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace loom_test {
 
-/** Why there is no GPU to run on, or "" when there is one. */
+/** Why there is no GPU to run on, or "" when there is one. With
+ * LOOM_TEST_GPU_ON_CPU naming the stand-in driver (test/fake_cuda), the
+ * GPU is that driver, which runs the kernels on the CPU. */
 inline std::string no_gpu_reason() {
+    static const bool on_cpu = [] {
+        const char *driver = std::getenv("LOOM_TEST_GPU_ON_CPU");
+        if (!driver || !*driver) return false;
+        setenv("LOOM_CUDA_DRIVER", driver, 1);
+        setenv("LOOM_FAKE_CUDA_RUN_KERNELS", "1", 1);
+        return true;
+    }();
+    (void)on_cpu;
     int32_t capability = 0;
     if (loom_cuda_device_capability(0, &capability) != 0) return loom_last_error_message();
     if (capability < 80) return "GPU 0 is sm_" + std::to_string(capability) + "; Loom needs sm_80+";

@@ -5,7 +5,8 @@
 // reported. The stand-in runs no kernel: a hook plays the GPU, checking
 // that a kernel's inputs are in device memory and writing its outputs
 // there. Whether the kernels compute the right values is the gpu-labelled
-// tests' business, on a machine with a GPU.
+// tests' business: on a machine with a GPU, and (on_cpu.*) on the stand-in
+// driver running them on the CPU (kernels_on_cpu_test.cpp tests that).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

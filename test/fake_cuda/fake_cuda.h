@@ -1,8 +1,19 @@
 // A stand-in for the CUDA driver (libcuda.so.1) that runs without a GPU, for
 // testing Loom's CUDA runtime: device memory is host memory, copies are
-// memcpy, and a launch calls a hook set by the test instead of running the
-// kernel. Every entry point counts its calls and can be told to fail.
-// Loom's runtime loads it through LOOM_CUDA_DRIVER.
+// memcpy, and a launch calls a hook set by the test. Every entry point
+// counts its calls and can be told to fail. Loom's runtime loads it through
+// LOOM_CUDA_DRIVER.
+//
+// Told to run kernels (LOOM_FAKE_CUDA_RUN_KERNELS=1, or
+// fake_cuda_run_kernels), it refuses cubins and PTX, as a driver for another
+// GPU would, and loads the CUDA C++ source that Loom's JIT code offers next:
+// compiled for the CPU with the host's C++ compiler (cuda_on_cpu.h says how
+// blocks and threads run), the kernels then run at each launch, so that GPU
+// pipelines can be checked against the interpreter without a GPU. A kernel
+// that faults (a __trap, a barrier not every thread reaches) makes the next
+// wait fail with CUDA_ERROR_LAUNCH_FAILED, and fake_cuda_kernel_error says
+// why. Each allocation ends at a page that faults, so an access past its
+// end stops the process there.
 #pragma once
 
 #include <dlfcn.h>
@@ -25,6 +36,13 @@ void fake_cuda_refuse_cubin(int refuse);
 int fake_cuda_live_allocations(void);
 /** Whether [p, p + bytes) lies inside one live device allocation. */
 int fake_cuda_is_device_memory(unsigned long long p, size_t bytes);
+
+/** Whether kernels run on the CPU (see above); the default is
+ * LOOM_FAKE_CUDA_RUN_KERNELS, read again by fake_cuda_reset. */
+void fake_cuda_run_kernels(int run);
+/** Why the last kernel run on the CPU failed, or why its module did not
+ * compile; "" when none has. */
+const char *fake_cuda_kernel_error(void);
 
 /** The stream (CUstream) of the last launch or asynchronous copy; null
  * for the legacy default stream. */

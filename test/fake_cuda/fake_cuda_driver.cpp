@@ -1,5 +1,8 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <map>
 #include <mutex>
@@ -7,20 +10,28 @@
 #include <vector>
 
 #include "fake_cuda.h"
+#include "run_on_cpu.h"
 
 namespace {
 
 typedef int CUresult;
-const CUresult kInvalidValue = 1, kNoDevice = 100, kInvalidImage = 200, kNoBinaryForGpu = 209,
-               kNotFound = 500;
+const CUresult kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100, kInvalidImage = 200,
+               kNoBinaryForGpu = 209, kInvalidPtx = 218, kNotFound = 500, kLaunchFailed = 719;
 
 struct Module {
-    std::string image;  // the cubin or PTX, to find kernels in
+    std::string image;    // the cubin or PTX, to find kernels in
+    void *cpu = nullptr;  // or the source compiled for the CPU
 };
 
 struct Function {
     std::string name;
+    fake_cuda::CpuKernel cpu = nullptr;
 };
+
+bool run_kernels_by_default() {
+    const char *run = getenv("LOOM_FAKE_CUDA_RUN_KERNELS");
+    return run && *run && strcmp(run, "0") != 0;
+}
 
 struct State {
     std::mutex mutex;
@@ -33,7 +44,14 @@ struct State {
     void *hook_user = nullptr;
     int context = 0;              // its address is the context
     void *last_stream = nullptr;  // of the last launch or copy
+    bool run_kernels = run_kernels_by_default();
+    // A kernel's fault, reported by the next wait as a GPU's would be.
+    CUresult pending_error = 0;
+    std::string kernel_error;
 };
+
+/** One kernel runs on the CPU at a time (a module's block state is global). */
+std::mutex cpu_run_mutex;
 
 State &state() {
     static State s;
@@ -63,6 +81,35 @@ bool inside_allocation(unsigned long long p, size_t bytes) {
 
 thread_local void *current_context = nullptr;
 
+size_t page_size() {
+    static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return size;
+}
+
+/** An allocation's pages: its bytes (rounded up to 16, as CUDA aligns
+ * allocations) end where a guard page begins. */
+struct Mapping {
+    unsigned long long base;
+    size_t length, data_bytes;
+};
+
+Mapping mapping_of(unsigned long long p, size_t bytes) {
+    Mapping m;
+    m.data_bytes = (bytes + 15) / 16 * 16;
+    const size_t data_pages = (m.data_bytes + page_size() - 1) / page_size();
+    m.length = (data_pages + 1) * page_size();
+    m.base = p ? p + m.data_bytes - data_pages * page_size() : 0;
+    return m;
+}
+
+CUresult take_pending_error() {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    CUresult r = s.pending_error;
+    s.pending_error = 0;
+    return r;
+}
+
 }  // namespace
 
 #define ENTER(name)                 \
@@ -83,6 +130,21 @@ void fake_cuda_reset(int devices, int capability) {
     s.hook = nullptr;
     s.hook_user = nullptr;
     s.last_stream = nullptr;
+    s.run_kernels = run_kernels_by_default();
+    s.pending_error = 0;
+    s.kernel_error.clear();
+}
+
+void fake_cuda_run_kernels(int run) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.run_kernels = run != 0;
+}
+
+const char *fake_cuda_kernel_error(void) {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.kernel_error.c_str();
 }
 
 void *fake_cuda_last_stream(void) {
@@ -145,6 +207,7 @@ CUresult cuGetErrorName(CUresult r, const char **name) {
     case 500: *name = "CUDA_ERROR_NOT_FOUND"; return 0;
     case 700: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
     case 701: *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; return 0;
+    case 719: *name = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
     default: return kInvalidValue;
     }
 }
@@ -192,21 +255,31 @@ CUresult cuCtxSetCurrent(void *ctx) {
 
 CUresult cuCtxSynchronize(void) {
     ENTER("cuCtxSynchronize");
+    if (CUresult r = take_pending_error()) return r;
     return current_context ? 0 : kInvalidValue;
 }
 
 CUresult cuStreamSynchronize(void *) {
     ENTER("cuStreamSynchronize");
+    if (CUresult r = take_pending_error()) return r;
     return current_context ? 0 : kInvalidValue;
 }
 
 CUresult cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
     ENTER("cuMemAlloc_v2");
     if (!current_context || bytes == 0) return kInvalidValue;
-    void *m = malloc(bytes);
+    const Mapping m = mapping_of(0, bytes);
+    void *base =
+        mmap(nullptr, m.length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return kOutOfMemory;
+    // The page after the allocation faults: a kernel run on the CPU that
+    // overruns it stops there.
+    char *end = static_cast<char *>(base) + m.length - page_size();
+    mprotect(end, page_size(), PROT_NONE);
+    char *data = end - m.data_bytes;
     // Garbage, as fresh device memory would hold.
-    memset(m, 0xA5, bytes);
-    *p = reinterpret_cast<unsigned long long>(m);
+    memset(data, 0xA5, bytes);
+    *p = reinterpret_cast<unsigned long long>(data);
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.allocations[*p] = bytes;
@@ -219,7 +292,8 @@ CUresult cuMemFree_v2(unsigned long long p) {
     std::lock_guard<std::mutex> lock(s.mutex);
     auto it = s.allocations.find(p);
     if (it == s.allocations.end()) return kInvalidValue;  // not an allocation's start
-    free(reinterpret_cast<void *>(p));
+    const Mapping m = mapping_of(p, it->second);
+    munmap(reinterpret_cast<void *>(m.base), m.length);
     s.allocations.erase(it);
     return 0;
 }
@@ -285,9 +359,29 @@ CUresult cuModuleLoadData(void **module, const void *image) {
                             "\x7f"
                             "ELF",
                             4) == 0;
+    const bool source = !elf && fake_cuda::is_loom_cuda_source(bytes);
+    bool run;
+    {
+        std::lock_guard<std::mutex> lock(state().mutex);
+        run = state().run_kernels;
+    }
+    // Running kernels, it loads source only (a driver for another GPU);
+    // otherwise it refuses source, as a real driver does.
+    if (run && !source) return elf ? kNoBinaryForGpu : kInvalidPtx;
+    if (!run && source) return kInvalidImage;
     if (elf && state().refuse_cubin) return kNoBinaryForGpu;
     Module *m = new Module();
-    if (elf) {
+    if (source) {
+        std::string error;
+        m->cpu = fake_cuda::load_for_cpu(bytes, &error);
+        if (!m->cpu) {
+            fprintf(stderr, "fake CUDA driver: %s\n", error.c_str());
+            std::lock_guard<std::mutex> lock(state().mutex);
+            state().kernel_error = error;
+            delete m;
+            return kInvalidImage;
+        }
+    } else if (elf) {
         // An ELF64 image ends with its section header table (cubins do).
         unsigned long long shoff;
         unsigned short shentsize, shnum;
@@ -314,9 +408,15 @@ CUresult cuModuleUnload(void *module) {
 
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
     ENTER("cuModuleGetFunction");
-    const std::string &image = static_cast<Module *>(module)->image;
-    if (image.find(name) == std::string::npos) return kNotFound;
-    *function = new Function{name};  // leaked: modules hold a handful
+    const Module *m = static_cast<Module *>(module);
+    fake_cuda::CpuKernel cpu = nullptr;
+    if (m->cpu) {
+        cpu = fake_cuda::find_kernel(m->cpu, name);
+        if (!cpu) return kNotFound;
+    } else if (m->image.find(name) == std::string::npos) {
+        return kNotFound;
+    }
+    *function = new Function{name, cpu};  // leaked: modules hold a handful
     return 0;
 }
 
@@ -342,8 +442,24 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
         s.last_stream = stream;
     }
     const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-    if (hook)
-        hook(static_cast<Function *>(function)->name.c_str(), grid, block, shared, args, user);
+    const Function *f = static_cast<Function *>(function);
+    if (hook) hook(f->name.c_str(), grid, block, shared, args, user);
+    if (f->cpu) {
+        const fake_cuda::LaunchShape shape = {{gx, gy, gz}, {bx, by, bz}, shared};
+        char error[1024] = "";
+        int failed;
+        {
+            std::lock_guard<std::mutex> run(cpu_run_mutex);
+            failed = f->cpu(&shape, args, error, sizeof(error));
+        }
+        if (failed) {
+            const std::string message = "kernel " + f->name + ": " + error;
+            fprintf(stderr, "fake CUDA driver: %s\n", message.c_str());
+            std::lock_guard<std::mutex> lock(s.mutex);
+            s.pending_error = kLaunchFailed;
+            s.kernel_error = message;
+        }
+    }
     return 0;
 }
 

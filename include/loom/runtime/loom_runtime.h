@@ -162,17 +162,20 @@ void *loom_cuda_stream(void);
 
 /* Used by compiled GPU pipelines. module_state is a pipeline's own pointer
  * (initially null) to its loaded module: the cubin, or the PTX when the
- * driver cannot load the cubin. A pipeline returns after its kernels have
- * finished, reporting a kernel's fault with the pipeline's name. */
+ * driver cannot load the cubin, or else the CUDA C++ source when one is
+ * given (JIT code gives it, for a driver that compiles source itself, such
+ * as the tests' stand-in that runs kernels on the CPU). A pipeline returns
+ * after its kernels have finished, reporting a kernel's fault with the
+ * pipeline's name. */
 int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const char *name);
 int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read, int32_t written,
                                     const char *name, uint64_t *device);
 int32_t loom_cuda_malloc(uint64_t bytes, const char *name, uint64_t *device);
 void loom_cuda_free(uint64_t device);
 int32_t loom_cuda_launch(void **module_state, const uint8_t *cubin, uint64_t cubin_size,
-                         const char *ptx, const char *kernel, int32_t grid_x, int32_t grid_y,
-                         int32_t grid_z, int32_t block_x, int32_t block_y, int32_t block_z,
-                         int32_t shared_bytes, void **args);
+                         const char *ptx, const char *source, const char *kernel, int32_t grid_x,
+                         int32_t grid_y, int32_t grid_z, int32_t block_x, int32_t block_y,
+                         int32_t block_z, int32_t shared_bytes, void **args);
 int32_t loom_cuda_finish(const char *pipeline, const char *kernels);
 void loom_cuda_release_module(void **module_state);
 

@@ -1,0 +1,308 @@
+// What Loom's generated CUDA C++ needs to compile and run on the CPU: the
+// stand-in driver (fake_cuda_driver.cpp) prepends this header to a kernel
+// module's source, compiles it with the host's C++ compiler and runs each
+// launch here, so that GPU pipelines run, and are checked against the
+// interpreter, on a machine without a GPU.
+//
+// A block's threads are fibers (ucontext) on one OS thread. Each runs until
+// it reaches __syncthreads, a warp shuffle or its end; a barrier lets its
+// threads go on once every thread it waits for has arrived. Blocks run one
+// after another, so `__shared__` variables are plain statics and the
+// dynamic shared memory one array. Besides running the kernels this checks
+// what a GPU leaves undefined and a test should hear about: a barrier that
+// some of the block's threads never reach (a __syncthreads under a
+// thread-dependent condition), and a kernel's __trap. Dynamic shared memory
+// starts each block filled with 0xff bytes (NaN floats), so that reading it
+// before writing it shows.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __launch_bounds__(...)
+// One block runs at a time: its shared variables are statics. The driver
+// turns the source's `extern __shared__` (the dynamic shared memory) into a
+// plain `extern`, which names loom_shared_memory below.
+#define __shared__ static
+// CUDA's uint2, uint3, uint4 and dim3, and __align__ and __forceinline__
+// for the host's compiler (the CUDA headers keep the macros above).
+#include <vector_types.h>
+#ifndef __restrict__
+#define __restrict__ __restrict
+#endif
+// A module with float16 or bfloat16 (the driver defines LOOM_CPU_HALF):
+// included here, before threadIdx and the others become names of ours.
+#ifdef LOOM_CPU_HALF
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+/** The dynamic shared memory (227 KB, an sm_90 block's most). */
+alignas(16) unsigned char loom_shared_memory[227 * 1024];
+
+namespace loom_cpu {
+
+constexpr int kMaxThreads = 1024;
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr size_t kMaxSharedBytes = sizeof(loom_shared_memory);
+
+enum class ThreadState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+
+struct Thread {
+    ucontext_t context;
+    uint3 index;
+    int linear;
+    ThreadState state;
+    unsigned warp_mask;  // of the warp barrier it waits at
+};
+
+struct Block {
+    void (*body)(void *);
+    void *body_arg;
+    Thread threads[kMaxThreads];
+    int count = 0;
+    ucontext_t scheduler;
+    char *stacks = nullptr;
+    // Each lane's value in a shuffle, up to 8 bytes.
+    unsigned char slots[kMaxThreads][8];
+    const char *error = nullptr;
+    char message[512];
+};
+
+inline Block *block = nullptr;
+inline Thread *current = nullptr;
+inline uint3 block_index, block_dim, grid_dim;
+
+inline void yield() {
+    Thread *self = current;
+    swapcontext(&self->context, &block->scheduler);
+}
+
+inline void fail(const char *what) {
+    if (!block->error) {
+        snprintf(block->message, sizeof(block->message),
+                 "%s (thread (%u, %u, %u) of block (%u, %u, %u))", what, current->index.x,
+                 current->index.y, current->index.z, block_index.x, block_index.y, block_index.z);
+        block->error = block->message;
+    }
+    current->state = ThreadState::Done;
+    yield();  // never resumed
+}
+
+inline void sync_block() {
+    current->state = ThreadState::AtBlockBarrier;
+    yield();
+}
+
+/** Waits until every lane of `mask` in this thread's warp has arrived. */
+inline void sync_warp(unsigned mask) {
+    const int lane = current->linear & 31;
+    if (!(mask & (1u << lane))) fail("a warp operation whose mask leaves out the calling lane");
+    current->state = ThreadState::AtWarpBarrier;
+    current->warp_mask = mask;
+    yield();
+}
+
+template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
+    static_assert(sizeof(T) <= 8, "shuffles move up to 8 bytes");
+    const int lane = current->linear & 31;
+    memcpy(block->slots[current->linear], &v, sizeof(T));
+    sync_warp(mask);
+    T r = v;
+    if (lane + offset < 32 && current->linear + offset < block->count)
+        memcpy(&r, block->slots[current->linear + offset], sizeof(T));
+    sync_warp(mask);  // before a later shuffle overwrites the slots
+    return r;
+}
+
+inline void thread_main() {
+    block->body(block->body_arg);
+    current->state = ThreadState::Done;
+}
+
+/** Lets the threads waiting at a barrier go on when all it waits for have
+ * arrived; false when none can (the block is stuck), with block->error. */
+inline bool release_barriers() {
+    bool released = false;
+    for (int w = 0; w * 32 < block->count; w++) {
+        Thread *warp = &block->threads[w * 32];
+        const int lanes = block->count - w * 32 < 32 ? block->count - w * 32 : 32;
+        for (int l = 0; l < lanes; l++) {
+            if (warp[l].state != ThreadState::AtWarpBarrier) continue;
+            const unsigned mask = warp[l].warp_mask;
+            bool all = true;
+            for (int m = 0; m < 32 && all; m++)
+                if (mask & (1u << m))
+                    all = m < lanes && warp[m].state == ThreadState::AtWarpBarrier &&
+                          warp[m].warp_mask == mask;
+            if (!all) continue;
+            for (int m = 0; m < lanes; m++)
+                if (mask & (1u << m)) warp[m].state = ThreadState::Runnable;
+            released = true;
+        }
+    }
+    if (released) return true;
+    int waiting = 0, done = 0;
+    for (int t = 0; t < block->count; t++) {
+        waiting += block->threads[t].state == ThreadState::AtBlockBarrier;
+        done += block->threads[t].state == ThreadState::Done;
+    }
+    if (waiting == block->count) {
+        for (int t = 0; t < block->count; t++) block->threads[t].state = ThreadState::Runnable;
+        return true;
+    }
+    snprintf(block->message, sizeof(block->message),
+             "block (%u, %u, %u) is stuck: %d of its %d threads wait at __syncthreads, %d have "
+             "returned and %d wait in a warp shuffle whose lanes do not all arrive. A barrier "
+             "must be reached by every thread of the block",
+             block_index.x, block_index.y, block_index.z, waiting, block->count, done,
+             block->count - waiting - done);
+    block->error = block->message;
+    return false;
+}
+
+/** Runs one block of body's threads; false with block->error on a fault. */
+inline bool run_block() {
+    for (int t = 0; t < block->count; t++) {
+        Thread &th = block->threads[t];
+        th.linear = t;
+        th.index = {t % block_dim.x, (t / block_dim.x) % block_dim.y,
+                    t / (block_dim.x * block_dim.y)};
+        th.state = ThreadState::Runnable;
+        getcontext(&th.context);
+        th.context.uc_stack.ss_sp = block->stacks + t * kStackBytes;
+        th.context.uc_stack.ss_size = kStackBytes;
+        th.context.uc_link = &block->scheduler;
+        makecontext(&th.context, thread_main, 0);
+    }
+    for (;;) {
+        bool any_left = false;
+        for (int t = 0; t < block->count; t++) {
+            Thread &th = block->threads[t];
+            if (th.state != ThreadState::Runnable) continue;
+            current = &th;
+            swapcontext(&block->scheduler, &th.context);
+            if (block->error) return false;
+        }
+        for (int t = 0; t < block->count; t++)
+            any_left |= block->threads[t].state != ThreadState::Done;
+        if (!any_left) return true;
+        if (!release_barriers()) return false;
+    }
+}
+
+struct Shape {
+    unsigned grid[3], block[3], shared_bytes;
+};
+
+/** Runs the grid of `body` (one call per thread); 0, or 1 with `error`. */
+inline int run_grid(void (*body)(void *), void *arg, const Shape &shape, char *error,
+                    int error_size) {
+    static Block the_block;
+    block = &the_block;
+    block->body = body;
+    block->body_arg = arg;
+    block->error = nullptr;
+    block_dim = {shape.block[0], shape.block[1], shape.block[2]};
+    grid_dim = {shape.grid[0], shape.grid[1], shape.grid[2]};
+    block->count = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
+    if (block->count > kMaxThreads || shape.shared_bytes > kMaxSharedBytes) {
+        snprintf(error, error_size, "a block of %d threads and %u bytes of shared memory",
+                 block->count, shape.shared_bytes);
+        return 1;
+    }
+    if (!block->stacks) {
+        void *m = mmap(nullptr, kMaxThreads * kStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            snprintf(error, error_size, "no memory for the threads' stacks");
+            return 1;
+        }
+        block->stacks = static_cast<char *>(m);
+    }
+    for (unsigned z = 0; z < grid_dim.z; z++) {
+        for (unsigned y = 0; y < grid_dim.y; y++) {
+            for (unsigned x = 0; x < grid_dim.x; x++) {
+                block_index = {x, y, z};
+                memset(loom_shared_memory, 0xff, shape.shared_bytes);
+                if (!run_block()) {
+                    snprintf(error, error_size, "%s", block->error);
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/** Calls kernel k with the launch's arguments (each a pointer to the
+ * argument's value, as cuLaunchKernel takes them). */
+template <typename... A, size_t... I>
+void call_with(void (*k)(A...), void **args, std::index_sequence<I...>) {
+    k(*static_cast<std::remove_cv_t<std::remove_reference_t<A>> *>(args[I])...);
+}
+
+template <typename... A> struct Call {
+    void (*kernel)(A...);
+    void **args;
+    static void body(void *self) {
+        Call *c = static_cast<Call *>(self);
+        call_with(c->kernel, c->args, std::index_sequence_for<A...>{});
+    }
+};
+
+template <typename... A>
+int launch(void (*kernel)(A...), const Shape &shape, void **args, char *error, int error_size) {
+    Call<A...> call{kernel, args};
+    return run_grid(&Call<A...>::body, &call, shape, error, error_size);
+}
+
+template <typename To, typename From> To bit_cast(From f) {
+    static_assert(sizeof(To) == sizeof(From), "bit casts keep the size");
+    To t;
+    memcpy(&t, &f, sizeof(To));
+    return t;
+}
+
+}  // namespace loom_cpu
+
+#define threadIdx (::loom_cpu::current->index)
+#define blockIdx (::loom_cpu::block_index)
+#define blockDim (::loom_cpu::block_dim)
+#define gridDim (::loom_cpu::grid_dim)
+
+inline void __syncthreads() { loom_cpu::sync_block(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { loom_cpu::sync_warp(mask); }
+template <typename T> T __shfl_down_sync(unsigned mask, T v, unsigned offset) {
+    return loom_cpu::shuffle_down(mask, v, static_cast<int>(offset));
+}
+[[noreturn]] inline void __trap() {
+    loom_cpu::fail("the kernel trapped (__trap)");
+    abort();
+}
+
+inline float __int_as_float(int x) { return loom_cpu::bit_cast<float>(x); }
+inline int __float_as_int(float x) { return loom_cpu::bit_cast<int>(x); }
+inline double __longlong_as_double(long long x) { return loom_cpu::bit_cast<double>(x); }
+inline long long __double_as_longlong(double x) { return loom_cpu::bit_cast<long long>(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+
+/** Defines `int <kernel>_on_cpu(shape, args, error, error_size)`, which the
+ * driver calls for a launch of `kernel`. */
+#define LOOM_CPU_KERNEL(kernel)                                                            \
+    extern "C" int kernel##_on_cpu(const loom_cpu::Shape *shape, void **args, char *error, \
+                                   int error_size) {                                       \
+        return loom_cpu::launch(&kernel, *shape, args, error, error_size);                 \
+    }
