@@ -53,9 +53,11 @@ struct State {
 /** One kernel runs on the CPU at a time (a module's block state is global). */
 std::mutex cpu_run_mutex;
 
+/** Never destroyed: Loom unloads cached pipelines' modules at exit, which
+ * may be after this library's static destructors ran. */
 State &state() {
-    static State s;
-    return s;
+    static State *s = new State();
+    return *s;
 }
 
 /** Counts the call; returns the failure planned for it, if any. */

@@ -1,11 +1,13 @@
 #include "run_on_cpu.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -84,6 +86,23 @@ std::string cache_dir() {
     return dir;
 }
 
+/** Deletes modules not used for a week: the fuzzer's random kernels would
+ * otherwise pile up. */
+void prune(const std::string &dir) {
+    DIR *d = opendir(dir.c_str());
+    if (!d) return;
+    const time_t week_ago = time(nullptr) - 7 * 24 * 3600;
+    while (dirent *e = readdir(d)) {
+        const std::string path = dir + "/" + e->d_name;
+        struct stat st;
+        if (e->d_name[0] != '.' && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+            st.st_atime < week_ago && st.st_mtime < week_ago) {
+            unlink(path.c_str());
+        }
+    }
+    closedir(d);
+}
+
 }  // namespace
 
 bool is_loom_cuda_source(const char *image) {
@@ -108,6 +127,7 @@ void *load_for_cpu(const char *source, std::string *error) {
     snprintf(name, sizeof(name), "%016llx", static_cast<unsigned long long>(hash));
     const std::string base = cache_dir() + "/" + name, library = base + ".so";
     if (access(library.c_str(), R_OK) != 0) {
+        prune(cache_dir());
         // Compiled under a name of this process's, then renamed: tests that
         // run at once may compile the same module.
         const std::string mine = base + "." + std::to_string(static_cast<long>(getpid()));
