@@ -12,16 +12,32 @@ namespace loom_apps {
  * `threads` at a time, each writing `vector` consecutive points as one
  * vector (16-byte stores for 4 floats). `reductions` (updates over `k`) and
  * `per_row` (single points) are computed per row; the reductions' threads
- * share each row and combine their partials across the block. */
-inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::Func &out, const loom::Var &r,
-                                 const loom::Var &c, const loom::RDom &k,
-                                 const std::vector<loom::Func> &reductions,
-                                 const std::vector<loom::Func> &per_row, int threads, int vector) {
+ * share each row and combine their partials across the block.
+ *
+ * With `stage_rows`, each block first copies its row of `input` into shared
+ * memory (16-byte loads), and every pass over the row reads it there: the
+ * row comes from device memory once, however many passes the algorithm
+ * makes. A row must then fit a block's shared memory: up to 58,112 floats
+ * on sm_90 (227 KiB), 41,728 on sm_80; a longer one fails at launch. */
+inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &input,
+                                 const loom::Func &out, const loom::Var &r, const loom::Var &c,
+                                 const loom::RDom &k, const std::vector<loom::Func> &reductions,
+                                 const std::vector<loom::Func> &per_row, int threads, int vector,
+                                 bool stage_rows) {
     using namespace loom;
     Var co("co"), ci("ci"), cv("cv");
     RVar ko("ko"), ki("ki");
     sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
     sch[out].gpu_blocks(r).gpu_threads(ci);
+    if (stage_rows) {
+        sch.in(input, {r, c})
+            .compute_at(out, r)
+            .store_in(MemoryType::Shared)
+            .split(c, co, ci, threads * vector)
+            .split(ci, ci, cv, vector)
+            .vectorize(cv)
+            .gpu_threads(ci);
+    }
     for (const Func &f : per_row) sch[f].compute_at(out, r);
     for (const Func &f : reductions) {
         sch[f].compute_at(out, r);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <type_traits>
 
 #include <loom/loom.h>
 
@@ -22,14 +23,24 @@ template <typename App> class RowAppGenerator : public loom::Generator {
     loom::GeneratorParam<int> threads{"threads", 256, 32, 1024};
     /** Vector width; 0: the target's natural one (vector_for). */
     loom::GeneratorParam<int> vector{"vector", 0, 0, 64};
+    /** GPU, the row apps: copy each row into shared memory first, so that
+     * it is read from device memory once (rows up to 58,112 floats on
+     * sm_90); false for longer rows. */
+    loom::GeneratorParam<bool> stage_rows{"stage_rows", true};
 
   protected:
     std::unique_ptr<App> algo;
 
     void schedule() override {
         const int v = vector_for(get_target(), vector);
-        if (get_target().has_feature(loom::Target::CUDA)) algo->schedule_gpu(sched, threads, v);
-        else algo->schedule_cpu(sched, rows_per_task, v);
+        if (!get_target().has_feature(loom::Target::CUDA)) {
+            algo->schedule_cpu(sched, rows_per_task, v);
+        } else if constexpr (std::is_invocable_v<decltype(&App::schedule_gpu), const App &,
+                                                 loom::Schedule &, int, int, bool>) {
+            algo->schedule_gpu(sched, threads, v, stage_rows);
+        } else {
+            algo->schedule_gpu(sched, threads, v);  // no rows to stage
+        }
     }
 };
 

@@ -20,6 +20,7 @@
 #include "IRVisitor.h"
 #include "Scope.h"
 #include "Simplify.h"
+#include "Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -476,7 +477,42 @@ class KernelPrinter : public IRVisitor {
 
     bool at_block_level() const { return has_threads && thread_loops_open == 0; }
     std::set<std::string> shared_allocations;  // by IR name
-    int64_t block_reduce_bytes = 0;            // static, for the reductions' totals
+    // The kernel's lets and loops around the statement printed, outermost
+    // first, and the Func whose shared storage is sized at launch.
+    std::vector<std::pair<std::string, Expr>> kernel_lets;
+    std::vector<std::string> kernel_loops;
+    std::string dynamic_shared_func;
+
+    /** e in the host's variables at the launch (the kernel's own lets
+     * substituted), or undefined when it depends on the block or thread
+     * (a loop of the kernel). */
+    Expr value_at_launch(Expr e) const {
+        for (auto it = kernel_lets.rbegin(); it != kernel_lets.rend(); ++it) {
+            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+        }
+        for (const std::string &loop : kernel_loops) {
+            if (expr_uses_var(e, loop)) return Expr();
+        }
+        return simplify(e);
+    }
+    /** A Func in shared memory whose size is known at launch: it follows
+     * the kernel's constant-size shared storage (LOOM_DYNAMIC_SHARED, the
+     * rounded size of that, is defined before the kernel's body). */
+    void dynamic_shared_allocation(const Allocate *op) {
+        Local n(*this, op->name);
+        pad();
+        out << "{\n";
+        indent++;
+        pad();
+        shared_allocations.insert(op->name);
+        out << type(op->type) << " *const " << n.name() << " = reinterpret_cast<" << type(op->type)
+            << " *>(loom_shared_memory + loom_dynamic_shared_offset);  // sized at launch\n";
+        print(op->body);
+        indent--;
+        pad();
+        out << "}\n";
+    }
+    int64_t block_reduce_bytes = 0;  // static, for the reductions' totals
     void check_shared_memory(const std::string &what) const {
         const int64_t total = kernel.shared_bytes + block_reduce_bytes;
         const int64_t limit = max_shared_bytes(target);
@@ -487,17 +523,44 @@ class KernelPrinter : public IRVisitor {
             << " allows " << limit << " (" << limit / 1024 << " KiB). Use smaller tiles"
             << (target.cuda_capability() ? "." : ", or name a capability with more, e.g. sm_90.");
     }
-    /** Whether s stores to the block's shared memory. */
-    bool writes_shared(const Stmt &s) const {
+    /** Whether s stores to (or, with `loads`, loads from) the block's
+     * shared memory. */
+    bool accesses_shared(const Stmt &s, bool loads) const {
         struct Find : IRVisitor {
             const std::set<std::string> *shared;
-            bool found = false;
+            bool loads, found = false;
             using IRVisitor::visit;
-            void visit(const Store *op) override { found = found || shared->count(op->name); }
+            void visit(const Store *op) override {
+                found = found || (!loads && shared->count(op->name));
+                IRVisitor::visit(op);
+            }
+            void visit(const Load *op) override {
+                found = found || (loads && shared->count(op->name));
+                IRVisitor::visit(op);
+            }
         } find;
         find.shared = &shared_allocations;
+        find.loads = loads;
         s.accept(&find);
         return find.found;
+    }
+    bool writes_shared(const Stmt &s) const { return accesses_shared(s, false); }
+    /** Whether loop `op` is a loop of a pure definition (<func>.s0.<var>)
+     * whose body reads no shared memory and computes no other Func. */
+    bool only_writes_a_pure_definition(const For *op) const {
+        if (op->name.find(".s0.") == std::string::npos || accesses_shared(op->body, true)) {
+            return false;
+        }
+        struct FindProduce : IRVisitor {
+            bool found = false;
+            using IRVisitor::visit;
+            void visit(const ProducerConsumer *p) override {
+                found = found || p->is_producer;
+                IRVisitor::visit(p);
+            }
+        } find;
+        op->body.accept(&find);
+        return !find.found;
     }
     void barrier() {
         pad();
@@ -862,7 +925,9 @@ class KernelPrinter : public IRVisitor {
         Local n(*this, op->name);
         pad();
         out << "const " << type(op->value.type()) << " " << n.name() << " = " << value << ";\n";
+        kernel_lets.emplace_back(op->name, op->value);
         print(op->body);
+        kernel_lets.pop_back();
         indent--;
         pad();
         out << "}\n";
@@ -882,6 +947,11 @@ class KernelPrinter : public IRVisitor {
         // (A GPU loop's extent is the launch's, in the host's variables.)
         const std::string mn = print(op->min), ext = is_gpu(op->for_type) ? "" : print(op->extent);
         Local local(*this, op->name);
+        kernel_loops.push_back(op->name);
+        struct Pop {
+            std::vector<std::string> &loops;
+            ~Pop() { loops.pop_back(); }
+        } pop{kernel_loops};
         const std::string &n = local.name();
         if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
             const bool block = op->for_type == ForType::GPUBlock;
@@ -922,8 +992,13 @@ class KernelPrinter : public IRVisitor {
         indent++;
         print(op->body);
         // The next iteration's threads may overwrite shared storage this
-        // one's are still reading.
-        if (at_block_level() && has_thread_loop(op->body) && writes_shared(op->body)) {
+        // one's are still reading, or read what this one's wrote. A loop of
+        // a pure definition that only writes (a copy into shared memory)
+        // needs no barrier: two iterations that write one element write
+        // the same point's value. Without one, each thread's loads run
+        // ahead, many in flight at once, which memory-bound kernels need.
+        if (at_block_level() && has_thread_loop(op->body) && writes_shared(op->body) &&
+            !only_writes_a_pure_definition(op)) {
             barrier();
         }
         indent--;
@@ -950,18 +1025,37 @@ class KernelPrinter : public IRVisitor {
         }
     }
     void visit(const Allocate *op) override {
+        const bool shared = at_block_level() && !per_thread.count(op->name);
         int64_t size = 1;
+        Expr dynamic_size;  // a shared allocation's size known only at launch
         for (const Expr &e : op->extents) {
             Expr c = simplify(e);
-            const int64_t *v = as_const_int(c);
-            user_assert(v)
+            if (const int64_t *v = as_const_int(c)) {
+                size *= *v;
+                continue;
+            }
+            Expr at_launch = shared ? value_at_launch(c) : Expr();
+            user_assert(at_launch.defined())
                 << "Func " << op->name << " is allocated inside the GPU kernel " << kernel.name
-                << " with a size known only at run time (" << e
-                << "). Compute it where its size is constant (e.g. inside the thread loops, "
-                   "over a constant tile), or at root.";
-            size *= *v;
+                << " with a size known only at run time (" << e << ")"
+                << (shared ? ", which differs between blocks" : " per thread")
+                << ". Compute it where its size is constant (e.g. inside the thread loops, "
+                   "over a constant tile), at a block loop over a region every block has the "
+                   "same size of, or at root.";
+            dynamic_size = dynamic_size.defined() ? dynamic_size * at_launch : at_launch;
         }
-        const bool shared = at_block_level() && !per_thread.count(op->name);
+        if (dynamic_size.defined()) {
+            user_assert(!kernel.dynamic_shared_bytes.defined())
+                << "Kernel " << kernel.name << " stores both " << dynamic_shared_func << " and "
+                << op->name
+                << " in shared memory with sizes known only at launch; one such Func per kernel "
+                   "is supported. Give the others a constant size.";
+            dynamic_shared_func = op->name;
+            kernel.dynamic_shared_bytes =
+                simplify(max(cast(Int(64), dynamic_size), 0) * (size * op->type.bytes()));
+            dynamic_shared_allocation(op);
+            return;
+        }
         const int64_t bytes = size * op->type.bytes();
         const char *asked = op->memory_type == MemoryType::Shared     ? "Shared"
                             : op->memory_type == MemoryType::Register ? "Register"
@@ -1293,6 +1387,10 @@ class KernelFinder : public IRVisitor {
                << k.grid[2] << "), block (" << k.block[0] << ", " << k.block[1] << ", "
                << k.block[2] << ")";
         if (k.shared_bytes) source << ", " << k.shared_bytes << " bytes of shared memory";
+        if (k.dynamic_shared_bytes.defined()) {
+            source << (k.shared_bytes ? " and " : ", ") << k.dynamic_shared_bytes
+                   << " more, at launch";
+        }
         source << "\n";
         source << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << k.name
                << "(";
@@ -1307,8 +1405,13 @@ class KernelFinder : public IRVisitor {
             }
         }
         source << ") {\n";
-        if (k.shared_bytes > 0) {
+        if (k.shared_bytes > 0 || k.dynamic_shared_bytes.defined()) {
             source << "    extern __shared__ __align__(16) unsigned char loom_shared_memory[];\n";
+        }
+        if (k.dynamic_shared_bytes.defined()) {
+            // After the constant-size storage, 16-byte aligned.
+            k.shared_bytes = (k.shared_bytes + 15) / 16 * 16;
+            source << "    constexpr int loom_dynamic_shared_offset = " << k.shared_bytes << ";\n";
         }
         source << printer.out.str() << "}\n";
         module.kernels.push_back(k);

@@ -34,6 +34,10 @@ struct CudaKernel {
     /** Dynamic shared memory per block, passed at launch: the Funcs
      * computed at the block level (outside the thread loops). */
     int64_t shared_bytes = 0;
+    /** More of it, for the one such Func whose size is known only at launch
+     * (e.g. a row of a matrix whose width is a parameter), in the host's
+     * variables; undefined when there is none. */
+    Expr dynamic_shared_bytes;
 };
 
 struct CudaModule {

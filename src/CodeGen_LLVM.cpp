@@ -1608,7 +1608,12 @@ class CodeGen_LLVM : public IRVisitor {
             call_args.push_back(cast_value(codegen(k.grid[d]), k.grid[d].type(), Int(32)));
         }
         for (int d = 0; d < 3; d++) call_args.push_back(builder->getInt32(k.block[d]));
-        call_args.push_back(builder->getInt32(static_cast<int32_t>(k.shared_bytes)));
+        Expr shared = Expr(k.shared_bytes);
+        if (k.dynamic_shared_bytes.defined()) {
+            // Sized at launch; past 2^31 bytes no GPU has it anyway.
+            shared = min(k.dynamic_shared_bytes + k.shared_bytes, Expr(int64_t(INT32_MAX)));
+        }
+        call_args.push_back(cast_value(codegen(cast(Int(64), shared)), Int(64), Int(32)));
         call_args.push_back(builder->CreateBitCast(args, i8ptr_t->getPointerTo()));
         llvm::FunctionCallee launch =
             runtime_fn("loom_cuda_launch", i32_t,

@@ -651,4 +651,32 @@ Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const 
     return Stage(contents_, partial, 1);
 }
 
+Stage Schedule::in(const BufferParam &input, const std::vector<Var> &vars) {
+    const std::string what = "in(" + input.name() + ", ...)";
+    user_assert(static_cast<int>(vars.size()) == input.dimensions())
+        << what << ": " << input.name() << " has " << input.dimensions() << " dimensions but "
+        << vars.size() << " Vars were given; name one Var per dimension, outermost first.";
+    std::vector<std::string> names;
+    for (const Var &v : vars) {
+        user_assert(std::find(names.begin(), names.end(), v.name()) == names.end())
+            << what << ": the Var " << v.name() << " is given twice; each dimension needs its own.";
+        names.push_back(v.name());
+    }
+    auto existing = contents_->input_wrappers.find(input.name());
+    if (existing != contents_->input_wrappers.end()) {
+        user_assert(existing->second->args == names)
+            << what << " was called before with other Vars; call it once, or with the same Vars.";
+        return Stage(contents_, existing->second, 0);
+    }
+    auto w = std::make_shared<FunctionContents>();
+    w->name = input.name() + "_in";
+    w->args = names;
+    w->output_types = {input.type()};
+    std::vector<Expr> pure(vars.begin(), vars.end());
+    w->init.args = pure;
+    w->init.values = {input(pure)};
+    contents_->input_wrappers[input.name()] = w;
+    return Stage(contents_, w, 0);
+}
+
 }  // namespace loom

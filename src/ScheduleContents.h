@@ -73,6 +73,8 @@ struct ScheduleContents {
     std::map<std::string, FuncSchedule> funcs;
     std::vector<FusionDirective> fusions;
     std::map<std::string, Func> consumers;  // keeps Funcs named in compute_at alive
+    /** Schedule::in's wrapper Funcs, by the name of the input they wrap. */
+    std::map<std::string, FunctionPtr> input_wrappers;
 };
 
 /** The default loop nest of stage `stage` of f: pure definition: its Vars;

@@ -43,16 +43,28 @@ namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
-/** Replaces calls to inlined Funcs by their (already inlined) values. */
+/** Replaces calls to inlined Funcs by their (already inlined) values, and
+ * reads of a wrapped input (Schedule::in) by calls to its wrapper. */
 class InlineCalls : public IRMutator {
   public:
-    explicit InlineCalls(const std::map<std::string, FunctionPtr> &inlined) : inlined(inlined) {}
+    InlineCalls(const std::map<std::string, FunctionPtr> &inlined,
+                const std::map<std::string, FunctionPtr> &wrappers)
+        : inlined(inlined), wrappers(wrappers) {}
+    bool redirect_inputs = true;  // false in a wrapper's own definition
 
   protected:
     using IRMutator::visit;
     Expr visit(const Call *op) override {
         Expr e = IRMutator::visit(op);
         op = e.as<Call>();
+        if (op && op->call_type == Call::Image && redirect_inputs) {
+            auto w = wrappers.find(op->name);
+            if (w != wrappers.end()) {
+                // (Then inlined below, like any call, if the wrapper is.)
+                e = Call::make(op->type, w->second->name, op->args, Call::Func, w->second);
+                op = e.as<Call>();
+            }
+        }
         if (!op || op->call_type != Call::Func) return e;
         auto it = inlined.find(op->name);
         if (it == inlined.end()) return e;
@@ -63,8 +75,32 @@ class InlineCalls : public IRMutator {
     }
 
   private:
-    const std::map<std::string, FunctionPtr> &inlined;
+    const std::map<std::string, FunctionPtr> &inlined, &wrappers;
 };
+
+/** Whether a definition of a Func in `all` reads the input `name`. */
+bool reads_input(const std::map<std::string, FunctionPtr> &all, const std::string &name) {
+    struct Find : IRVisitor {
+        const std::string *name;
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            found = found || (op->call_type == Call::Image && op->name == *name);
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.name = &name;
+    for (const auto &kv : all) {
+        std::vector<const Definition *> defs = {&kv.second->init};
+        for (const Definition &u : kv.second->updates) defs.push_back(&u);
+        for (const Definition *d : defs) {
+            for (const Expr &v : d->values) v.accept(&find);
+            for (const Expr &a : d->args) a.accept(&find);
+            if (d->rdom && d->rdom->predicate.defined()) d->rdom->predicate.accept(&find);
+        }
+    }
+    return find.found;
+}
 
 Definition inline_definition(const Definition &d, InlineCalls &inliner) {
     Definition r = d;
@@ -88,6 +124,19 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
     env.outputs = outputs;
     std::map<std::string, FunctionPtr> all = find_transitive_calls(outputs);
     std::vector<std::string> order = realization_order(outputs, all);
+    // Wrapped inputs (Schedule::in) that the pipeline reads: their wrappers
+    // read only the input, so they come first.
+    std::map<std::string, FunctionPtr> wrappers;
+    for (const auto &kv : s.input_wrappers) {
+        if (!reads_input(all, kv.first)) continue;
+        const FunctionPtr &w = kv.second;
+        user_assert(!all.count(w->name))
+            << "Schedule::in(" << kv.first << ") names its wrapper Func " << w->name
+            << ", but the pipeline has a Func of that name already. Rename that Func.";
+        wrappers[kv.first] = w;
+        all[w->name] = w;
+        order.insert(order.begin(), w->name);
+    }
 
     // Check that the Schedule talks about this pipeline's Funcs.
     for (const auto &kv : s.funcs) {
@@ -99,9 +148,11 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
     }
 
     std::map<std::string, FunctionPtr> inlined;
-    InlineCalls inliner(inlined);
+    InlineCalls inliner(inlined, wrappers);
     for (const std::string &name : order) {
         const FunctionPtr &f = all.at(name);
+        inliner.redirect_inputs = true;
+        for (const auto &w : wrappers) inliner.redirect_inputs &= w.second != f;
         FuncSchedule fs = get_func_schedule(s, f);
         bool output = std::find(outputs.begin(), outputs.end(), f) != outputs.end();
         // A copy with the inlined Funcs substituted; the user's Func is untouched.

@@ -44,9 +44,13 @@ struct RmsNorm {
     }
     /** One GPU block per row: the sum of squares is shared by the block's
      * threads, the row's scale is a single point in shared memory, and the
-     * output row is written `vector` floats per thread. */
-    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
-        loom_apps::schedule_rows_on_gpu(sch, out, r, c, k, {sum_sq}, {inv_rms}, threads, vector);
+     * output row is written `vector` floats per thread. With `stage_rows`
+     * the row is copied into shared memory first, so that both passes read
+     * device memory once (rows up to 58,112 floats on sm_90). */
+    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
+                      bool stage_rows = true) const {
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_sq}, {inv_rms}, threads,
+                                        vector, stage_rows);
     }
 };
 

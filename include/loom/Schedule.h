@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loom/Func.h"
+#include "loom/Param.h"
 #include "loom/Var.h"
 
 namespace loom {
@@ -165,6 +166,18 @@ class Schedule {
      * reductions of the chain follow its placement; X's own schedule
      * places the combine stage. */
     Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk);
+
+    /** Makes every read of `input` go through a Func of its own,
+     * `<input>_in`, over `vars` (one per dimension, outermost first, as
+     * calls to the input list them), and returns its Stage to schedule.
+     * By default it is inlined and changes nothing; computed at a loop it
+     * copies the region of the input needed there once, which the
+     * pipeline then reads as often as it likes. The GPU use: a row that a
+     * softmax reads three times, copied into shared memory per block
+     * (compute_at(out, r), gpu_threads on its loops), comes from device
+     * memory once. As Halide's ImageParam::in(). Called again for the same
+     * input, it returns the same Stage. */
+    Stage in(const BufferParam &input, const std::vector<Var> &vars);
 
     std::shared_ptr<internal::ScheduleContents> contents() const { return contents_; }
 

@@ -570,8 +570,19 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_launch(void **module_state, const uint8_t 
     if (shared_bytes > 48 * 1024) {
         CUresult r = driver.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                shared_bytes);
-        if (r != 0)
-            return driver_error("cuFuncSetAttribute", r, "(shared memory) for kernel", kernel);
+        if (r != 0) {
+            begin_driver_error("cuFuncSetAttribute", r);
+            loom_error_append_string(": kernel ");
+            loom_error_append_string(kernel);
+            loom_error_append_string(" needs ");
+            loom_error_append_int(shared_bytes);
+            loom_error_append_string(
+                " bytes of shared memory per block, more than this GPU allows (227 KiB on "
+                "sm_90, 163 KiB on sm_80). With a Func in shared memory sized at launch (e.g. a "
+                "whole row), these arguments are too large for the schedule: stage less per "
+                "block.");
+            return loom_error_end();
+        }
     }
     CUresult r =
         driver.cuLaunchKernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z,

@@ -122,6 +122,13 @@ struct RowSoftmax {
         }
         return sch;
     }
+    /** The same, with each block's row of `in` copied into shared memory
+     * first (Schedule::in), sized at launch by the row's length. */
+    loom::Schedule staged_rows(int threads) const {
+        loom::Schedule sch = one_row_per_block(threads);
+        sch.in(in, {y, x}).compute_at(softmax, y).split(x, xo, xi, threads).gpu_threads(xi);
+        return sch;
+    }
 };
 
 /** Integer division, modulo, min/max, bit operations and narrowing casts. */

@@ -249,6 +249,24 @@ TEST(CudaCodegen, SharedMemoryPast48KiB) {
         << src;
 }
 
+TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
+    // The staged row's size is the row's length, known at launch: it
+    // follows the kernel's constant-size shared storage (row_max and
+    // row_sum), and the launch passes both sizes together.
+    loom_test::RowSoftmax p;
+    std::string src = compile_for_every_arch(p.softmax, p.staged_rows(256), 1);
+    std::string kernel = kernels_of(src);
+    EXPECT_NE(kernel.find("constexpr int loom_dynamic_shared_offset = 32;"), std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("float *const in_in_ = reinterpret_cast<float *>(loom_shared_memory + "
+                          "loom_dynamic_shared_offset);  // sized at launch"),
+              std::string::npos)
+        << kernel;
+    // Every pass over the row reads the copy; only the copy reads in_.
+    EXPECT_NE(kernel.find("fmaxf(row_max_partial_[0], in_in_["), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], in_["), std::string::npos) << kernel;
+}
+
 TEST(CudaCodegen, ReductionsAcrossThreads) {
     // Each thread accumulates its stride of the row in a register; the block
     // combines the partials (warp shuffles, then shared memory) and its

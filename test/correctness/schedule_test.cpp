@@ -60,6 +60,31 @@ TEST(Schedule, StoreInStackOrHeap) {
     }
 }
 
+TEST(Schedule, InputWrapperCopiesTheRegionEachLoopNeeds) {
+    // Schedule::in: reads of `in` go through in_in, here a copy of the rows
+    // a tile needs (its rows plus the stencil's two), made per tile. Not
+    // scheduled, the wrapper is inlined and changes nothing.
+    Blur b;
+    Var yo("yo"), yi("yi"), xo("xo"), xi("xi");
+    b.bind(45, 77);
+    Schedule inlined;
+    inlined.in(b.in, {b.y, b.x});
+    check_schedule(b.by, inlined, {45, 77});
+    Schedule sch;
+    sch[b.by].tile(b.y, b.x, yo, xo, yi, xi, 8, 16);
+    sch[b.bx].compute_at(b.by, xo);
+    sch.in(b.in, {b.y, b.x}).compute_at(b.by, xo).vectorize(b.x, 4);
+    // The same Stage when asked again with the same Vars.
+    sch.in(b.in, {b.y, b.x}).unroll(b.y, 2);
+    check_schedule(b.by, sch, {45, 77});
+    const std::string stmt = Pipeline(b.by).compile_to_lowered_stmt(sch);
+    EXPECT_NE(stmt.find("produce in_in"), std::string::npos) << stmt;
+    // A Schedule may wrap an input that the pipeline does not read.
+    BufferParam unused(Float(32), 2, "unused");
+    sch.in(unused, {b.y, b.x}).compute_root();
+    check_schedule(b.by, sch, {45, 77});
+}
+
 TEST(Schedule, ComputeRoot) {
     Blur b;
     b.bind(23, 41);

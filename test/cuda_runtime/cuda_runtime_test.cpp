@@ -314,6 +314,28 @@ TEST(CudaRuntime, SharedMemoryPast48KiBIsAskedForAtLaunch) {
     EXPECT_EQ(fake_cuda_calls("cuFuncSetAttribute"), 1);
 }
 
+TEST(CudaRuntime, SharedMemorySizedAtLaunchFollowsTheArguments) {
+    // A row staged in shared memory (Schedule::in): the launch asks for the
+    // kernel's constant 32 bytes (row_max, row_sum, 16-byte aligned) plus
+    // the row; a row past what a block may have is refused with its size.
+    FakeGpu gpu;
+    loom_test::RowSoftmax p;
+    Schedule sch = p.staged_rows(128);
+    gpu.learn(Pipeline(p.softmax).compile_to_cuda(sch, kTarget));
+    CompiledPipeline c = Pipeline(p.softmax).compile(sch, kTarget);
+    for (int cols : {1000, 20000}) {
+        Buffer<float> in({3, cols}), out({3, cols});
+        c(in, out);
+        ASSERT_FALSE(gpu.launches.empty());
+        EXPECT_EQ(gpu.launches.back().shared, 32u + 4u * static_cast<unsigned>(cols));
+    }
+    EXPECT_EQ(fake_cuda_calls("cuFuncSetAttribute"), 1);  // 80032 bytes > 48 KiB
+    Buffer<float> in({3, 60000}), out({3, 60000});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { c(in, out); }, {"cuFuncSetAttribute failed", "needs 240032 bytes of shared memory",
+                              "more than this GPU allows", "stage less per block"}));
+}
+
 TEST(CudaRuntime, AFuncBetweenTwoKernelsLivesInGpuMemory) {
     FakeGpu gpu;
     BufferParam in(Float(32), 1, "in");

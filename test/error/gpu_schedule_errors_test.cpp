@@ -212,3 +212,33 @@ TEST(GpuScheduleErrors, AFuncIsComputedAndUsedOnTheSameSide) {
                                   {"Func c is computed partly on the CPU and partly on the GPU",
                                    "gpu_blocks and gpu_threads on each"}));
 }
+
+TEST(GpuScheduleErrors, SharedStorageSizedAtLaunchIsTheSameForEveryBlock) {
+    // A guarded tile's last block needs less of the input than the others:
+    // storage for it cannot be sized once per launch.
+    Blur b;
+    Var a("a"), t("t");
+    Schedule sch;
+    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::GuardWithIf);
+    sch.in(b.in, {b.y, b.x}).compute_at(b.blur_y, b.xo).split(b.x, a, t, 32).gpu_threads(t);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(sch); },
+        {"Func in_in is allocated inside the GPU kernel", "which differs between blocks"}));
+}
+
+TEST(GpuScheduleErrors, OneFuncPerKernelIsSizedAtLaunch) {
+    BufferParam p(Float(32), 2, "p"), q(Float(32), 2, "q");
+    Var y("y"), x("x"), xo("xo"), xi("xi");
+    Func sum_rows("sum_rows");
+    sum_rows(y, x) = p(y, x) + q(y, x);
+    Schedule sch;
+    sch[sum_rows].split(x, xo, xi, 128).gpu_blocks(y).gpu_threads(xi);
+    for (const BufferParam &in : {p, q})
+        sch.in(in, {y, x}).compute_at(sum_rows, y).split(x, xo, xi, 128).gpu_threads(xi);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(sum_rows).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Kernel loom_sum_rows_sum_rows stores both",
+         "_in in shared memory with sizes known "
+         "only at launch",
+         "one such Func per kernel"}));
+}

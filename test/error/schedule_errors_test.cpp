@@ -22,6 +22,34 @@ struct TwoStage {
 
 }  // namespace
 
+TEST(ScheduleErrors, InputWrapperNeedsOneFreshVarPerDimension) {
+    TwoStage p;
+    Schedule sch;
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch.in(p.in, {p.y}); },
+                                          {"in(in, ...)", "in has 2 dimensions but 1 Vars"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] {
+            sch.in(p.in, {p.y, p.y});
+        },
+        {"in(in, ...)", "the Var y is given twice"}));
+    sch.in(p.in, {p.y, p.x});
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] {
+            sch.in(p.in, {p.x, p.y});
+        },
+        {"was called before with other Vars"}));
+    // The wrapper's name, in_in, taken by a Func of the pipeline.
+    Func clash("in_in"), out("out");
+    clash(p.y, p.x) = p.in(p.y, p.x) + 1.0f;
+    out(p.y, p.x) = clash(p.y, p.x) * 2.0f;
+    Schedule s2;
+    s2.in(p.in, {p.y, p.x});
+    s2[clash].compute_root();
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile(s2); },
+        {"Schedule::in(in) names its wrapper Func in_in", "has a Func of that name already"}));
+}
+
 TEST(ScheduleErrors, UnknownVar) {
     TwoStage p;
     Schedule s;

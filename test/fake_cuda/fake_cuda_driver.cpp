@@ -422,8 +422,10 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
     return 0;
 }
 
-CUresult cuFuncSetAttribute(void *, int, int) {
+CUresult cuFuncSetAttribute(void *, int attribute, int value) {
     ENTER("cuFuncSetAttribute");
+    // The dynamic shared memory an sm_90 block may have at most.
+    if (attribute == 8 && value > 227 * 1024) return kInvalidValue;
     return 0;
 }
 

@@ -187,6 +187,18 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
     }
 }
 
+TEST(GpuExecution, RowsStagedInSharedMemorySizedAtLaunch) {
+    REQUIRE_GPU();
+    // Schedule::in copies each block's row into shared memory whose size
+    // the launch computes from the row's length: short, odd, and past the
+    // 48 KiB a block gets without asking (13001 floats).
+    loom_test::RowSoftmax p;
+    for (const std::vector<int> &shape : std::vector<std::vector<int>>{{7, 1001}, {3, 13001}}) {
+        p.in.set(random_buffer<float>(shape, -20.0, 20.0));
+        expect_gpu_matches_interpreter(p.softmax, p.staged_rows(256), shape, 1e-5, 1e-7);
+    }
+}
+
 TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
     REQUIRE_GPU();
     BufferParam in(Float(32), 2, "in");
