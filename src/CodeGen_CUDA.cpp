@@ -453,6 +453,10 @@ class KernelPrinter : public IRVisitor {
      * thread (the partials of reductions across threads). */
     std::set<std::string> per_thread;
 
+    /** Buffer `name` is read and written by the block's threads: barriers
+     * order its accesses as they do shared memory's. */
+    void share_between_threads(const std::string &name) { shared_allocations.insert(name); }
+
     std::string name_of(const std::string &n) const {
         auto it = c_names.find(n);
         internal_assert(it != c_names.end()) << "CUDA codegen: no C name for " << n;
@@ -476,7 +480,11 @@ class KernelPrinter : public IRVisitor {
     int thread_loops_open = 0;  // thread loops around the statement printed
 
     bool at_block_level() const { return has_threads && thread_loops_open == 0; }
-    std::set<std::string> shared_allocations;  // by IR name
+    // What the block's threads may read of each other's writes, by IR
+    // name: its shared memory, and the buffers the kernel both reads and
+    // writes (a Func's per-block copies in device memory, hoisted out of
+    // the kernel by hoist_kernel_allocations). Barriers order them.
+    std::set<std::string> shared_allocations;
     // The kernel's lets and loops around the statement printed, outermost
     // first, and the Func whose shared storage is sized at launch.
     std::vector<std::pair<std::string, Expr>> kernel_lets;
@@ -1063,11 +1071,13 @@ class KernelPrinter : public IRVisitor {
                             : op->memory_type == MemoryType::Heap     ? "Heap"
                             : op->memory_type == MemoryType::Global   ? "Global"
                                                                       : nullptr;
+        // (Global storage inside a kernel was moved out of it, to the host,
+        // by hoist_kernel_allocations.)
         user_assert(op->memory_type != MemoryType::Global && op->memory_type != MemoryType::Heap)
             << "Func " << op->name << " is stored in MemoryType::" << asked
             << " inside the GPU kernel " << kernel.name
-            << "; device memory for Funcs computed inside a kernel is not supported yet. Compute "
-               "it at root (its own kernel), or use Shared or Register.";
+            << "; the CPU's heap is not a GPU's. Use Global for device memory, or Shared or "
+               "Register.";
         user_assert(!at_block_level() || per_thread.count(op->name) ||
                     op->memory_type == MemoryType::Auto || op->memory_type == MemoryType::Shared)
             << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
@@ -1380,6 +1390,9 @@ class KernelFinder : public IRVisitor {
             k.params.push_back(p);
         }
 
+        for (const CudaKernel::Param &p : k.params) {
+            if (p.is_buffer && p.read && p.written) printer.share_between_threads(p.name);
+        }
         printer.print(body);
         uses_vectors |= printer.uses_vectors;
         uses_block_reduce |= printer.uses_block_reduce;

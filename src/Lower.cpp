@@ -14,6 +14,7 @@
 #include "BoundsInference.h"
 #include "CSE.h"
 #include "CodeGen_CUDA.h"
+#include "HoistKernelAllocations.h"
 #include "HoistLoopInvariants.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
@@ -282,6 +283,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = strip_promises(s);
     s = storage_flattening(s, env);
     debug_print("storage_flattening", s);
+    s = hoist_kernel_allocations(s);
+    debug_print("hoist_kernel_allocations", s);
 
     std::vector<DenseBuffer> dense;
     for (const ParameterPtr &p : result.params) {

@@ -244,8 +244,11 @@ Stmt Simplify::visit(const For *op) {
     if (const_int(ext, &e) && e <= 0) return no_op();
     ExprInfo ei = info_of(ext);
     if (ei.max_defined && ei.max <= 0) return no_op();
-    if (const_int(ext, &e) && e == 1) {
-        // A single iteration: the loop variable is just the min.
+    const bool gpu = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
+    if (const_int(ext, &e) && e == 1 && !gpu) {
+        // A single iteration: the loop variable is just the min. (Not for a
+        // GPU loop: a block's other loops may have more threads, and only
+        // the first of them may run a thread loop of one.)
         return mutate(LetStmt::make(op->name, mn, op->body));
     }
     Stmt body;

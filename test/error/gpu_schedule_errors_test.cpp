@@ -164,9 +164,25 @@ TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
         [&] { b.cuda(per_block); },
         {"Func blur_x is stored in MemoryType::Register", "that is MemoryType::Shared"}));
 
-    per_block[b.blur_x].store_in(MemoryType::Global);
-    EXPECT_TRUE(throws_with<CompileError>([&] { b.cuda(per_block); },
-                                          {"MemoryType::Global", "not supported yet"}));
+    per_block[b.blur_x].store_in(MemoryType::Heap);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(per_block); },
+        {"Func blur_x is stored in MemoryType::Heap", "the CPU's heap is not a GPU's"}));
+
+    // Device memory is one copy per block, allocated before the launch: a
+    // guarded tile's last block would need a smaller one.
+    Schedule ragged;
+    ragged[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::GuardWithIf);
+    ragged[b.blur_x]
+        .compute_at(b.blur_y, b.xo)
+        .store_in(MemoryType::Global)
+        .split(b.x, b.xo, b.xi, 32)
+        .gpu_threads(b.xi);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(ragged); },
+        {"Func blur_x is stored in MemoryType::Global inside a GPU kernel with a size that "
+         "differs between blocks",
+         "ShiftInwards"}));
 
     // Shared memory on the CPU.
     Schedule cpu;

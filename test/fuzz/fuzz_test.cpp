@@ -411,14 +411,22 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
         case 1:
             sch[f].compute_at(out, xi);
             w << "; " << f.name() << ".compute_at(xi)";
+            if (pick(3) == 0) {
+                sch[f].store_in(MemoryType::Global);
+                w << ".store_in(Global)";
+            }
             break;
         case 2:
             // Shared by the block, computed by as many threads as it has
-            // points.
+            // points; in shared memory, or in device memory.
             sch[f].compute_at(out, xo).gpu_threads(vx, vy);
             for (int u = 0; u < f.num_update_definitions(); u++)
                 sch[f].update(u).gpu_threads(vx, vy);
             w << "; " << f.name() << ".compute_at(xo).gpu_threads(x, y)";
+            if (pick(2)) {
+                sch[f].store_in(MemoryType::Global);
+                w << ".store_in(Global)";
+            }
             break;
         default:
             sch[f].compute_root();
@@ -432,16 +440,24 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
 }
 
 /** Whether a GPU schedule's CompileError is one it may get: a placement
- * that is illegal on any target; a Func computed on the CPU that a kernel
- * reads (an inline reduction that two kernels read is computed around both,
- * on the CPU, and Loom copies only at a pipeline's boundaries); or the
+ * that is illegal on any target; a Func computed on one side (CPU or GPU)
+ * and read on the other (an inline reduction that two kernels read is
+ * computed around both, on the CPU, and Loom copies only at a pipeline's
+ * boundaries); an inline reduction that threads of a block and others read,
+ * placed by default at the block level with no gpu_threads loops of its
+ * own (every Func this generator places there has them); a Func in device
+ * memory whose per-block copy would differ in
+ * size between blocks; or the
  * documented limit that per-thread and per-block
  * storage, and a block's thread count, must be constants that the compiler
  * can see (a guarded tile's clamped region, or the region of a Func that a
  * per-block Func reads, may not be). Anything else is a bug. */
 bool expected_gpu_refusal(const std::string &m) {
     return m.find("is used outside the loop where it is computed") != std::string::npos ||
+           m.find("with a size that differs between blocks") != std::string::npos ||
            m.find("is computed on the CPU, but the GPU kernel") != std::string::npos ||
+           m.find("but code that runs on the CPU reads it") != std::string::npos ||
+           m.find("outside its gpu_threads loops") != std::string::npos ||
            m.find("with a size known only at run time") != std::string::npos ||
            m.find("which is not a positive constant: a block has a fixed number of threads") !=
                std::string::npos;
@@ -517,8 +533,13 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
             Pipeline(out).realize({actual}, sch, Target("host-cuda"));
             ::testing::AssertionResult r = loom_test::buffers_match(actual, expected, 1e-5, 1e-5);
             if (!r) {
+                // LOOM_FUZZ_VERBOSE=1 adds the kernels' CUDA C++.
+                const char *verbose = std::getenv("LOOM_FUZZ_VERBOSE");
                 ADD_FAILURE() << "seed " << case_seed << " (" << what << "):\n"
-                              << c.description << r.message();
+                              << c.description << r.message()
+                              << (verbose && *verbose ? "\n" + Pipeline(out).compile_to_cuda(
+                                                                   sch, Target("host-cuda"))
+                                                      : std::string());
                 failures++;
             }
             ran++;

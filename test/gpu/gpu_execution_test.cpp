@@ -187,6 +187,48 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
     }
 }
 
+TEST(GpuExecution, AThreadLoopOfOneInATallerBlock) {
+    REQUIRE_GPU();
+    // f0 is three rows of each tile, so the block is 8 x 3 threads; f1 is
+    // one row, a thread loop of extent 1 that only threadIdx.y == 0 may
+    // run. Its update reads and writes its element: run by all three rows
+    // of threads it was applied three times (the loop had been simplified
+    // away). Found by Fuzz.GpuSchedulesRunOnTheCpu.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    Func f0("f0"), f1("f1"), f2("f2");
+    f0(y, x) = in(y, x) * 2.0f;
+    f1(y, x) = f0(y, x);
+    f1(y, x) = f1(y, x) - f0(y + 2, x);
+    f2(y, x) = f1(y, x) + f0(y + 1, x);
+    Schedule sch;
+    sch[f2].gpu_tile(y, x, yo, xo, yi, xi, 1, 8, TailStrategy::ShiftInwards);
+    sch[f0].compute_at(f2, xo).gpu_threads(x, y);
+    sch[f1].compute_at(f2, xo).gpu_threads(x, y);
+    sch[f1].update().gpu_threads(x, y);
+    in.set(random_buffer<float>({13 + 2, 37}));
+    expect_gpu_matches_interpreter(f2, sch, {13, 37}, 1e-6, 1e-6);
+}
+
+TEST(GpuExecution, FuncsInDeviceMemoryInsideKernels) {
+    REQUIRE_GPU();
+    // store_in(Global) inside a kernel: one copy per block (blur_x of each
+    // tile), or per thread (each thread's row sum), in device memory the
+    // host allocates before the launch.
+    Blur b;
+    b.in.set(random_buffer<float>({77 + 2, 301 + 2}));
+    Schedule per_block = b.shared_tiles(32);
+    per_block[b.blur_x].store_in(MemoryType::Global);
+    expect_gpu_matches_interpreter(b.blur_y, per_block, {77, 301}, 1e-6, 1e-6);
+
+    loom_test::RowNormalize p;
+    Schedule per_thread;
+    per_thread[p.normalized].gpu_tile(p.y, p.x, p.yo, p.xo, p.yi, p.xi, 8, 32);
+    per_thread[p.rowsum].compute_at(p.normalized, p.xi).store_in(MemoryType::Global);
+    p.in.set(random_buffer<float>({77, 301}, 0.0, 1.0));
+    expect_gpu_matches_interpreter(p.normalized, per_thread, {77, 301}, 1e-5, 1e-6);
+}
+
 TEST(GpuExecution, RowsStagedInSharedMemorySizedAtLaunch) {
     REQUIRE_GPU();
     // Schedule::in copies each block's row into shared memory whose size
