@@ -1,6 +1,7 @@
 // Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
-// over float32 matrices of about 1 GiB each way. Bandwidth counts the bytes
+// over float32 matrices of about 1 GiB each way (the row apps with each row
+// staged in shared memory, and without). Bandwidth counts the bytes
 // a kernel must move (its input read once, its output written once), so a
 // kernel that reads a row twice is not credited for the second read. The
 // peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
@@ -86,32 +87,31 @@ int main(int argc, char **argv) {
         chain.schedule_gpu(k.gpu);
         cases.push_back(k);
     }
+    // The row apps twice: each row staged in shared memory (read from
+    // device memory once, the default) and not (once per pass over it).
     softmax::Softmax sm(in);
-    {
-        Case k{"row softmax", sm.out, Schedule(), nullptr};
-        sm.schedule_gpu(k.gpu);
-        cases.push_back(k);
-    }
     layernorm::LayerNorm ln(in);
-    {
-        Case k{"LayerNorm", ln.out, Schedule(), nullptr};
-        ln.schedule_gpu(k.gpu);
-        k.bind = [&](int, int cols) {
+    rmsnorm::RmsNorm rms(in);
+    for (bool staged : {true, false}) {
+        const std::string passes = staged ? "" : " (unstaged)";
+        Case s{"row softmax" + passes, sm.out, Schedule(), nullptr};
+        sm.schedule_gpu(s.gpu, 256, 4, staged);
+        cases.push_back(s);
+        Case l{"LayerNorm" + passes, ln.out, Schedule(), nullptr};
+        ln.schedule_gpu(l.gpu, 256, 4, staged);
+        l.bind = [&](int, int cols) {
             ln.gamma.set(pseudo_random({cols}, 7));
             ln.beta.set(pseudo_random({cols}, 8));
         };
-        cases.push_back(k);
-    }
-    rmsnorm::RmsNorm rms(in);
-    {
-        Case k{"RMSNorm", rms.out, Schedule(), nullptr};
-        rms.schedule_gpu(k.gpu);
-        k.bind = [&](int, int cols) {
+        cases.push_back(l);
+        Case r{"RMSNorm" + passes, rms.out, Schedule(), nullptr};
+        rms.schedule_gpu(r.gpu, 256, 4, staged);
+        r.bind = [&](int, int cols) {
             Buffer<float> w({cols});
             for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
             rms.weight.set(w);
         };
-        cases.push_back(k);
+        cases.push_back(r);
     }
 
     // Correctness: each kernel on the GPU against the same pipeline on the
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
         }
         const bool good = worst < 1e-4;
         ok = ok && good;
-        std::printf("%-20s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
+        std::printf("%-24s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
                     good ? "ok" : "MISMATCH");
     }
     if (!ok) return 1;
@@ -158,14 +158,14 @@ int main(int argc, char **argv) {
     const double copy_bw = bytes / copy / 1e9;
     std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
                 bytes / 1e9);
-    std::printf("%-20s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
-    std::printf("%-20s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
+    std::printf("%-24s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
+    std::printf("%-24s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
     in.set(input);
     for (Case &k : cases) {
         if (k.bind) k.bind(rows, cols);
         CompiledPipeline p = Pipeline(k.out).compile(k.gpu, gpu);
         const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
-        std::printf("%-20s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
+        std::printf("%-24s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
                     copy / t);
     }
     return 0;
