@@ -363,16 +363,54 @@ const char *kBlockReducePrelude = R"(template <typename T>
 __device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {
     return __shfl_down_sync(mask, v, offset);
 }
+template <typename T>
+__device__ __forceinline__ T loom_shfl_xor(unsigned mask, T v, int lane_mask) {
+    return __shfl_xor_sync(mask, v, lane_mask);
+}
 // Shuffles move 32-bit words or wider: narrower values travel as ints.
 #define LOOM_SHFL_THROUGH_INT(T)                                                     \
     __device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {    \
         return (T)__shfl_down_sync(mask, (int)v, offset);                            \
+    }                                                                                \
+    __device__ __forceinline__ T loom_shfl_xor(unsigned mask, T v, int lane_mask) {  \
+        return (T)__shfl_xor_sync(mask, (int)v, lane_mask);                          \
     }
 LOOM_SHFL_THROUGH_INT(bool)
 LOOM_SHFL_THROUGH_INT(signed char)
 LOOM_SHFL_THROUGH_INT(unsigned char)
 LOOM_SHFL_THROUGH_INT(short)
 LOOM_SHFL_THROUGH_INT(unsigned short)
+// v combined over the threads that share this thread's coordinates along
+// the dimensions not in `reduced` (x 1, y 2, z 4), returned to each of them. A group that is
+// the x threads of a row, blockDim.x dividing 32, is a segment of a warp:
+// shuffles. Otherwise through shared memory, in a fixed order.
+template <typename T, typename F> __device__ __forceinline__ T loom_group_reduce(T v, F op,
+                                                                                 int reduced) {
+    const int n = blockDim.x * blockDim.y * blockDim.z;
+    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (reduced == 1 && blockDim.x <= 32 && 32 % blockDim.x == 0) {
+        const int lane = tid & 31;
+        const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // whole segments
+        const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+        for (int offset = blockDim.x / 2; offset > 0; offset >>= 1)
+            v = op(v, loom_shfl_xor(mask, v, offset));
+        return v;
+    }
+    __shared__ T values[1024];
+    values[tid] = v;
+    __syncthreads();
+    const unsigned x0 = (reduced & 1) ? 0 : threadIdx.x, x1 = (reduced & 1) ? blockDim.x : x0 + 1;
+    const unsigned y0 = (reduced & 2) ? 0 : threadIdx.y, y1 = (reduced & 2) ? blockDim.y : y0 + 1;
+    const unsigned z0 = (reduced & 4) ? 0 : threadIdx.z, z1 = (reduced & 4) ? blockDim.z : z0 + 1;
+    T total = values[x0 + blockDim.x * (y0 + blockDim.y * z0)];
+    for (unsigned z = z0; z < z1; z++)
+        for (unsigned y = y0; y < y1; y++)
+            for (unsigned x = x0; x < x1; x++)
+                if (x != x0 || y != y0 || z != z0)
+                    total = op(total, values[x + blockDim.x * (y + blockDim.y * z)]);
+    __syncthreads();  // before the next reduction writes values
+    return total;
+}
 template <typename T, typename F> __device__ __forceinline__ T loom_block_reduce(T v, F op) {
     __shared__ T totals[32];
     const int n = blockDim.x * blockDim.y * blockDim.z;
@@ -861,6 +899,15 @@ class KernelPrinter : public IRVisitor {
         if (lanewise(Expr(op))) return;
         if (op->is_intrinsic(gpu_intrinsic::first_thread)) {
             expr_out << "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)";
+            return;
+        }
+        if (op->is_intrinsic(gpu_intrinsic::group_reduce)) {
+            uses_block_reduce = true;
+            block_reduce_bytes += 1024 * op->type.bytes();
+            check_shared_memory("a reduction across groups of its threads");
+            auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
+            expr_out << "loom_group_reduce(" << print(op->args[0]) << ", "
+                     << reduce_lambda(reduce, op->type) << ", " << print(op->args[2]) << ")";
             return;
         }
         if (op->is_intrinsic(gpu_intrinsic::block_reduce)) {

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "IREquality.h"
@@ -10,6 +11,7 @@
 #include "IRPrinter.h"
 #include "IRVisitor.h"
 #include "Scope.h"
+#include "Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -87,13 +89,28 @@ std::set<std::string> free_variables(const Expr &e) {
     return free.names;
 }
 
-/** One update that every thread of a block makes to the same element:
- * buffer[index] = op(buffer[index], value). */
+/** One update that every thread of a block (or of a group of its threads)
+ * makes to the same element: buffer[index] = op(buffer[index], value). */
 struct Reduction {
     std::string buffer, partial;
     Expr index;
     VectorReduce::Op op;
     Type type;
+    /** Grouped: the element depends on some of the stage's thread loops
+     * (each of their points is a group of threads with an element of its
+     * own), and these are all the stage's thread loops around the update,
+     * outermost first, to fold each group's total at its coordinates. Empty:
+     * the whole block shares one element. */
+    std::vector<const For *> thread_loops;
+    std::set<std::string> group_loops;  // those of them the element depends on
+    /** The region's lets the element's index reads (outermost first), to
+     * bind them again where the groups fold. */
+    std::vector<std::pair<std::string, Expr>> index_lets;
+    /** The conditions around the update that depend on the group alone
+     * (a guarded split of its rows): a group they exclude has no element. */
+    Expr group_condition;
+    /** The thread dimensions reduced over (x 1, y 2, z 4). */
+    int reduced = 7;
 };
 
 /** Recognizes buffer[index] = op(buffer[index], e) (either operand order),
@@ -113,9 +130,17 @@ bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
     else if (const And *n = v.as<And>()) *op = VectorReduce::And, a = n->a, b = n->b;
     else if (const Or *n = v.as<Or>()) *op = VectorReduce::Or, a = n->a, b = n->b;
     else return false;
+    // (CSE may have named the index, or a part of it, in one of the lets.)
+    auto resolved = [&](Expr e) {
+        for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
+            if (expr_uses_var(e, (*l)->name)) e = substitute((*l)->name, (*l)->value, e);
+        }
+        return e;
+    };
     auto is_self = [&](const Expr &e) {
         const Load *l = e.as<Load>();
-        return l && l->name == st->name && equal(l->index, st->index) && is_const_one(l->predicate);
+        return l && l->name == st->name && equal(resolved(l->index), st->index) &&
+               is_const_one(l->predicate);
     };
     if (is_self(b)) std::swap(a, b);
     if (!is_self(a) || loads_from(b, st->name)) return false;
@@ -127,9 +152,10 @@ bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
     return st->value.type().is_scalar() && is_const_one(st->predicate);
 }
 
-/** The stores to one element per region made inside the thread loops of
- * stage `stage` within `region`: the element is fixed for the whole region
- * (its index uses nothing the region binds). */
+/** The stores to one element per region (or per group of its threads) made
+ * inside the thread loops of stage `stage` within `region`: the element is
+ * fixed for the whole region, or depends only on some of the stage's thread
+ * loops there (its groups), through lets at most. */
 class FindReductions : public IRVisitor {
   public:
     FindReductions(const std::string &stage, const std::set<std::string> &per_thread)
@@ -138,39 +164,105 @@ class FindReductions : public IRVisitor {
 
     using IRVisitor::visit;
     void visit(const For *op) override {
-        ScopedBinding<int> b(bound, op->name, 0);
-        bool stage_threads = op->for_type == ForType::GPUThread && stage_of(op->name) == stage;
-        in_stage_threads += stage_threads;
+        const bool stage_thread = op->for_type == ForType::GPUThread && stage_of(op->name) == stage;
+        // A thread loop whose bounds the region computes cannot be re-made
+        // after it, where its groups fold their totals.
+        bool bounds_fixed = true;
+        for (const Expr &e : {op->min, op->extent}) {
+            for (const std::string &v : free_variables(e)) bounds_fixed &= !bound.contains(v);
+        }
+        std::set<std::string> self;
+        if (stage_thread && bounds_fixed) self.insert(op->name);
+        else self.insert("");  // "": something no group may depend on
+        ScopedBinding<std::set<std::string>> b(bound, op->name, self);
+        if (stage_thread) stage_threads.push_back(op);
+        unfixed_threads += stage_thread && !bounds_fixed;
         op->body.accept(this);
-        in_stage_threads -= stage_threads;
+        unfixed_threads -= stage_thread && !bounds_fixed;
+        if (stage_thread) stage_threads.pop_back();
     }
     void visit(const LetStmt *op) override {
-        ScopedBinding<int> b(bound, op->name, 0);
+        ScopedBinding<std::set<std::string>> b(bound, op->name, depends_on(op->value));
+        lets_open.push_back(op);
         op->body.accept(this);
+        lets_open.pop_back();
     }
     void visit(const Allocate *op) override {
-        ScopedBinding<int> b(bound, op->name, 0);
+        ScopedBinding<std::set<std::string>> b(bound, op->name, {""});
         op->body.accept(this);
     }
-    void visit(const Store *op) override {
-        if (!in_stage_threads || per_thread.count(op->name) || bound.contains(op->name)) return;
-        for (const std::string &v : free_variables(op->index)) {
-            if (bound.contains(v)) return;  // a different element per iteration
+    void visit(const IfThenElse *op) override {
+        conditions_open.push_back(op->condition);
+        op->then_case.accept(this);
+        conditions_open.pop_back();
+        if (op->else_case.defined()) {
+            conditions_open.push_back(!op->condition);
+            op->else_case.accept(this);
+            conditions_open.pop_back();
         }
+    }
+    void visit(const Store *op) override {
+        if (stage_threads.empty() || per_thread.count(op->name) || bound.contains(op->name)) {
+            return;
+        }
+        std::set<std::string> deps = depends_on(op->index);
+        if (deps.count("")) return;  // a different element per iteration
         VectorReduce::Op reduce;
         Expr value;
         if (!as_reduction(op, &reduce, &value)) return;  // refused as a race later
         for (const Reduction &r : found) {
             if (r.buffer == op->name) return;  // a second update: refused later
         }
-        found.push_back({op->name, "", op->index, reduce, op->value.type()});
+        Reduction r{op->name, "", op->index, reduce, op->value.type(), {}, deps, {}, Expr(), 0};
+        // The innermost thread loop is x, the next y, then z.
+        for (size_t i = 0; i < stage_threads.size(); i++) {
+            if (!deps.count(stage_threads[i]->name))
+                r.reduced |= 1 << (stage_threads.size() - 1 - i);
+        }
+        if (r.reduced == 0) return;  // one element per thread: no reduction
+        if (deps.empty()) {
+            r.reduced = 7;
+        } else {
+            if (unfixed_threads) return;  // its groups cannot be found again: refused later
+            r.thread_loops = stage_threads;
+            std::set<std::string> needed = free_variables(op->index);
+            for (const Expr &c : conditions_open) {
+                std::set<std::string> on = depends_on(c);
+                bool group_only = !on.empty() && !on.count("");
+                for (const std::string &d : on) group_only &= deps.count(d) > 0;
+                if (!group_only) continue;
+                r.group_condition = r.group_condition.defined() ? (r.group_condition && c) : c;
+                for (const std::string &v : free_variables(c)) needed.insert(v);
+            }
+            for (auto l = lets_open.rbegin(); l != lets_open.rend(); ++l) {
+                if (!needed.count((*l)->name)) continue;
+                r.index_lets.insert(r.index_lets.begin(), {(*l)->name, (*l)->value});
+                for (const std::string &v : free_variables((*l)->value)) needed.insert(v);
+            }
+        }
+        found.push_back(r);
     }
 
   private:
     std::string stage;
     const std::set<std::string> &per_thread;
-    Scope<int> bound;  // names the region binds
-    int in_stage_threads = 0;
+    /** Names the region binds, each with the stage's thread loops its value
+     * depends on ("" for anything else the region binds). */
+    Scope<std::set<std::string>> bound;
+    std::vector<const For *> stage_threads;  // open, outermost first
+    int unfixed_threads = 0;                 // open ones whose bounds the region computes
+    std::vector<const LetStmt *> lets_open;
+    std::vector<Expr> conditions_open;  // around the statement visited
+
+    std::set<std::string> depends_on(const Expr &e) const {
+        std::set<std::string> deps;
+        for (const std::string &v : free_variables(e)) {
+            if (bound.contains(v)) {
+                for (const std::string &d : bound.get(v)) deps.insert(d);
+            }
+        }
+        return deps;
+    }
 };
 
 /** Replaces the region's updates of each reduction's element by updates of
@@ -267,8 +359,9 @@ class LowerBlockLevel : public IRMutator {
                 << " store to the same element of " << op->name << " (at " << op->index
                 << "). A reduction across a block's threads must update its element with +, "
                    "*, min, max, && or || of its own value (f(x) = f(x) + e), once per "
-                   "stage, at an element fixed for the whole reduction. Otherwise make the "
-                   "loop serial, or mark a pure variable of "
+                   "stage, at an element fixed for the whole reduction or for each point of "
+                   "the stage's other gpu_threads loops. Otherwise make the loop serial, or "
+                   "mark a pure variable of "
                 << func_of(t->name) << " with gpu_threads instead.";
         }
         return op;
@@ -311,13 +404,36 @@ class LowerBlockLevel : public IRMutator {
         steps.push_back(loop);
         for (const Reduction &r : found) {
             Expr partial = Load::make(r.type, r.partial, 0, const_true());
-            Expr total = intrinsic(r.type, gpu_intrinsic::block_reduce,
-                                   {partial, make_const(Int(32), static_cast<int>(r.op))});
+            Expr op_code = make_const(Int(32), static_cast<int>(r.op));
+            const bool grouped = !r.thread_loops.empty();
+            Expr total = grouped
+                             ? intrinsic(r.type, gpu_intrinsic::group_reduce,
+                                         {partial, op_code, make_const(Int(32), r.reduced)})
+                             : intrinsic(r.type, gpu_intrinsic::block_reduce, {partial, op_code});
             steps.push_back(Store::make(r.partial, total, 0, const_true()));
             Expr element = Load::make(r.type, r.buffer, r.index, const_true());
             Stmt fold =
                 Store::make(r.buffer, combine(r.op, element, partial), r.index, const_true());
-            steps.push_back(IfThenElse::make(intrinsic(Bool(), gpu_intrinsic::first_thread), fold));
+            if (r.group_condition.defined()) fold = IfThenElse::make(r.group_condition, fold);
+            for (auto l = r.index_lets.rbegin(); l != r.index_lets.rend(); ++l) {
+                fold = LetStmt::make(l->first, l->second, fold);
+            }
+            // The first thread of the block; of a group, the one at the
+            // first point of the loops reduced over, with the stage's thread
+            // loops made again around it (on the same dimensions) to give
+            // its group's coordinates.
+            Expr first = grouped ? Expr() : intrinsic(Bool(), gpu_intrinsic::first_thread);
+            for (const For *t : r.thread_loops) {
+                if (r.group_loops.count(t->name)) continue;
+                Expr at_min = Variable::make(Int(32), t->name) == t->min;
+                first = first.defined() ? (first && at_min) : at_min;
+            }
+            fold = IfThenElse::make(first, fold);
+            for (auto it = r.thread_loops.rbegin(); it != r.thread_loops.rend(); ++it) {
+                const For *t = *it;
+                fold = For::make(t->name, t->min, t->extent, ForType::GPUThread, fold);
+            }
+            steps.push_back(fold);
         }
         steps.push_back(barrier());
         Stmt s = Block::make(steps);

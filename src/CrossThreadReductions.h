@@ -13,7 +13,11 @@
 //   the element. The update must be an associative and commutative operator
 //   of the element and a value (+, *, min, max, &&, ||), as with Halide's
 //   rfactor; any other store that several threads make to one element is
-//   refused.
+//   refused. When the element depends on other gpu_threads loops of the
+//   stage (several rows per block, a row per group of threads), each group
+//   of threads that shares those loops' coordinates combines its own
+//   partials (warp shuffles when a group is a part of a warp), and its
+//   first thread folds them into its element.
 #pragma once
 
 #include <set>
@@ -34,6 +38,11 @@ constexpr const char *barrier = "gpu_barrier";
  * the VectorReduce::Op `op` (an int), returned to every thread. Every
  * thread of the block must reach it. */
 constexpr const char *block_reduce = "gpu_block_reduce";
+/** gpu_group_reduce(value, op, reduced): value combined over the threads
+ * that share this thread's coordinates along the dimensions not in
+ * `reduced` (a mask: x 1, y 2, z 4), returned to each of them. Every thread
+ * of the block must reach it. */
+constexpr const char *group_reduce = "gpu_group_reduce";
 }  // namespace gpu_intrinsic
 
 struct BlockLevelKernel {

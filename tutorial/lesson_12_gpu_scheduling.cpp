@@ -170,6 +170,26 @@ int main() {
         return 1;
     }
 
+    // Short rows would leave most of a block idle. Give a block several
+    // rows instead, one per threadIdx.y, and reduce each over threadIdx.x:
+    // the element row_max(y) depends on the y loop, so each row's threads
+    // (a group) combine their own shares, with warp shuffles when a row's
+    // threads are a part of one warp.
+    Var ys("ys"), yr("yr");
+    Schedule short_rows;
+    short_rows[softmax]
+        .split(y, ys, yr, 8, TailStrategy::ShiftInwards)
+        .split(x, xo, xi, 32)
+        .reorder(ys, xo, yr, xi)
+        .gpu_blocks(ys)
+        .gpu_threads(xi, yr);
+    for (Func f : {row_max, row_sum}) {
+        short_rows[f].compute_at(softmax, ys).gpu_threads(y);
+        short_rows[f].update().split(r, ro, ri, 32).reorder(ro, y, ri).gpu_threads(ri, y);
+    }
+    std::string grouped = Pipeline(softmax).compile_to_cuda(short_rows, gpu);
+    if (!show_lines(grouped, {"row_max_partial_[0] = loom_group_reduce("})) return 1;
+
     // The softmax above reads each row three times: for the max, the sum
     // and the output. A memory-bound kernel's time is the bytes it moves,
     // so copy the row into shared memory once and let the three passes read

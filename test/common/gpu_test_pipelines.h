@@ -122,6 +122,23 @@ struct RowSoftmax {
         }
         return sch;
     }
+    /** `rows` rows per block, `threads` threads per row: each row's
+     * threads (a group; threadIdx.y is the row) combine their partials. */
+    loom::Schedule rows_per_block(int rows, int threads) const {
+        loom::Var yo("yo"), yi("yi");
+        loom::Schedule sch;
+        sch[softmax]
+            .split(y, yo, yi, rows, loom::TailStrategy::ShiftInwards)
+            .split(x, xo, xi, threads)
+            .reorder(yo, xo, yi, xi)
+            .gpu_blocks(yo)
+            .gpu_threads(xi, yi);
+        for (const loom::Func &f : {row_max, row_sum}) {
+            sch[f].compute_at(softmax, yo).gpu_threads(y);
+            sch[f].update().split(r, ro, ri, threads).reorder(ro, y, ri).gpu_threads(ri, y);
+        }
+        return sch;
+    }
     /** The same, with each block's row of `in` copied into shared memory
      * first (Schedule::in), sized at launch by the row's length. */
     loom::Schedule staged_rows(int threads) const {

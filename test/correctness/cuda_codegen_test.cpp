@@ -249,6 +249,24 @@ TEST(CudaCodegen, SharedMemoryPast48KiB) {
         << src;
 }
 
+TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
+    // Eight rows per block: each row's 32 threads (threadIdx.x) combine
+    // their partials, and the first of them (threadIdx.x == 0) folds them
+    // into the row's element, at its row (threadIdx.y).
+    loom_test::RowSoftmax p;
+    std::string src = compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1);
+    std::string kernel = kernels_of(src);
+    EXPECT_NE(kernel.find("row_max_partial_[0] = loom_group_reduce(row_max_partial_[0]"),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, 1);"), std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("if ((row_max_s1_ri_ == 0)) {\n"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_block_reduce("), std::string::npos) << kernel;
+    std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
+    EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
+}
+
 TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     // The staged row's size is the row's length, known at launch: it
     // follows the kernel's constant-size shared storage (row_max and

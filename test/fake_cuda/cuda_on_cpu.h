@@ -126,6 +126,18 @@ template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
     return r;
 }
 
+template <typename T> T shuffle_xor(unsigned mask, T v, int lane_mask) {
+    static_assert(sizeof(T) <= 8, "shuffles move up to 8 bytes");
+    const int lane = current->linear & 31, source = (lane ^ lane_mask) & 31;
+    memcpy(block->slots[current->linear], &v, sizeof(T));
+    sync_warp(mask);
+    T r = v;
+    const int from = current->linear - lane + source;
+    if (from < block->count) memcpy(&r, block->slots[from], sizeof(T));
+    sync_warp(mask);
+    return r;
+}
+
 inline void thread_main() {
     block->body(block->body_arg);
     current->state = ThreadState::Done;
@@ -286,6 +298,9 @@ inline void __syncthreads() { loom_cpu::sync_block(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { loom_cpu::sync_warp(mask); }
 template <typename T> T __shfl_down_sync(unsigned mask, T v, unsigned offset) {
     return loom_cpu::shuffle_down(mask, v, static_cast<int>(offset));
+}
+template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+    return loom_cpu::shuffle_xor(mask, v, lane_mask);
 }
 [[noreturn]] inline void __trap() {
     loom_cpu::fail("the kernel trapped (__trap)");

@@ -241,6 +241,54 @@ TEST(GpuExecution, RowsStagedInSharedMemorySizedAtLaunch) {
     }
 }
 
+TEST(GpuExecution, ReductionsAcrossGroupsOfThreads) {
+    REQUIRE_GPU();
+    // Several rows per block, each row's threads combining their own
+    // partials: groups that are segments of a warp (shuffles), and groups
+    // of 40 threads (through shared memory).
+    loom_test::RowSoftmax p;
+    p.in.set(random_buffer<float>({37, 301}, -20.0, 20.0));
+    expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(8, 32), {37, 301}, 1e-5, 1e-7);
+    expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(16, 8), {37, 301}, 1e-5, 1e-7);
+    expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(3, 40), {37, 301}, 1e-5, 1e-7);
+    // Exact, over two dimensions of threads: each row's minimum over a
+    // 16 x 4 group, four rows (threadIdx.z) per block.
+    BufferParam in(Int(32), 2, "in");
+    Var y("y"), yo("yo"), yi("yi");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri"), rj("rj");
+    Func lo("lo"), out("out");
+    lo(y) = std::numeric_limits<int32_t>::max();
+    lo(y) = min(lo(y), in(y, r));
+    out(y) = lo(y) + 1;
+    Schedule sch;
+    sch[out].split(y, yo, yi, 4, TailStrategy::ShiftInwards).gpu_blocks(yo).gpu_threads(yi);
+    sch[lo].compute_at(out, yo).gpu_threads(y);
+    sch[lo]
+        .update()
+        .split(r, ro, ri, 16)
+        .split(ro, ro, rj, 4)
+        .reorder(ro, y, rj, ri)
+        .gpu_threads(ri, rj, y);
+    in.set(random_buffer<int32_t>({19, 1001}, -100000, 100000));
+    expect_gpu_matches_interpreter(out, sch, {19});
+    // lo's own kernel, six rows per block over 20: the last block's groups
+    // for rows 20 to 23 have no element, and must not fold (the stand-in
+    // driver's guard page follows the 80 bytes of lo).
+    Schedule guarded;
+    guarded[lo].split(y, yo, yi, 6).gpu_blocks(yo).gpu_threads(yi);
+    guarded[lo]
+        .update()
+        .split(y, yo, yi, 6)
+        .split(r, ro, ri, 16)
+        .split(ro, ro, rj, 4)
+        .reorder(yo, ro, yi, rj, ri)
+        .gpu_blocks(yo)
+        .gpu_threads(ri, rj, yi);
+    in.set(random_buffer<int32_t>({20, 1001}, -100000, 100000));
+    expect_gpu_matches_interpreter(lo, guarded, {20});
+}
+
 TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
     REQUIRE_GPU();
     BufferParam in(Float(32), 2, "in");
