@@ -1530,8 +1530,11 @@ class CodeGen_LLVM : public IRVisitor {
     void define_gpu_globals() {
         if (cuda_module_state) return;
         llvm::Type *ptr = i8ptr_t;
+        // The JIT finds it by name, to unload the modules with the code;
+        // an AOT library keeps it to itself.
         cuda_module_state = new llvm::GlobalVariable(
-            *module, ptr, false, llvm::GlobalValue::ExternalLinkage,
+            *module, ptr, false,
+            portable ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage,
             llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
             func_name + "_cuda_module_state");
         const std::vector<char> &bin = gpu->binary.cubin;
