@@ -381,9 +381,10 @@ LOOM_SHFL_THROUGH_INT(unsigned char)
 LOOM_SHFL_THROUGH_INT(short)
 LOOM_SHFL_THROUGH_INT(unsigned short)
 // v combined over the threads that share this thread's coordinates along
-// the dimensions not in `reduced` (x 1, y 2, z 4), returned to each of them. A group that is
-// the x threads of a row, blockDim.x dividing 32, is a segment of a warp:
-// shuffles. Otherwise through shared memory, in a fixed order.
+// the dimensions not in `reduced` (x 1, y 2, z 4), returned to each of
+// them. A group that is the x threads of a row, blockDim.x dividing 32, is
+// a segment of a warp: shuffles. Otherwise through shared memory, in a
+// fixed order.
 template <typename T, typename F> __device__ __forceinline__ T loom_group_reduce(T v, F op,
                                                                                  int reduced) {
     const int n = blockDim.x * blockDim.y * blockDim.z;
@@ -533,17 +534,15 @@ class KernelPrinter : public IRVisitor {
      * substituted), or undefined when it depends on the block or thread
      * (a loop of the kernel). */
     Expr value_at_launch(Expr e) const {
-        for (auto it = kernel_lets.rbegin(); it != kernel_lets.rend(); ++it) {
-            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
-        }
+        e = substitute_enclosing_lets(kernel_lets, e);
         for (const std::string &loop : kernel_loops) {
             if (expr_uses_var(e, loop)) return Expr();
         }
         return simplify(e);
     }
     /** A Func in shared memory whose size is known at launch: it follows
-     * the kernel's constant-size shared storage (LOOM_DYNAMIC_SHARED, the
-     * rounded size of that, is defined before the kernel's body). */
+     * the kernel's constant-size shared storage (loom_dynamic_shared_offset,
+     * the rounded size of that, is defined before the kernel's body). */
     void dynamic_shared_allocation(const Allocate *op) {
         Local n(*this, op->name);
         pad();

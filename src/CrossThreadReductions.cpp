@@ -131,15 +131,12 @@ bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
     else if (const Or *n = v.as<Or>()) *op = VectorReduce::Or, a = n->a, b = n->b;
     else return false;
     // (CSE may have named the index, or a part of it, in one of the lets.)
-    auto resolved = [&](Expr e) {
-        for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
-            if (expr_uses_var(e, (*l)->name)) e = substitute((*l)->name, (*l)->value, e);
-        }
-        return e;
-    };
+    std::vector<std::pair<std::string, Expr>> bindings;
+    for (const Let *l : lets) bindings.emplace_back(l->name, l->value);
     auto is_self = [&](const Expr &e) {
         const Load *l = e.as<Load>();
-        return l && l->name == st->name && equal(resolved(l->index), st->index) &&
+        return l && l->name == st->name &&
+               equal(substitute_enclosing_lets(bindings, l->index), st->index) &&
                is_const_one(l->predicate);
     };
     if (is_self(b)) std::swap(a, b);

@@ -100,10 +100,7 @@ class HoistKernelAllocations : public IRMutator {
         // The size of one copy, in the values the host has at the launch.
         Expr size = 1;
         for (const Expr &e : op->extents) size = size * e;
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
-            if (expr_uses_var(size, it->first)) size = substitute(it->first, it->second, size);
-        }
-        size = simplify(size);
+        size = simplify(substitute_enclosing_lets(lets, size));
         auto varies = [&](const std::string &loop) { return expr_uses_var(size, loop); };
         bool per_loop = false;
         for (const For *l : gpu_loops) per_loop = per_loop || varies(l->name);

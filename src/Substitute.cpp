@@ -141,6 +141,13 @@ Stmt substitute(const std::map<std::string, Expr> &replacements, const Stmt &s) 
     if (replacements.empty()) return s;
     return SubstituteVars(replacements).mutate(s);
 }
+Expr substitute_enclosing_lets(const std::vector<std::pair<std::string, Expr>> &lets, Expr e) {
+    // Innermost first: a value may use the lets around it.
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
+        if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+    }
+    return e;
+}
 Expr substitute(const Expr &find, const Expr &replacement, const Expr &e) {
     return SubstituteExpr(find, replacement).mutate(e);
 }

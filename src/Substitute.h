@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loom/IR.h"
 
@@ -23,6 +25,9 @@ inline Stmt substitute(const char *name, const Expr &replacement, const Stmt &s)
 }
 /** Replaces every subexpression structurally equal to `find`. */
 Expr substitute(const Expr &find, const Expr &replacement, const Expr &e);
+/** e as it reads where the bindings `lets` (outermost first, each able to
+ * use the ones before it) are in scope, with their values substituted in. */
+Expr substitute_enclosing_lets(const std::vector<std::pair<std::string, Expr>> &lets, Expr e);
 /** Substitutes away every Let (and LetStmt) so no bindings remain. */
 Expr substitute_in_all_lets(const Expr &e);
 Stmt substitute_in_all_lets(const Stmt &s);
