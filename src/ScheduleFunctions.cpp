@@ -78,28 +78,12 @@ class InlineCalls : public IRMutator {
     const std::map<std::string, FunctionPtr> &inlined, &wrappers;
 };
 
-/** Whether a definition of a Func in `all` reads the input `name`. */
+/** Whether a Func in `all` uses the input `name` (reads it, or its shape). */
 bool reads_input(const std::map<std::string, FunctionPtr> &all, const std::string &name) {
-    struct Find : IRVisitor {
-        const std::string *name;
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Call *op) override {
-            found = found || (op->call_type == Call::Image && op->name == *name);
-            IRVisitor::visit(op);
-        }
-    } find;
-    find.name = &name;
-    for (const auto &kv : all) {
-        std::vector<const Definition *> defs = {&kv.second->init};
-        for (const Definition &u : kv.second->updates) defs.push_back(&u);
-        for (const Definition *d : defs) {
-            for (const Expr &v : d->values) v.accept(&find);
-            for (const Expr &a : d->args) a.accept(&find);
-            if (d->rdom && d->rdom->predicate.defined()) d->rdom->predicate.accept(&find);
-        }
+    for (const ParameterPtr &p : find_parameters(all)) {
+        if (p->is_buffer && p->name == name) return true;
     }
-    return find.found;
+    return false;
 }
 
 Definition inline_definition(const Definition &d, InlineCalls &inliner) {
