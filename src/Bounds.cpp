@@ -6,6 +6,7 @@
 #include "IREquality.h"
 #include "IRVisitor.h"
 #include "Simplify.h"
+#include "Substitute.h"
 #include "loom/IROperator.h"
 
 namespace loom {
@@ -760,6 +761,166 @@ std::map<std::string, Box> boxes_provided(const Stmt &s, const Scope<Interval> &
 }
 std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &scope) {
     return boxes_of(s, scope, true, true);
+}
+
+namespace {
+
+/** Constant bounds of an expression from its shape. A difference of two
+ * mins (or maxes) is bounded by the differences of their operands, pair by
+ * pair; another difference whose sides are a min or max is distributed over
+ * them, exactly
+ * (min(a1, a2) - b == min(a1 - b, a2 - b)), and each new difference is
+ * simplified, so that terms shared by both sides cancel: the extent of a
+ * region clamped at the edge of the data, min(x + 63, n) - min(x, n), is
+ * at most max(63, 0). */
+class ConstantBounds {
+  public:
+    explicit ConstantBounds(const Scope<Interval> &scope) : scope(scope) {}
+
+    bool upper(const Expr &e, int64_t *out) { return find(e, true, out); }
+
+  private:
+    const Scope<Interval> &scope;
+    int budget = 4096;  // distributing can branch; give up past this many steps
+
+    bool find(const Expr &e, bool upper, int64_t *out) {
+        if (const int64_t *c = as_const_int(e)) {
+            *out = *c;
+            return true;
+        }
+        if (--budget < 0) return false;
+        int64_t x, y;
+        if (const Add *op = e.as<Add>()) {
+            if (find(op->a, upper, &x) && find(op->b, upper, &y)) {
+                *out = x + y;
+                return true;
+            }
+        } else if (const Sub *op = e.as<Sub>()) {
+            if (sub(op->a, op->b, upper, out)) return true;
+        } else if (const Min *op = e.as<Min>()) {
+            // The smaller of two values is at most either's upper bound.
+            if (either_or_both(op->a, op->b, upper, upper, out, true)) return true;
+        } else if (const Max *op = e.as<Max>()) {
+            if (either_or_both(op->a, op->b, upper, !upper, out, false)) return true;
+        } else if (const Mul *op = e.as<Mul>()) {
+            if (const int64_t *k = as_const_int(op->b); k && *k != 0) {
+                if (find(op->a, *k > 0 ? upper : !upper, &x)) {
+                    *out = x * *k;
+                    return true;
+                }
+            }
+        } else if (const Div *op = e.as<Div>()) {
+            if (const int64_t *k = as_const_int(op->b); k && *k > 0) {
+                if (find(op->a, upper, &x)) {
+                    // Division rounds toward -inf.
+                    *out = x >= 0 ? x / *k : -((-x + *k - 1) / *k);
+                    return true;
+                }
+            }
+        }
+        Interval i = bounds_of_expr_in_scope(e, scope);
+        Expr end = upper ? i.max : i.min;
+        if (!end.defined()) return false;
+        if (const int64_t *c = as_const_int(simplify(end))) {
+            *out = *c;
+            return true;
+        }
+        return false;
+    }
+
+    /** The bound of min(a, b) (is_min) or max(a, b). `one_suffices`: the
+     * bound of either operand bounds the whole (an upper bound of a min,
+     * a lower bound of a max); otherwise both are needed. */
+    bool either_or_both(const Expr &a, const Expr &b, bool upper, bool one_suffices, int64_t *out,
+                        bool is_min) {
+        int64_t x, y;
+        const bool hx = find(a, upper, &x), hy = find(b, upper, &y);
+        if (hx && hy) {
+            *out = is_min ? std::min(x, y) : std::max(x, y);
+            return true;
+        }
+        if (one_suffices && (hx || hy)) {
+            *out = hx ? x : y;
+            return true;
+        }
+        return false;
+    }
+
+    /** min(a1, a2) - min(b1, b2) lies between the smallest and the largest
+     * of a1 - b1 and a2 - b2 (if min(b1, b2) is b1, the difference is at
+     * most a1 - b1; if min(a1, a2) is a1, at least a1 - b1), and so does the
+     * difference of two maxes. A clamp is a min of a max, so this bounds
+     * the difference of two clamped values by that of the unclamped ones. */
+    bool paired(const Expr &a, const Expr &b, bool upper, int64_t *out) {
+        Expr x = constant_inside(a), y = constant_inside(b);
+        Expr x1, x2, y1, y2;
+        if (const Min *p = x.as<Min>(); p && y.as<Min>()) {
+            x1 = p->a, x2 = p->b, y1 = y.as<Min>()->a, y2 = y.as<Min>()->b;
+        } else if (const Max *q = x.as<Max>(); q && y.as<Max>()) {
+            x1 = q->a, x2 = q->b, y1 = y.as<Max>()->a, y2 = y.as<Max>()->b;
+        } else {
+            return false;
+        }
+        for (int swap = 0; swap < 2; swap++) {
+            const Expr &first = swap ? y2 : y1, &second = swap ? y1 : y2;
+            int64_t d1, d2;
+            if (sub(x1, first, upper, &d1) && sub(x2, second, upper, &d2)) {
+                *out = upper ? std::max(d1, d2) : std::min(d1, d2);
+                return true;
+            }
+        }
+        return false;
+    }
+    /** min(p, q) + c as min(p + c, q + c) (and likewise for max), so that
+     * the operands line up with another min's. */
+    static Expr constant_inside(const Expr &e) {
+        const Add *add = e.as<Add>();
+        if (!add || !as_const_int(add->b)) return e;
+        if (const Min *m = add->a.as<Min>()) {
+            return Min::make(simplify(m->a + add->b), simplify(m->b + add->b));
+        }
+        if (const Max *m = add->a.as<Max>()) {
+            return Max::make(simplify(m->a + add->b), simplify(m->b + add->b));
+        }
+        return e;
+    }
+
+    bool sub(const Expr &a, const Expr &b, bool upper, int64_t *out) {
+        Expr d = simplify(a - b);
+        if (const int64_t *c = as_const_int(d)) {
+            *out = *c;
+            return true;
+        }
+        if (paired(a, b, upper, out)) return true;
+        // min(a1, a2) - b == min(a1 - b, a2 - b), and likewise for max;
+        // a - min(b1, b2) == max(a - b1, a - b2).
+        if (const Min *m = a.as<Min>()) {
+            return either_or_both(simplify(m->a - b), simplify(m->b - b), upper, upper, out, true);
+        }
+        if (const Max *m = a.as<Max>()) {
+            return either_or_both(simplify(m->a - b), simplify(m->b - b), upper, !upper, out,
+                                  false);
+        }
+        if (const Min *m = b.as<Min>()) {
+            return either_or_both(simplify(a - m->a), simplify(a - m->b), upper, !upper, out,
+                                  false);
+        }
+        if (const Max *m = b.as<Max>()) {
+            return either_or_both(simplify(a - m->a), simplify(a - m->b), upper, upper, out, true);
+        }
+        int64_t x, y;
+        if (find(a, upper, &x) && find(b, !upper, &y)) {
+            *out = x - y;
+            return true;
+        }
+        return find(d, upper, out);
+    }
+};
+
+}  // namespace
+
+bool constant_upper_bound(const Expr &e, const Scope<Interval> &scope, int64_t *out) {
+    return ConstantBounds(scope).upper(simplify(substitute_in_all_lets(e)), out);
 }
 
 }  // namespace internal

@@ -19,6 +19,15 @@ namespace internal {
  * conservative (it may be wider than the true range, never narrower). */
 Interval bounds_of_expr_in_scope(const Expr &e, const Scope<Interval> &scope);
 
+/** A constant upper bound of e, if one is found: from its shape (constants,
+ * sums, min and max, products and quotients by constants, differences
+ * distributed over min and max so that shared terms cancel: the extent
+ * min(x + 63, n) - min(x, n) + 1 of a region clamped at the edge of the
+ * data is at most 64) and from bounds_of_expr_in_scope. The extent of a loop over a region that is
+ * smaller at the edge has one: code that needs a constant size (a GPU
+ * block's threads, per-thread arrays, unrolled copies) uses it. */
+bool constant_upper_bound(const Expr &e, const Scope<Interval> &scope, int64_t *out);
+
 /** A region of a Func or buffer: one Interval per dimension. `used`, when
  * defined, is a condition under which the region is touched at all. */
 struct Box {

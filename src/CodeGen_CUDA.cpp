@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "Bounds.h"
 #include "CrossThreadReductions.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
@@ -63,9 +64,9 @@ const char *gpu_directive(ForType t) {
     return t == ForType::GPUBlock ? "gpu_blocks" : "gpu_threads";
 }
 
-/** How many loops of type t a chain of them holds below (and including)
- * s's first such loop; also checks that they form one chain. */
-int chain_depth(const Stmt &s, ForType t) {
+}  // namespace
+
+int gpu_loop_chain_depth(const Stmt &s, ForType t) {
     struct Depth : IRVisitor {
         ForType t;
         int depth = 0;
@@ -82,8 +83,6 @@ int chain_depth(const Stmt &s, ForType t) {
     s.accept(&d);
     return d.depth;
 }
-
-}  // namespace
 
 void check_gpu_loops(const Stmt &s, const Target &target) {
     struct Checker : IRVisitor {
@@ -120,7 +119,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                         << "Func " << func << "'s gpu_blocks loop " << op->name
                         << " is inside a gpu_threads loop. Block loops must enclose thread loops.";
                 }
-                int depth = chain_depth(Stmt(op), op->for_type);
+                int depth = gpu_loop_chain_depth(Stmt(op), op->for_type);
                 user_assert(depth <= 3)
                     << "Func " << func << " has " << depth << " nested "
                     << gpu_directive(op->for_type) << " loops from " << op->name
@@ -1009,7 +1008,7 @@ class KernelPrinter : public IRVisitor {
         const std::string &n = local.name();
         if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
             const bool block = op->for_type == ForType::GPUBlock;
-            int dim = chain_depth(op->body, op->for_type);
+            int dim = gpu_loop_chain_depth(op->body, op->for_type);
             const char *axis[] = {"x", "y", "z"};
             pad();
             out << "{\n";
@@ -1086,6 +1085,14 @@ class KernelPrinter : public IRVisitor {
             Expr c = simplify(e);
             if (const int64_t *v = as_const_int(c)) {
                 size *= *v;
+                continue;
+            }
+            // A size that varies (a ragged last tile) but has a constant
+            // bound: room for the most it can hold.
+            int64_t most = 0;
+            if (constant_upper_bound(substitute_enclosing_lets(kernel_lets, c), Scope<Interval>(),
+                                     &most)) {
+                size *= std::max<int64_t>(most, 0);
                 continue;
             }
             Expr at_launch = shared ? value_at_launch(c) : Expr();
@@ -1358,7 +1365,7 @@ class KernelFinder : public IRVisitor {
             using IRVisitor::visit;
             void visit(const For *op) override {
                 if (op->for_type == ForType::GPUThread) {
-                    int dim = chain_depth(op->body, ForType::GPUThread);
+                    int dim = gpu_loop_chain_depth(op->body, ForType::GPUThread);
                     block[dim] = std::max(block[dim], KernelPrinter::thread_extent(op));
                 }
                 IRVisitor::visit(op);
@@ -1377,7 +1384,7 @@ class KernelFinder : public IRVisitor {
         kernel_names.insert(k.name);
 
         Stmt body(op);
-        const bool has_threads = chain_depth(body, ForType::GPUThread) > 0;
+        const bool has_threads = gpu_loop_chain_depth(body, ForType::GPUThread) > 0;
         if (has_threads) block_shape(body, k.block);
         int threads = k.block[0] * k.block[1] * k.block[2];
         user_assert(threads <= 1024)
@@ -1388,7 +1395,7 @@ class KernelFinder : public IRVisitor {
         // Grid: the extents of the block loops, innermost first (x).
         for (int d = 0; d < 3; d++) k.grid[d] = 1;
         const For *loop = op;
-        int dims = chain_depth(body, ForType::GPUBlock);
+        int dims = gpu_loop_chain_depth(body, ForType::GPUBlock);
         for (int d = dims - 1; d >= 0 && loop; d--) {
             k.grid[d] = loop->extent;
             // The next block loop down the chain.

@@ -57,6 +57,11 @@ struct CudaModule {
  * is not constant, or stores that several threads make to one element. */
 CudaModule codegen_cuda(const LoweredFunc &f, const Target &target);
 
+/** How many loops of type t (GPUBlock or GPUThread) a chain of them holds
+ * below (and including) s's first such loop: a loop's dimension, x for the
+ * innermost of its chain, is the depth of the chain below it. */
+int gpu_loop_chain_depth(const Stmt &s, ForType t);
+
 /** Refuses GPU loops that no kernel can hold: on a target without cuda, one
  * inside another kernel's thread loops, thread loops with no block loop
  * around them, more than three block or thread dimensions, and GPU loops

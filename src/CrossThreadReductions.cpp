@@ -70,25 +70,6 @@ bool loads_from(const Expr &e, const std::string &buffer) {
     return find.found;
 }
 
-/** The names e uses that are not bound inside it. */
-std::set<std::string> free_variables(const Expr &e) {
-    struct Free : IRVisitor {
-        std::set<std::string> names;
-        Scope<int> bound;
-        using IRVisitor::visit;
-        void visit(const Variable *op) override {
-            if (!bound.contains(op->name)) names.insert(op->name);
-        }
-        void visit(const Let *op) override {
-            op->value.accept(this);
-            ScopedBinding<int> b(bound, op->name, 0);
-            op->body.accept(this);
-        }
-    } free;
-    e.accept(&free);
-    return free.names;
-}
-
 /** One update that every thread of a block (or of a group of its threads)
  * makes to the same element: buffer[index] = op(buffer[index], value). */
 struct Reduction {
@@ -330,7 +311,11 @@ class LowerBlockLevel : public IRMutator {
         return IRMutator::visit(op);
     }
     Stmt visit(const Allocate *op) override {
-        if (threads_open > 0) per_thread.insert(op->name);
+        // Register storage at the block level is each thread's own
+        // (privatize_thread_owned_storage proved that it may be).
+        if (threads_open > 0 || op->memory_type == MemoryType::Register) {
+            per_thread.insert(op->name);
+        }
         return IRMutator::visit(op);
     }
     Stmt visit(const Store *op) override {

@@ -247,5 +247,12 @@ Stmt IRGraphMutator::mutate(const Stmt &s) {
     return r;
 }
 
+Stmt LetTrackingMutator::visit(const LetStmt *op) {
+    enclosing_lets.emplace_back(op->name, op->value);
+    Stmt body = mutate(op->body);
+    enclosing_lets.pop_back();
+    return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
+}
+
 }  // namespace internal
 }  // namespace loom

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/IR.h"
@@ -75,6 +77,15 @@ class IRGraphMutator : public IRMutator {
   protected:
     std::map<Expr, Expr, ExprCompare> expr_replacements;
     std::map<Stmt, Stmt> stmt_replacements;
+};
+
+/** An IRMutator that keeps the bindings of the LetStmts around the
+ * statement it is at, outermost first (for substitute_enclosing_lets). */
+class LetTrackingMutator : public IRMutator {
+  protected:
+    using IRMutator::visit;
+    std::vector<std::pair<std::string, Expr>> enclosing_lets;
+    Stmt visit(const LetStmt *op) override;
 };
 
 }  // namespace internal

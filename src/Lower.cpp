@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ArgumentChecks.h"
+#include "BoundGPUThreadLoops.h"
 #include "Bounds.h"
 #include "BoundsInference.h"
 #include "CSE.h"
@@ -26,6 +27,7 @@
 #include "SkipMaskedTiles.h"
 #include "StorageFlattening.h"
 #include "Substitute.h"
+#include "ThreadOwnedStorage.h"
 #include "UnrollLoops.h"
 #include "VectorizeLoops.h"
 #include "loom/IROperator.h"
@@ -281,6 +283,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     debug_print("add_buffer_checks", s);
 
     s = strip_promises(s);
+    s = bound_gpu_thread_loops(s);
+    s = privatize_thread_owned_storage(s, env);
+    debug_print("privatize_thread_owned_storage", s);
     s = storage_flattening(s, env);
     debug_print("storage_flattening", s);
     s = hoist_kernel_allocations(s);

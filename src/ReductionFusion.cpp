@@ -1290,8 +1290,16 @@ class Rewriter {
             fs.store_level = placement.store_level;
             fs.compute_level_set = placement.compute_level_set;
             fs.store_level_set = placement.store_level_set;
-            fs.stages = {default_stage_schedule(f, 0),
-                         m.name == chain.leader ? ss : default_stage_schedule(f, 1)};
+            // The pure definitions run with the loop types the steps give
+            // their Vars: on a GPU, the threads that update an element are
+            // the ones that initialize it.
+            StageSchedule init = default_stage_schedule(f, 0);
+            for (Dim &dim : init.dims) {
+                for (const Dim &step : ss.dims) {
+                    if (!step.is_rvar && step.var == dim.var) dim.for_type = step.for_type;
+                }
+            }
+            fs.stages = {init, m.name == chain.leader ? ss : default_stage_schedule(f, 1)};
         }
         if (tiled) {
             group.mask = chain.vanishing_mask();

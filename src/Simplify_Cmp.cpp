@@ -46,16 +46,6 @@ bool split_const(const Expr &e, Expr *rest, int64_t *c) {
 
 thread_local int sym_depth = 0;
 
-std::set<std::string> free_variables(const Expr &e) {
-    struct Collect : IRVisitor {
-        std::set<std::string> names;
-        using IRVisitor::visit;
-        void visit(const Variable *op) override { names.insert(op->name); }
-    } c;
-    e.accept(&c);
-    return c.names;
-}
-
 class FindVars : public IRVisitor {
   public:
     explicit FindVars(const Scope<Interval> &s) : scope(s) {}

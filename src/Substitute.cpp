@@ -154,6 +154,24 @@ Expr substitute(const Expr &find, const Expr &replacement, const Expr &e) {
 Expr substitute_in_all_lets(const Expr &e) { return SubstituteInAllLets().mutate(e); }
 Stmt substitute_in_all_lets(const Stmt &s) { return SubstituteInAllLets().mutate(s); }
 
+std::set<std::string> free_variables(const Expr &e) {
+    struct Free : IRVisitor {
+        std::set<std::string> names;
+        Scope<int> bound;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            if (!bound.contains(op->name)) names.insert(op->name);
+        }
+        void visit(const Let *op) override {
+            op->value.accept(this);
+            ScopedBinding<int> b(bound, op->name, 0);
+            op->body.accept(this);
+        }
+    } free;
+    e.accept(&free);
+    return free.names;
+}
+
 bool expr_uses_var(const Expr &e, const std::string &name) {
     if (!e.defined()) return false;
     UsesVar u(name);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ Expr substitute_enclosing_lets(const std::vector<std::pair<std::string, Expr>> &
 /** Substitutes away every Let (and LetStmt) so no bindings remain. */
 Expr substitute_in_all_lets(const Expr &e);
 Stmt substitute_in_all_lets(const Stmt &s);
+
+/** The names of the Variables e uses that are not bound inside it. */
+std::set<std::string> free_variables(const Expr &e);
 
 /** Whether e (or s) refers to a free Variable named `name`. */
 bool expr_uses_var(const Expr &e, const std::string &name);

@@ -6,6 +6,8 @@
 #include "UnrollLoops.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "Bounds.h"
@@ -24,30 +26,12 @@ namespace {
 // and would make the compiler crawl.
 constexpr int64_t max_unroll = 1024;
 
-// A constant upper bound of e found by looking only at its shape: a
-// constant, or a min with a constant operand.
-bool shape_upper_bound(const Expr &e, int64_t *out) {
-    if (const int64_t *c = as_const_int(e)) {
-        *out = *c;
-        return true;
-    }
-    if (const Min *m = e.as<Min>()) {
-        int64_t a, b;
-        bool ha = shape_upper_bound(m->a, &a), hb = shape_upper_bound(m->b, &b);
-        if (ha && hb) *out = std::min(a, b);
-        else if (ha) *out = a;
-        else if (hb) *out = b;
-        return ha || hb;
-    }
-    return false;
-}
-
-class UnrollLoops : public IRMutator {
+class UnrollLoops : public LetTrackingMutator {
   protected:
-    using IRMutator::visit;
+    using LetTrackingMutator::visit;
 
-    // Loop bounds of the enclosing loops, to find a constant upper bound for
-    // an extent that is not a constant.
+    // Loop bounds of the enclosing loops (and their lets), to find a
+    // constant upper bound for an extent that is not a constant.
     Scope<Interval> loop_bounds;
 
     Stmt visit(const For *op) override {
@@ -63,22 +47,12 @@ class UnrollLoops : public IRMutator {
         const int64_t *n = as_const_int(extent);
         bool guarded = false;
         int64_t upper = 0;
-        if (!n && shape_upper_bound(extent, &upper)) {
+        // A non-constant extent with a constant upper bound unrolls to that
+        // bound, each copy guarded.
+        if (!n && constant_upper_bound(substitute_enclosing_lets(enclosing_lets, extent),
+                                       loop_bounds, &upper)) {
             n = &upper;
             guarded = true;
-        }
-        if (!n) {
-            // A non-constant extent with a constant upper bound unrolls to
-            // that bound, each copy guarded.
-            Interval b = bounds_of_expr_in_scope(extent, loop_bounds);
-            if (b.has_upper_bound()) {
-                Expr u = simplify(b.max);
-                if (const int64_t *c = as_const_int(u)) {
-                    upper = *c;
-                    n = &upper;
-                    guarded = true;
-                }
-            }
         }
         user_assert(n) << "The unrolled loop over " << op->name
                        << " needs a constant extent, but its extent is not a constant. Split "

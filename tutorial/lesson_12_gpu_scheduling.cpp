@@ -15,10 +15,11 @@
 // names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
 // Func computed inside the thread loops is private to each thread; one
 // computed at a block loop is shared by the block's threads.
-// No GPU is needed for sections 1 to 4 (with 2b to 2e: shared memory,
-// vectors, reductions across threads, per-thread arrays): they run
-// anywhere the CUDA toolkit is installed. Section 5 runs the kernels, where
-// there is a GPU; section 6 is about sharing the GPU with PyTorch.
+// No GPU is needed for sections 1 to 4 (with 2b to 2f: shared memory,
+// vectors, reductions across threads, per-thread arrays, registers kept
+// across a block's loop): they run anywhere the CUDA toolkit is installed.
+// Section 5 runs the kernels, where there is a GPU; section 6 is about
+// sharing the GPU with PyTorch.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -231,6 +232,42 @@ int main() {
     rows_of_16[squared].compute_at(folded, yi).unroll(c);
     std::string registers = Pipeline(folded).compile_to_cuda(rows_of_16, gpu);
     if (!show_lines(registers, {"float squared_[16]", "squared_[15]"})) return 1;
+
+    // ---- 2f. Registers a thread keeps across a block's loop.
+    // A matrix product, c = a * b: each block computes a 16 x 16 tile of c,
+    // one element per thread, walking k in steps of 8. At each step the
+    // block copies the step's 16 x 8 tile of a and 8 x 16 tile of b into
+    // shared memory (every element is read by 16 threads), and each thread
+    // adds its 8 products to its own sum. The sums must live across the
+    // steps, so acc is computed at the block loop, outside the thread loops,
+    // yet each of its elements is touched by one thread only: store_in
+    // (Register) there asks for one float per thread. Loom proves that
+    // every access to acc is at its tile's corner plus the index of the
+    // thread making it, or names the access that is not.
+    std::printf("\n2f. a matrix product: sums in registers, tiles in shared memory\n");
+    BufferParam ma(Float(32), 2, "ma"), mb(Float(32), 2, "mb");
+    Var i("i"), j("j"), io("io"), jo("jo"), ii("ii"), ji("ji");
+    RDom kk(0, ma.dim(1).extent(), "kk");
+    RVar ko("ko"), ki("ki");
+    Func acc("acc"), product("product");
+    acc(i, j) = 0.0f;
+    acc(i, j) += ma(i, kk) * mb(kk, j);
+    product(i, j) = acc(i, j);
+    Schedule gemm;
+    gemm[product]
+        .tile(i, j, io, jo, ii, ji, 16, 16, TailStrategy::GuardWithIf)
+        .gpu_blocks(io, jo)
+        .gpu_threads(ii, ji);
+    gemm[acc].compute_at(product, io).gpu_threads(i, j).store_in(MemoryType::Register);
+    gemm[acc].update().split(kk, ko, ki, 8).reorder(ko, i, j, ki).gpu_threads(i, j);
+    Var a0("a0"), a1("a1"), b0("b0"), b1("b1");
+    gemm.in(ma, {a0, a1}).compute_at(acc, ko).gpu_threads(a0, a1);
+    gemm.in(mb, {b0, b1}).compute_at(acc, ko).gpu_threads(b0, b1);
+    std::string gemm_cuda = Pipeline(product).compile_to_cuda(gemm, gpu);
+    if (!show_lines(gemm_cuda, {"float acc_[1];", "ma_in_ = reinterpret_cast<float *>",
+                                "acc_[0] = (acc_[0] + (ma_in_["})) {
+        return 1;
+    }
 
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source

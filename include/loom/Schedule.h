@@ -107,7 +107,9 @@ class Stage {
     Stage &store_at(const Func &consumer, const VarOrRVar &loop);
     /** Where the Func's storage lives: MemoryType::Shared (a GPU block's
      * shared memory; compute it at a block loop), Register (per GPU thread;
-     * compute it inside the thread loops), Global (device memory), or on
+     * compute it inside the thread loops, or at a block loop when each of
+     * its elements is touched only by the thread whose index it is at),
+     * Global (device memory), or on
      * the CPU Stack or Heap. The default, Auto, chooses by placement.
      * A choice the placement contradicts is a CompileError. */
     Stage &store_in(MemoryType memory);

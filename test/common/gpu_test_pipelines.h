@@ -148,6 +148,39 @@ struct RowSoftmax {
     }
 };
 
+/** c(i, j) = sum over k of a(i, k) * b(k, j), times 2. */
+struct MatMul {
+    loom::BufferParam a{loom::Float(32), 2, "a"}, b{loom::Float(32), 2, "b"};
+    loom::Var i{"i"}, j{"j"}, io{"io"}, jo{"jo"}, ii{"ii"}, ji{"ji"};
+    loom::RDom k{0, a.dim(1).extent(), "k"};
+    loom::RVar ko{"ko"}, ki{"ki"};
+    loom::Func acc{"acc"}, c{"c"};
+    MatMul() {
+        acc(i, j) = 0.0f;
+        acc(i, j) += a(i, k) * b(k, j);
+        c(i, j) = acc(i, j) * 2.0f;
+    }
+    /** The classic shared-memory GEMM: blocks of tile x tile threads, one
+     * element of c each; the block walks k in steps of `step`, staging the
+     * step's tiles of a and b in shared memory, while each thread keeps its
+     * element's sum in a register across the steps (acc is computed at the
+     * block loop, stored in MemoryType::Register: each thread owns its
+     * element). */
+    loom::Schedule shared_tiles(int tile, int step) const {
+        loom::Schedule sch;
+        sch[c]
+            .tile(i, j, io, jo, ii, ji, tile, tile, loom::TailStrategy::GuardWithIf)
+            .gpu_blocks(io, jo)
+            .gpu_threads(ii, ji);
+        sch[acc].compute_at(c, io).gpu_threads(i, j).store_in(loom::MemoryType::Register);
+        sch[acc].update().split(k, ko, ki, step).reorder(ko, i, j, ki).gpu_threads(i, j);
+        loom::Var a0("a0"), a1("a1"), b0("b0"), b1("b1");
+        sch.in(a, {a0, a1}).compute_at(acc, ko).gpu_threads(a0, a1);
+        sch.in(b, {b0, b1}).compute_at(acc, ko).gpu_threads(b0, b1);
+        return sch;
+    }
+};
+
 /** Integer division, modulo, min/max, bit operations and narrowing casts. */
 struct IntegerMix {
     loom::BufferParam in{loom::Int(32), 1, "in"};

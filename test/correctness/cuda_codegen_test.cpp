@@ -285,6 +285,28 @@ TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], in_["), std::string::npos) << kernel;
 }
 
+TEST(CudaCodegen, RegistersThatThreadsKeepAcrossABlockLoop) {
+    // acc is computed at the block loop, outside the thread loops, but
+    // each thread touches only its own element: it is one float per
+    // thread, with no shared memory and no barrier of its own. The tiles of
+    // a and b are in shared memory. The last blocks cover fewer rows than
+    // the block has threads: the thread loops run over the block's 16 x 16
+    // threads, guarded by the rows and columns there are.
+    loom_test::MatMul p;
+    std::string src = compile_for_every_arch(p.c, p.shared_tiles(16, 8), 1);
+    std::string kernel = kernels_of(src);
+    EXPECT_NE(kernel.find("__launch_bounds__(256)"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("float acc_[1];"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("acc_[0] = (acc_[0] + (a_in_["), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("float *const a_in_ = reinterpret_cast<float *>(loom_shared_memory"),
+              std::string::npos)
+        << kernel;
+    EXPECT_EQ(kernel.find("float *const acc_"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("const int acc_s1_i_ = acc_min_0_ + (int)threadIdx.x;"),
+              std::string::npos)
+        << kernel;
+}
+
 TEST(CudaCodegen, ReductionsAcrossThreads) {
     // Each thread accumulates its stride of the row in a register; the block
     // combines the partials (warp shuffles, then shared memory) and its

@@ -144,6 +144,24 @@ TEST(GpuScheduleErrors, TheDevicesCapabilityNeedsADevice) {
         {"compiles for the GPU of this machine", "CUDA: ", "host-cuda-sm_90a"}));
 }
 
+TEST(GpuScheduleErrors, RegistersAtABlockLoopMustBeOwnedByThreads) {
+    // acc's update runs its j loop serially on each thread of x, but the
+    // block also has 16 threads along y (c's ji): all of them would update
+    // the same elements, which in registers would be 16 different copies.
+    loom_test::MatMul p;
+    Schedule sch;
+    sch[p.c]
+        .tile(p.i, p.j, p.io, p.jo, p.ii, p.ji, 16, 16)
+        .gpu_blocks(p.io, p.jo)
+        .gpu_threads(p.ii, p.ji);
+    sch[p.acc].compute_at(p.c, p.io).gpu_threads(p.i, p.j).store_in(MemoryType::Register);
+    sch[p.acc].update().split(p.k, p.ko, p.ki, 8).reorder(p.ko, p.i, p.j, p.ki).gpu_threads(p.i);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(p.c).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Func acc is stored in MemoryType::Register at a block loop", "acc(acc.s1.i, acc.s1.j)",
+         "its coordinate 1 is the same for every thread, unlike another access's"}));
+}
+
 TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
     Blur b;
     Schedule per_thread;
@@ -160,9 +178,15 @@ TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
         .compute_at(b.blur_y, b.xo)
         .gpu_threads(b.x, b.y)
         .store_in(MemoryType::Register);
+    // A stencil: each thread reads its neighbours' elements too, so they
+    // cannot be its own.
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { b.cuda(per_block); },
-        {"Func blur_x is stored in MemoryType::Register", "that is MemoryType::Shared"}));
+        {"Func blur_x is stored in MemoryType::Register at a block loop",
+         "blur_x((blur_y.s0.y + 1), blur_y.s0.x) is read",
+         "is not the realization's min plus one thread index (it is the min plus "
+         "(threadIdx.y + 1))",
+         "Store it in MemoryType::Shared"}));
 
     per_block[b.blur_x].store_in(MemoryType::Heap);
     EXPECT_TRUE(throws_with<CompileError>(

@@ -289,6 +289,25 @@ TEST(GpuExecution, ReductionsAcrossGroupsOfThreads) {
     expect_gpu_matches_interpreter(lo, guarded, {20});
 }
 
+TEST(GpuExecution, RegistersThatThreadsKeepAcrossABlockLoop) {
+    REQUIRE_GPU();
+    // A GEMM whose threads keep their sums in registers while the block
+    // stages tiles of a and b in shared memory, step by step along k; the
+    // sizes leave partial tiles in every dimension, so the last blocks'
+    // thread loops are shorter than the block.
+    loom_test::MatMul p;
+    for (const std::vector<int> &mnk : std::vector<std::vector<int>>{{77, 45, 70}, {16, 16, 8}}) {
+        p.a.set(random_buffer<float>({mnk[0], mnk[2]}));
+        p.b.set(random_buffer<float>({mnk[2], mnk[1]}));
+        expect_gpu_matches_interpreter(p.c, p.shared_tiles(16, 8), {mnk[0], mnk[1]}, 1e-5, 1e-5);
+    }
+    // Eight threads by four along the tile, and a k step that leaves a
+    // partial step.
+    p.a.set(random_buffer<float>({33, 21}));
+    p.b.set(random_buffer<float>({21, 50}));
+    expect_gpu_matches_interpreter(p.c, p.shared_tiles(8, 4), {33, 50}, 1e-5, 1e-5);
+}
+
 TEST(GpuExecution, BuffersStayOnTheGpuBetweenCalls) {
     REQUIRE_GPU();
     BufferParam in(Float(32), 2, "in");

@@ -73,6 +73,35 @@ TEST(Bounds, Symbolic) {
     EXPECT_BOUNDS(min(x, m), s, min(m, 0), min(n + (-1), m));
 }
 
+TEST(Bounds, ConstantUpperBounds) {
+    // The extent of a 64-row tile clamped to [m, n] at the edge of the
+    // data, with x = m + 64 * io: at most 64 whatever the symbols.
+    Expr io = var("io"), m = var("m"), n = var("n");
+    Expr x = m + io * 64;
+    auto clamp = [&](Expr e) { return min(max(e, m), n); };
+    Expr hi = clamp(min(x, n) + 63), lo = clamp(min(x, n + 63));
+    int64_t bound = 0;
+    Scope<Interval> none;
+    ASSERT_TRUE(constant_upper_bound(hi - lo + 1, none, &bound));
+    EXPECT_EQ(bound, 64);
+    ASSERT_TRUE(constant_upper_bound(max(hi - lo, -1) + 1, none, &bound));
+    EXPECT_EQ(bound, 64);
+    // A key tile shifted inwards at the end of the keys.
+    Expr ro = var("ro"), k = var("k");
+    ASSERT_TRUE(constant_upper_bound(min(ro * 8, k - 8) - min(ro * 8, k - 1) + 8, none, &bound));
+    EXPECT_EQ(bound, 8);
+    // From the shape alone, and from the ranges in scope.
+    ASSERT_TRUE(constant_upper_bound(min(n, 5) * 3 / 2, none, &bound));
+    EXPECT_EQ(bound, 7);
+    Scope<Interval> s;
+    s.push("io", Interval(Expr(0), Expr(3)));
+    ASSERT_TRUE(constant_upper_bound(io * 16 - 1, s, &bound));
+    EXPECT_EQ(bound, 47);
+    // None: n is unbounded.
+    EXPECT_FALSE(constant_upper_bound(n - m, none, &bound));
+    EXPECT_FALSE(constant_upper_bound(max(n, 3), none, &bound));
+}
+
 TEST(Bounds, TypesAndCasts) {
     Expr x = var("x"), y = var("y");
     Scope<Interval> s;
