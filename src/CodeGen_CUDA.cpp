@@ -84,6 +84,26 @@ int gpu_loop_chain_depth(const Stmt &s, ForType t) {
     return d.depth;
 }
 
+const For *gpu_block_shape(const Stmt &kernel_body, int block[3]) {
+    struct Shape : IRVisitor {
+        int *block;
+        const For *not_constant = nullptr;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type == ForType::GPUThread) {
+                const int dim = gpu_loop_chain_depth(op->body, ForType::GPUThread);
+                const int64_t *n = as_const_int(simplify(op->extent));
+                if ((!n || *n <= 0 || dim > 2) && !not_constant) not_constant = op;
+                if (n && dim <= 2) block[dim] = std::max<int>(block[dim], static_cast<int>(*n));
+            }
+            IRVisitor::visit(op);
+        }
+    } shape;
+    shape.block = block;
+    kernel_body.accept(&shape);
+    return shape.not_constant;
+}
+
 void check_gpu_loops(const Stmt &s, const Target &target) {
     struct Checker : IRVisitor {
         const Target *target;
@@ -1357,22 +1377,10 @@ class KernelFinder : public IRVisitor {
     Target target;
     std::set<std::string> kernel_names;
 
-    /** Threads per block in each dimension: the largest extent of the
-     * thread loops of that dimension. */
+    /** Threads per block in each dimension (gpu_block_shape); a thread
+     * loop without a constant extent is refused, by name. */
     static void block_shape(const Stmt &s, int block[3]) {
-        struct Shape : IRVisitor {
-            int *block;
-            using IRVisitor::visit;
-            void visit(const For *op) override {
-                if (op->for_type == ForType::GPUThread) {
-                    int dim = gpu_loop_chain_depth(op->body, ForType::GPUThread);
-                    block[dim] = std::max(block[dim], KernelPrinter::thread_extent(op));
-                }
-                IRVisitor::visit(op);
-            }
-        } shape;
-        shape.block = block;
-        s.accept(&shape);
+        if (const For *bad = gpu_block_shape(s, block)) KernelPrinter::thread_extent(bad);
     }
 
     void emit_kernel(const For *op) {

@@ -62,6 +62,12 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target);
  * innermost of its chain, is the depth of the chain below it. */
 int gpu_loop_chain_depth(const Stmt &s, ForType t);
 
+/** Threads per block along x, y and z: the largest constant extent of the
+ * kernel's thread loops of each dimension (block starts at 1, 1, 1).
+ * Returns the first thread loop whose extent is not a positive constant,
+ * or null. */
+const For *gpu_block_shape(const Stmt &kernel_body, int block[3]);
+
 /** Refuses GPU loops that no kernel can hold: on a target without cuda, one
  * inside another kernel's thread loops, thread loops with no block loop
  * around them, more than three block or thread dimensions, and GPU loops

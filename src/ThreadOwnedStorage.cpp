@@ -323,7 +323,8 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         const bool kernel = op->for_type == ForType::GPUBlock && !in_kernel;
         if (kernel) {
             in_kernel = true;
-            block_known = block_shape(op->body);
+            for (int &b : block) b = 1;
+            block_known = gpu_block_shape(op->body, block) == nullptr;
         }
         const bool thread = context.push_loop(op);
         threads_open += thread;
@@ -387,33 +388,6 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         }
         if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
         return Realize::make(op->name, op->types, bounds, op->condition, body);
-    }
-
-  private:
-    /** Threads per block along x, y and z: the largest constant extent of
-     * the kernel's thread loops. False when one is not a constant (the
-     * code generator refuses it). */
-    bool block_shape(const Stmt &kernel_body) {
-        struct Shape : IRVisitor {
-            int block[3] = {1, 1, 1};
-            bool known = true;
-            using IRVisitor::visit;
-            void visit(const For *op) override {
-                if (op->for_type == ForType::GPUThread) {
-                    const int axis = gpu_loop_chain_depth(op->body, ForType::GPUThread);
-                    const int64_t *n = as_const_int(simplify(op->extent));
-                    if (!n || axis > 2) {
-                        known = false;
-                    } else {
-                        block[axis] = std::max<int>(block[axis], static_cast<int>(*n));
-                    }
-                }
-                IRVisitor::visit(op);
-            }
-        } shape;
-        kernel_body.accept(&shape);
-        for (int a = 0; a < 3; a++) block[a] = shape.block[a];
-        return shape.known;
     }
 };
 
