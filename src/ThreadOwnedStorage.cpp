@@ -311,8 +311,10 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         context.pop_let();
         return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
     }
+    // Loops and guards are facts only inside kernels: resolving them costs
+    // a substitution of every enclosing let, which CPU code need not pay.
     Stmt visit(const IfThenElse *op) override {
-        int added = context.push_guard(op->condition);
+        int added = in_kernel ? context.push_guard(op->condition) : 0;
         Stmt then_case = mutate(op->then_case);
         context.pop_guard(added);
         Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
@@ -326,11 +328,12 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
             for (int &b : block) b = 1;
             block_known = gpu_block_shape(op->body, block) == nullptr;
         }
-        const bool thread = context.push_loop(op);
+        const bool tracked = in_kernel;
+        const bool thread = tracked && context.push_loop(op);
         threads_open += thread;
         Stmt body = mutate(op->body);
         threads_open -= thread;
-        context.pop_loop(op, thread);
+        if (tracked) context.pop_loop(op, thread);
         if (kernel) in_kernel = false;
         return body.same_as(op->body)
                    ? Stmt(op)
@@ -368,14 +371,14 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         Region bounds = op->bounds;
         int64_t bytes_per_thread = 0;
         for (const Type &t : op->types) bytes_per_thread += t.bytes();
+        const Scope<Interval> facts = context.fact_scope();
         for (size_t k = 0; k < bounds.size(); k++) {
             if (proof.owner[k] >= 0) {
                 bounds[k] = Range(bounds[k].min, make_one(Int(32)));
                 continue;
             }
             int64_t extent = 0;
-            if (constant_upper_bound(context.resolve(bounds[k].extent), context.fact_scope(),
-                                     &extent)) {
+            if (constant_upper_bound(context.resolve(bounds[k].extent), facts, &extent)) {
                 bytes_per_thread *= std::max<int64_t>(extent, 1);
             } else {
                 bytes_per_thread = -1;
