@@ -92,7 +92,8 @@ std::map<std::string, FunctionPtr> find_transitive_calls(const std::vector<Funct
 }
 
 std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outputs,
-                                           const std::map<std::string, FunctionPtr> &env) {
+                                           const std::map<std::string, FunctionPtr> &env,
+                                           bool cycles_allowed) {
     // Depth-first post-order from the outputs: every Func is emitted after the
     // Funcs it calls. Callees are visited in name order so the order is
     // deterministic.
@@ -103,6 +104,7 @@ std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outpu
         int &s = state[name];
         if (s == 2) return;
         if (s == 1) {
+            if (cycles_allowed) return;
             auto start = std::find(path.begin(), path.end(), name);
             std::vector<std::string> cycle(start, path.end());
             cycle.push_back(name);
@@ -145,7 +147,7 @@ std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPt
     for (const auto &kv : env) outputs.push_back(kv.second);
     // Visit in realization order, so "first use" follows the data flow rather
     // than Func names.
-    std::vector<std::string> order = realization_order(outputs, env);
+    std::vector<std::string> order = realization_order(outputs, env, /*cycles_allowed=*/true);
     for (const std::string &name : order) {
         for_each_expr(*env.at(name), [&](const Expr &e) {
             if (e.defined()) e.accept(&finder);

@@ -41,9 +41,13 @@ std::map<std::string, FunctionPtr> find_transitive_calls(const std::vector<Funct
 std::map<std::string, FunctionPtr> find_direct_calls(const FunctionPtr &f);
 
 /** Funcs in an order where every Func comes after those it calls; the outputs
- * come last. A cycle of calls between different Funcs is a CompileError. */
+ * come last. A cycle of calls between different Funcs is a CompileError, or
+ * with `cycles_allowed` (Funcs made by reduction fusion, where a tile partial
+ * and its member read each other's running values) a call that closes one
+ * is passed over. */
 std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outputs,
-                                           const std::map<std::string, FunctionPtr> &env);
+                                           const std::map<std::string, FunctionPtr> &env,
+                                           bool cycles_allowed = false);
 
 /** Input buffers and scalar params read by the pipeline, in first-use order. */
 std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env);

@@ -1107,30 +1107,35 @@ class Rewriter {
         auto current_of = [&](const Member &m, const Expr &c) {
             return call(target.at(m.name), args_of(m, c));
         };
+        // With tiles, partial[m](Vars, G) is m's running value after tile G
+        // (see below).
         std::map<std::string, FunctionPtr> partial;
         // new_value(p, piece): member p's running value after the piece.
         std::function<Expr(const std::string &, const Piece &)> new_value;
-        auto contribution = [&](const Member &m, const Piece &at) -> Expr {
+        // The producers' values before and after the piece, for m's repair.
+        auto repair_inputs = [&](const Member &m, const Piece &at, std::vector<Expr> *olds,
+                                 std::vector<Expr> *news, std::vector<Expr> *sums) {
+            for (const std::string &p : m.producers) {
+                olds->push_back(current_of(chain.member(p), at.c));
+                news->push_back(new_value(p, at));
+            }
+            for (const std::string &p : m.carried)
+                sums->push_back(current_of(chain.member(p), at.c));
+        };
+        new_value = [&](const std::string &name, const Piece &at) -> Expr {
+            const Member &m = chain.member(name);
             if (tiled) {
                 std::vector<Expr> args = pure_args(m.f);
                 args.push_back(at.tile);
                 return call(partial.at(m.name), args);
             }
-            return with_producers(m, substitute(r, at.point, m.term),
-                                  [&](const std::string &p) { return new_value(p, at); });
-        };
-        new_value = [&](const std::string &name, const Piece &at) -> Expr {
-            const Member &m = chain.member(name);
             Expr cur = current_of(m, at.c);
-            if (m.producers.empty()) return reduce_combine(m.op, cur, contribution(m, at));
+            Expr add = with_producers(m, substitute(r, at.point, m.term),
+                                      [&](const std::string &p) { return new_value(p, at); });
+            if (m.producers.empty()) return reduce_combine(m.op, cur, add);
             std::vector<Expr> olds, news, sums;
-            for (const std::string &p : m.producers) {
-                olds.push_back(current_of(chain.member(p), at.c));
-                news.push_back(new_value(p, at));
-            }
-            for (const std::string &p : m.carried)
-                sums.push_back(current_of(chain.member(p), at.c));
-            return repaired_step(m, cur, olds, news, sums, contribution(m, at), cur);
+            repair_inputs(m, at, &olds, &news, &sums);
+            return repaired_step(m, cur, olds, news, sums, add, cur);
         };
 
         if (tiled) {
@@ -1159,17 +1164,40 @@ class Rewriter {
             return new_value(p, at);
         });
         if (tiled) {
-            // Tile partials: the chain within one tile, with the producers
-            // at their values after the tile.
+            // Tile partials: each member's running value rolled on through
+            // one tile, with the producers at their values after the tile.
+            // A dependent starts from its running value repaired to those
+            // values and accumulates the tile's terms into it, as
+            // FlashAttention-2 rescales its output once per tile: the step
+            // then only copies the partial, so the running value and the
+            // partial are never live together (one register per element on
+            // a GPU, not two). While a producer is still its identity the
+            // repair leaves the value as it is, and the tile's points are
+            // left out (their terms could be inf - inf): a test of the
+            // producers, the same at every point of the tile, which
+            // schedule_functions makes once per tile.
             Piece at;
             at.tile = pure_var(outer);
             at.c = chunk_of_tile(at.tile);
-            Expr within = at.tile * tile + Variable::make(Int(32), inner, nullptr, tile_dom);
             for (const Member &m : chain.members) {
                 FunctionPtr p = partial[m.name];
+                Expr start = current_of(m, at.c);
+                ReductionDomainPtr dom = tile_dom;
+                if (!m.producers.empty()) {
+                    std::vector<Expr> olds, news, sums;
+                    repair_inputs(m, at, &olds, &news, &sums);
+                    start = guarded_repair(m, start, olds, news, sums);
+                    if (Expr empty = any_at_identity(m, news); empty.defined()) {
+                        dom = make_domain(tile_dom->name, inner, 0, tile,
+                                          and_predicates(tile_dom->predicate, !empty));
+                    }
+                }
+                Expr within = at.tile * tile + rvar_of(dom);
                 Expr term = substitute(r, r_min + min(within, r_extent - 1), m.term);
                 term =
                     with_producers(m, term, [&](const std::string &q) { return new_value(q, at); });
+                p->init.values = {start};
+                p->updates[0].rdom = dom;
                 p->updates[0].values = {reduce_combine(m.op, call(p, pure_args(p)), term)};
                 FuncSchedule fs;
                 fs.func = p;
@@ -1278,6 +1306,11 @@ class Rewriter {
             for (const Dim &ud : user_ss.dims) {
                 if (ud.var == inner) ri.for_type = ud.for_type;
             }
+            // Its start (the running value repaired) runs over the same
+            // inner loops, without the tile's points.
+            StageSchedule start = pss;
+            start.dims.insert(start.dims.end(), inside.begin(), inside.end());
+            pfs.stages[0] = start;
             pss.dims.push_back(ri);
             pss.dims.insert(pss.dims.end(), inside.begin(), inside.end());
             pfs.stages[1] = pss;
@@ -1444,6 +1477,12 @@ void reorder(LoweringEnv &env) {
         active.insert(n);
         std::vector<std::string> deps;
         visit_calls(*env.funcs.at(n), [&](const Call *c) {
+            // A Func inside a group reads the members' running values (a
+            // tile partial starts from one): the members are realized
+            // around it, not before it.
+            const FusedGroup *g = env.group_led_by(c->name);
+            if (!g) g = env.group_following(c->name);
+            if (g && inside.count(n)) return;
             if (c->name != n && env.funcs.count(c->name) &&
                 std::find(deps.begin(), deps.end(), c->name) == deps.end())
                 deps.push_back(c->name);

@@ -2,6 +2,7 @@
 #include "ScheduleFunctions.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "IRMutator.h"
@@ -218,9 +219,40 @@ std::vector<Split> unshadowed_splits(const StageSchedule &ss,
     return splits;
 }
 
+/** Whether `e` calls Func f, a Func computed inside f's loops, or a
+ * loop-partitioning hint: a test that must stay where the stage's point is
+ * computed. */
+bool reads_stage_or_hint(const Expr &e, const LoweringEnv &env, const std::string &f) {
+    struct Finder : IRVisitor {
+        const LoweringEnv &env;
+        const std::string &f;
+        bool found = false;
+        Finder(const LoweringEnv &env, const std::string &f) : env(env), f(f) {}
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            auto s = env.schedules.find(op->name);
+            found |= op->name == f || op->is_intrinsic(Call::likely) ||
+                     (s != env.schedules.end() && s->second.compute_level.kind == LoopLevel::At &&
+                      s->second.compute_level.func == f);
+            IRVisitor::visit(op);
+        }
+    } finder(env, f);
+    e.accept(&finder);
+    return finder.found;
+}
+
+void split_conjuncts(const Expr &e, std::vector<Expr> *out) {
+    if (const And *a = e.as<And>()) {
+        split_conjuncts(a->a, out);
+        split_conjuncts(a->b, out);
+    } else {
+        out->push_back(e);
+    }
+}
+
 }  // namespace
 
-Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
+Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const StageSchedule &ss) {
     const Definition &def = stage == 0 ? f->init : f->updates[stage - 1];
     std::string prefix = f->name + ".s" + std::to_string(stage) + ".";
     auto var = [&](const std::string &v) { return int_var(prefix + v); };
@@ -241,8 +273,31 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
     for (const Expr &v : def.values) values.push_back(substitute(rename, v));
     for (const Expr &a : def.args) args.push_back(substitute(rename, a));
     Stmt body = Provide::make(f->name, values, args);
+    // The reduction domain's predicate is tested at every point; a conjunct
+    // that reads only some of the stage's loops (e.g. a tile partial's test
+    // of its producers, the same for the whole tile) is tested once per
+    // iteration of the innermost of them instead. Conjuncts that read what
+    // the stage writes, names the splits define, or are hints for loop
+    // partitioning stay at the point.
+    std::vector<Expr> per_loop;
     if (def.rdom && def.rdom->predicate.defined()) {
-        body = IfThenElse::make(substitute(rename, def.rdom->predicate), body);
+        std::set<std::string> loops;
+        for (const Dim &d : ss.dims) loops.insert(prefix + d.var);
+        std::vector<Expr> conjuncts;
+        split_conjuncts(substitute(rename, def.rdom->predicate), &conjuncts);
+        Expr at_point;
+        for (const Expr &c : conjuncts) {
+            bool movable = !reads_stage_or_hint(c, env, f->name);
+            for (const std::string &v : free_variables(c)) {
+                movable = movable && (v.compare(0, prefix.size(), prefix) != 0 || loops.count(v));
+            }
+            if (movable) {
+                per_loop.push_back(c);
+            } else {
+                at_point = at_point.defined() ? (at_point && c) : c;
+            }
+        }
+        if (at_point.defined()) body = IfThenElse::make(at_point, body);
     }
 
     // Define each split-away variable from the loops that replace it. Later
@@ -303,10 +358,23 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
     // The loops, innermost first. Their extent is written in terms of
     // loop_min and loop_max so that interval analysis can cancel min + extent
     // - 1 back to loop_max instead of losing the correlation.
+    auto test_inside = [&](const std::function<bool(const Expr &)> &here) {
+        for (auto c = per_loop.begin(); c != per_loop.end();) {
+            if (here(*c)) {
+                body = IfThenElse::make(*c, body);
+                c = per_loop.erase(c);
+            } else {
+                ++c;
+            }
+        }
+    };
     for (auto it = ss.dims.rbegin(); it != ss.dims.rend(); ++it) {
+        const std::string loop = prefix + it->var;
+        test_inside([&](const Expr &c) { return expr_uses_var(c, loop); });
         Expr mn = var(it->var + ".loop_min"), mx = var(it->var + ".loop_max");
-        body = For::make(prefix + it->var, mn, mx - mn + 1, it->for_type, body);
+        body = For::make(loop, mn, mx - mn + 1, it->for_type, body);
     }
+    test_inside([](const Expr &) { return true; });
 
     // Loop bounds of the split products, from those of what they split.
     auto define_bounds = [&](const std::string &v, Expr mn, Expr mx, Stmt s) {
@@ -347,10 +415,10 @@ Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss) {
 
 namespace {
 
-Stmt build_produce(const FunctionPtr &f, const FuncSchedule &fs) {
+Stmt build_produce(const LoweringEnv &env, const FunctionPtr &f, const FuncSchedule &fs) {
     std::vector<Stmt> stages;
     for (size_t k = 0; k < fs.stages.size(); k++) {
-        stages.push_back(build_stage(f, static_cast<int>(k), fs.stages[k]));
+        stages.push_back(build_stage(env, f, static_cast<int>(k), fs.stages[k]));
     }
     return ProducerConsumer::make_produce(f->name, Block::make(stages));
 }
@@ -381,10 +449,10 @@ class AppendToLoop : public IRMutator {
 Stmt build_group_produce(const LoweringEnv &env, const FusedGroup &g) {
     std::vector<Stmt> stages;
     for (const std::string &m : g.members) {
-        stages.push_back(build_stage(env.funcs.at(m), 0, env.schedules.at(m).stages[0]));
+        stages.push_back(build_stage(env, env.funcs.at(m), 0, env.schedules.at(m).stages[0]));
     }
     const FunctionPtr &leader = env.funcs.at(g.leader);
-    Stmt update = build_stage(leader, 1, env.schedules.at(g.leader).stages[1]);
+    Stmt update = build_stage(env, leader, 1, env.schedules.at(g.leader).stages[1]);
     const Definition &lu = leader->updates[0];
     std::map<std::string, Expr> rename;
     for (const std::string &a : leader->args) rename[a] = int_var(loop_name(g.leader, 1, a));
@@ -535,7 +603,7 @@ Stmt schedule_functions(const LoweringEnv &env) {
     // The outputs' productions, in order.
     std::vector<Stmt> outputs;
     for (const FunctionPtr &f : env.outputs) {
-        outputs.push_back(build_produce(env.funcs.at(f->name), env.schedules.at(f->name)));
+        outputs.push_back(build_produce(env, env.funcs.at(f->name), env.schedules.at(f->name)));
     }
     Stmt s = Block::make(outputs);
 
@@ -571,7 +639,7 @@ Stmt schedule_functions(const LoweringEnv &env) {
 
         std::vector<std::string> realized = {name};
         if (group) realized = group->members;
-        Stmt produce = group ? build_group_produce(env, *group) : build_produce(f, fs);
+        Stmt produce = group ? build_group_produce(env, *group) : build_produce(env, f, fs);
         auto compute_wrap = [&](const Stmt &body) {
             Stmt consume = body;
             for (auto it = realized.rbegin(); it != realized.rend(); ++it) {

@@ -56,8 +56,9 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
 
 /** The loop nest computing stage `stage` of f. Loop bounds refer to the
  * symbols f.sK.v.min / f.sK.v.max of the stage's pure Vars, which bounds
- * inference defines. */
-Stmt build_stage(const FunctionPtr &f, int stage, const StageSchedule &ss);
+ * inference defines. `env` tells which Funcs are computed inside f's loops
+ * (a test of its reduction domain that reads one stays at the point). */
+Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const StageSchedule &ss);
 
 /** The whole pipeline's loop nest before bounds inference. */
 Stmt schedule_functions(const LoweringEnv &env);

@@ -169,11 +169,12 @@ int main() {
     }
 
     // ---- 3. FlashAttention: tiles of keys, blocks of queries.
-    // Split r into tiles of 16 keys. Each tile first takes its own max
-    // m_tile; the running max becomes max(m, m_tile), the tile's sums l_tile
-    // and o_tile are taken against that, and the running l and o are
-    // repaired once per tile rather than once per key (the compiler makes
-    // the Funcs m_tile, l_tile and o_tile). p reads m, so inside the loop it
+    // Split r into tiles of 16 keys. Per tile the compiler makes m_tile, the
+    // running max after the tile (m's value, then the tile's scores); then
+    // l_tile and o_tile, the running l and o after the tile: each starts
+    // from the running value repaired once to the new max, and adds the
+    // tile's terms taken against it, as FlashAttention-2 does. The step then
+    // copies them back into m, l and o. p reads m, so inside the loop it
     // reads that running max: the log says so. The scores and probabilities
     // are computed per tile with compute_at(o, ro), so no Func is ever
     // stored over all the keys.
@@ -201,11 +202,12 @@ int main() {
     check("attention, FlashAttention tiles", tiled_out, reference, want_out);
 
     // The lowered statement starts with the same log, as comments. Inside
-    // the tile loop, the running max takes the tile max m_tile, and l is
-    // rescaled by exp(m - max(m, m_tile)) before the tile's sum l_tile is
-    // added (o likewise). Two selects guard the repair: while every score
-    // seen so far is -inf (masked keys) nothing is added, and when the max
-    // did not move the rescaling is skipped.
+    // the tile loop, l_tile starts from l rescaled by exp(m - m_tile) (a
+    // select skips the rescaling while the max has not moved, or m is still
+    // -inf), the tile's exponentials are added to it only if m_tile is not
+    // -inf (every score so far masked: there is nothing to add, and
+    // exp(-inf + inf) would be NaN), one test per tile; then m and l take
+    // the tile's values (o likewise).
     std::printf("\nfrom the lowered statement:\n");
     std::string stmt = attention.compile_to_lowered_stmt(flash);
     for (const std::string &line : tiled.compile_log()) {
@@ -216,12 +218,23 @@ int main() {
         }
     }
     std::istringstream lines(stmt);
+    int shown = 0;
     for (std::string line; std::getline(lines, line);) {
         size_t start = line.find_first_not_of(' ');
-        if (start == std::string::npos || line.find("m_tile") == std::string::npos) continue;
-        if (line.compare(start, 2, "m[") == 0 || line.compare(start, 2, "l[") == 0) {
+        if (start == std::string::npos) continue;
+        bool l_tile = line.compare(start, 7, "l_tile[") == 0;
+        bool test = line.find("if ((m_tile[") != std::string::npos;
+        bool step =
+            (line.compare(start, 2, "m[") == 0 && line.find("m_tile[") != std::string::npos) ||
+            (line.compare(start, 2, "l[") == 0 && line.find("l_tile[") != std::string::npos);
+        if (l_tile || test || step) {
             std::printf("  %s\n", line.c_str() + start);
+            shown++;
         }
+    }
+    if (shown < 4) {
+        std::printf("expected l_tile's start, its test and sum, and the steps of m and l\n");
+        failures++;
     }
 
     // ---- 3b. A mask: tiles with nothing in them are skipped.

@@ -227,6 +227,33 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
     }
 }
 
+TEST(ReductionFusion, TilePartialsStartFromTheRepairedRunningValue) {
+    // FlashAttention-2's form: each tile's partial of o starts from o
+    // repaired to the tile's new max and accumulates the tile into it, so
+    // the step only copies it back (o and the partial are never live
+    // together); the test that the max is still -inf is made once per
+    // tile, not at every point and element.
+    WeightedAverage a;
+    a.set_inputs(5, 45, 7);
+    Schedule sch;
+    sch.rolling_update(a.o, a.r).split(a.r, RVar("ro"), RVar("ri"), 8).vectorize(a.d, 4);
+    sch[a.o].compute_root();
+    a.check(sch, 5, 7);
+    std::string stmt = Pipeline(a.out).compile_to_lowered_stmt(sch);
+    size_t produce = stmt.find("produce o_tile"), points = stmt.find("for (o_tile.s1.ri");
+    size_t consume = stmt.find("consume o_tile");
+    ASSERT_NE(produce, std::string::npos) << stmt;
+    ASSERT_NE(points, std::string::npos) << stmt;
+    ASSERT_NE(consume, std::string::npos) << stmt;
+    size_t test = stmt.find("-inf", produce);
+    EXPECT_LT(stmt.find("exp_f32", produce), points) << "the repair, in the partial's start";
+    EXPECT_LT(test, points) << stmt;
+    EXPECT_GT(stmt.find("-inf", points), consume) << "no test at the points: " << stmt;
+    size_t step_end = stmt.find("\n", stmt.find("o_tile[", consume));
+    EXPECT_EQ(stmt.substr(consume, step_end - consume).find("exp_f32"), std::string::npos)
+        << "the step copies the partial: " << stmt;
+}
+
 }  // namespace
 
 namespace {

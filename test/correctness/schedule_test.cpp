@@ -320,6 +320,31 @@ TEST(Schedule, RDomWhereAndScalarParam) {
     check_schedule(f, Schedule(), {11}, 1e-5);
 }
 
+TEST(Schedule, RDomWhereConjunctsAreTestedInTheLoopsTheyRead) {
+    // A conjunct of the predicate that reads only the row is tested once
+    // per row, around the loops of the row; the one that reads r and x
+    // stays at the point.
+    BufferParam in(Float(32), 2, "in"), flag(Int(32), 1, "flag");
+    Var y("y"), x("x");
+    RDom r(0, in.dim(1).extent(), "r");
+    r.where(flag(y) != 0 && r.x <= x);
+    Func f("f");
+    f(y, x) = 0.0f;
+    f(y, x) += in(y, r);
+    in.set(random_buffer<float>({13, 29}));
+    Buffer<int32_t> flags({13});
+    for (int k = 0; k < 13; k++) flags(k) = k % 3 == 1 ? 0 : k;
+    flag.set(flags);
+    Schedule sch;
+    sch[f].update().vectorize(x, 4);
+    check_schedule(f, sch, {13, 29}, 1e-5);
+    std::string stmt = Pipeline(f).compile_to_lowered_stmt(sch);
+    size_t rows = stmt.find("for (f.s1.y"), test = stmt.find("flag[", rows);
+    ASSERT_NE(rows, std::string::npos) << stmt;
+    EXPECT_LT(test, stmt.find("for (f.s1.x", rows)) << stmt;
+    EXPECT_LT(stmt.find("for (f.s1.r", rows), stmt.find("<= f.s1.x", rows)) << stmt;
+}
+
 TEST(Schedule, MultipleOutputs) {
     BufferParam in(Float(32), 1, "in");
     Var x("x");
