@@ -13,6 +13,9 @@
 
 #include <loom/loom.h>
 
+#include <optional>
+#include <string>
+
 namespace loom {
 namespace schedules {
 
@@ -43,6 +46,10 @@ struct AttentionChain {
      * registers. */
     Func qf = Func();
     Var c = Var();  // qf's last (head-dimension) Var
+    /** Optional: the keys and values as the algorithm reads them,
+     * k(b, h', j, c) and v(b, h', j, d). flash_attention_gpu with a
+     * key_tile copies each tile of them into shared memory. */
+    std::optional<BufferParam> k = std::nullopt, v = std::nullopt;
 };
 
 struct FlashAttentionOptions {
@@ -119,6 +126,12 @@ struct FlashAttentionGpuOptions {
     /** The head dimension the kernel is compiled for: the extent that q, k
      * and v fix with dim(3).set_extent(head_dim). */
     int head_dim = 64;
+    /** 0: each thread reads every key and value from global memory (one
+     * broadcast per warp). N > 0: the keys are rolled over in tiles of N;
+     * the block copies each tile of k and v into shared memory once, with
+     * a thread per key, and every thread reads it from there (needs
+     * AttentionChain::k and v). */
+    int key_tile = 0;
 };
 
 /** FlashAttention on a GPU without tensor cores, the baseline for the tile
@@ -135,18 +148,65 @@ struct FlashAttentionGpuOptions {
 inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
                                 const FlashAttentionGpuOptions &opt = {}) {
     Var io("io"), ii("ii"), dout("dout"), di("di");
+    if (opt.key_tile <= 0) {
+        sch[a.out]
+            .split(a.i, io, ii, opt.queries_per_block)
+            .split(a.d, dout, di, opt.head_dim, TailStrategy::ShiftInwards)
+            .gpu_blocks(io, a.h, a.b)
+            .gpu_threads(ii)
+            .unroll(di);
+        // Unrolled, so that the per-thread arrays are indexed by constants
+        // and stay in registers.
+        sch.rolling_update(a.o, a.r).unroll(a.d);
+        sch[a.o].compute_at(a.out, dout).unroll(a.d);
+        if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
+        if (a.qk.defined()) sch[a.qk].update().unroll(a.e);
+        return;
+    }
+    if (!a.k || !a.v) {
+        throw CompileError("flash_attention_gpu: key_tile " + std::to_string(opt.key_tile) +
+                           " copies tiles of the keys and values into shared memory, so the "
+                           "AttentionChain must name them: set its k and v.");
+    }
+    // The block's loop over key tiles runs outside its threads: o (and the
+    // chain's m and l), and each thread's query row qf, are computed at the
+    // block level, each thread owning its query's row, in registers.
+    RVar ro("ro"), ri("ri");
     sch[a.out]
-        .split(a.i, io, ii, opt.queries_per_block)
+        .split(a.i, io, ii, opt.queries_per_block, TailStrategy::GuardWithIf)
         .split(a.d, dout, di, opt.head_dim, TailStrategy::ShiftInwards)
+        .reorder(io, dout, ii, di)
         .gpu_blocks(io, a.h, a.b)
         .gpu_threads(ii)
         .unroll(di);
-    // Unrolled, so that the per-thread arrays are indexed by constants and
-    // stay in registers.
-    sch.rolling_update(a.o, a.r).unroll(a.d);
-    sch[a.o].compute_at(a.out, dout).unroll(a.d);
-    if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
-    if (a.qk.defined()) sch[a.qk].update().unroll(a.e);
+    sch.rolling_update(a.o, a.r)
+        .split(a.r, ro, ri, opt.key_tile)
+        .reorder(ro, a.i, ri, a.d)
+        .gpu_threads(a.i)
+        .unroll(ri)
+        .unroll(a.d);
+    sch[a.o].compute_at(a.out, dout).gpu_threads(a.i).unroll(a.d).store_in(MemoryType::Register);
+    if (a.qf.defined()) {
+        sch[a.qf]
+            .compute_at(a.out, dout)
+            .gpu_threads(a.i)
+            .unroll(a.c)
+            .store_in(MemoryType::Register);
+    }
+    if (a.qk.defined()) {
+        sch[a.qk].unroll(a.j);
+        sch[a.qk].update().reorder(a.e, a.j).unroll(a.e).unroll(a.j);
+    }
+    // Per tile, a thread per key copies its key's row, four floats a load.
+    Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci");
+    for (const BufferParam &input : {*a.k, *a.v}) {
+        sch.in(input, {kb, kh, kj, kc})
+            .compute_at(a.o, ro)
+            .split(kc, kco, kci, 4)
+            .vectorize(kci)
+            .gpu_threads(kj)
+            .store_in(MemoryType::Shared);
+    }
 }
 
 }  // namespace schedules

@@ -1,19 +1,21 @@
 // Plain attention with a GPU schedule and no tensor cores
-// (schedules/flash_attention.h, flash_attention_gpu): the baseline that the
-// tensor-core tile programs will be measured against. Prints TFLOP/s (4 *
+// (schedules/flash_attention.h, flash_attention_gpu, per key and over key
+// tiles of 8 staged in shared memory): the baseline that the tensor-core
+// tile programs will be measured against. Prints TFLOP/s (4 *
 // batch * heads * Lq * Lk * head_dim flops per call) for float32 and
 // float16 inputs, and the fraction of the GPU's float32 FMA peak (SMs x
 // clock x 128 FMA lanes x 2, from the device's attributes).
 //
 //   gpu_attention_bench [--quick] [--reps N]
 //
-// Each element type is first checked against the float64 reference
+// Each schedule and element type is first checked against the float64 reference
 // (attention/variants_reference.h) at sizes that leave partial blocks;
 // --quick stops there (the gpu-labelled CTest). Without a GPU it says why
 // and exits with 77 (skipped).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,10 +61,13 @@ double output_at(const RawBuffer &out, size_t i) {
 struct Kernel {
     attention::AttentionVariant app;
     CompiledPipeline compiled;
-    explicit Kernel(Type t) : app(attention::Variant::Global, t) {
+    Kernel(Type t, int key_tile) : app(attention::Variant::Global, t) {
         app.fix_head_dim(kHeadDim);
         Schedule sch;
-        schedules::flash_attention_gpu(sch, app.chain());
+        schedules::FlashAttentionGpuOptions opt;
+        opt.head_dim = kHeadDim;
+        opt.key_tile = key_tile;
+        schedules::flash_attention_gpu(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
     RawBuffer bind(int b, int h, int lq, int lk, std::vector<float> *q, std::vector<float> *k,
@@ -122,30 +127,43 @@ int main(int argc, char **argv) {
         double tolerance;  // float32 accumulation, plus one ulp of the output
     };
     const Case cases[] = {{"float32", Float(32), 1e-4}, {"float16", Float(16), 2e-3}};
+    // key_tile 0: each thread reads every key and value itself; 8: tiles
+    // of 8 keys copied into shared memory once per block.
+    const int key_tiles[] = {0, 8};
     bool ok = true;
-    std::vector<std::unique_ptr<Kernel>> kernels;
-    for (const Case &c : cases) {
-        kernels.push_back(std::make_unique<Kernel>(c.type));
-        // 77 queries: a full block of 64 and a partial one.
-        const double err = check(*kernels.back(), 2, 3, 77, 301);
-        const bool good = err <= c.tolerance;
-        std::printf("check %-8s: max relative error %.2e vs the float64 reference: %s\n", c.name,
-                    err, good ? "ok" : "WRONG");
-        ok = ok && good;
+    struct Entry {
+        const Case *c;
+        int key_tile;
+        std::unique_ptr<Kernel> kernel;
+    };
+    std::vector<Entry> kernels;
+    for (int key_tile : key_tiles) {
+        for (const Case &c : cases) {
+            kernels.push_back({&c, key_tile, std::make_unique<Kernel>(c.type, key_tile)});
+            // 77 queries: a full block of 64 and a partial one.
+            const double err = check(*kernels.back().kernel, 2, 3, 77, 301);
+            const bool good = err <= c.tolerance;
+            std::printf(
+                "check %-8s key_tile %d: max relative error %.2e vs the float64 "
+                "reference: %s\n",
+                c.name, key_tile, err, good ? "ok" : "WRONG");
+            ok = ok && good;
+        }
     }
     if (!ok) return 1;
     if (quick) return 0;
 
     const int B = 4, H = 16;
-    std::printf("\n%-8s %6s %10s %10s %12s\n", "input", "seq", "ms", "TFLOP/s", "of FP32 peak");
-    for (size_t n = 0; n < kernels.size(); n++) {
+    std::printf("\n%-8s %8s %6s %10s %10s %12s\n", "input", "key_tile", "seq", "ms", "TFLOP/s",
+                "of FP32 peak");
+    for (Entry &e : kernels) {
         for (int L : {1024, 4096}) {
-            Kernel &k = *kernels[n];
+            Kernel &k = *e.kernel;
             RawBuffer out = k.bind(B, H, L, L, nullptr, nullptr, nullptr);
             const double s =
                 loom_bench::seconds_per_call([&] { k.compiled.realize({out}); }, cu, reps, 3);
             const double flops = 4.0 * B * H * double(L) * L * kHeadDim;
-            std::printf("%-8s %6d %10.3f %10.2f %11.1f%%\n", cases[n].name, L, s * 1e3,
+            std::printf("%-8s %8d %6d %10.3f %10.2f %11.1f%%\n", e.c->name, e.key_tile, L, s * 1e3,
                         flops / s / 1e12, 100 * flops / s / peak);
         }
     }

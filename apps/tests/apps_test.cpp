@@ -190,6 +190,58 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
     }
 }
 
+TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
+    // flash_attention_gpu with a key_tile: per tile the block copies the
+    // keys and values into shared memory, between barriers; each thread
+    // keeps its running values and query row across the tiles, one array
+    // of the head dimension each (o's tile partial takes over o's
+    // registers: the step only copies it back).
+    for (attention::Variant var : {attention::Variant::Causal, attention::Variant::GroupedQuery}) {
+        attention::AttentionVariant app(var, Float(16));
+        app.fix_head_dim(64);
+        Schedule sch;
+        schedules::FlashAttentionGpuOptions opt;
+        opt.key_tile = 4;
+        schedules::flash_attention_gpu(sch, app.chain(), opt);
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            const Target target(std::string("host-cuda-") + arch);
+            const std::string base = ::testing::TempDir() + "loom_apps_gpu_attention_tiles";
+            Pipeline(app.out).compile_to_cuda(base, sch, target);
+            std::ifstream cu(base + ".cu");
+            std::string source((std::istreambuf_iterator<char>(cu)),
+                               std::istreambuf_iterator<char>());
+            for (const char *line :
+                 {"float o_[64];", "float qf_[64];", "float m_[1];", "float l_[1];",
+                  "__half *const k_in_ = ", "__half *const v_in_ = ", "__syncthreads();"}) {
+                EXPECT_NE(source.find(line), std::string::npos)
+                    << app.name() << " " << arch << ": " << line;
+            }
+            EXPECT_NE(source.find("o_[0] = o_tile_[0];"), std::string::npos)
+                << app.name() << " " << arch << ": the step copies the tile partial";
+            for (const char *suffix : {".cu", ".ptx", ".cubin"})
+                std::remove((base + suffix).c_str());
+        }
+    }
+}
+
+TEST(Apps, GpuAttentionOverKeyTilesNeedsTheKeysAndValues) {
+    attention::AttentionVariant app(attention::Variant::Global, Float(32));
+    app.fix_head_dim(32);
+    schedules::AttentionChain chain = app.chain();
+    chain.v.reset();
+    Schedule sch;
+    schedules::FlashAttentionGpuOptions opt;
+    opt.head_dim = 32;
+    opt.key_tile = 8;
+    try {
+        schedules::flash_attention_gpu(sch, chain, opt);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("must name them: set its k and v"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
     // Each thread's running max, sum, weighted sum and query row are arrays
     // indexed by constants, so they live in registers: a GPU puts an array

@@ -1,6 +1,7 @@
-// The GPU schedule of plain attention (schedules/flash_attention.h,
-// flash_attention_gpu) on the GPU, against the float64 reference, for every
-// attention variant and input type, at sizes that leave partial blocks.
+// The GPU schedules of plain attention (schedules/flash_attention.h,
+// flash_attention_gpu: per key, and over key tiles staged in shared memory)
+// on the GPU, against the float64 reference, for every attention variant
+// and input type, at sizes that leave partial blocks and a partial tile.
 // Label gpu: reported as skipped without a GPU.
 #include <gtest/gtest.h>
 
@@ -20,11 +21,12 @@ namespace {
 
 const int window = 19;  // sliding window only
 
-using Param = std::tuple<Variant, int /*index in all_types*/>;
+using Param = std::tuple<Variant, int /*index in all_types*/, int /*key_tile*/>;
 
 std::string param_name(const ::testing::TestParamInfo<Param> &info) {
-    const auto [var, type_index] = info.param;
-    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]);
+    const auto [var, type_index, key_tile] = info.param;
+    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]) +
+           (key_tile ? "_tiles_of_" + std::to_string(key_tile) : "");
 }
 
 class GpuAttention : public ::testing::TestWithParam<Param> {};
@@ -34,10 +36,11 @@ class GpuAttention : public ::testing::TestWithParam<Param> {};
 TEST_P(GpuAttention, MatchesReference) {
     const std::string why = no_gpu_reason();
     if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
-    const auto [var, type_index] = GetParam();
+    const auto [var, type_index, key_tile] = GetParam();
     const Type t = all_types[type_index];
     // 77 queries: one full block of 64 and a partial one; the keys are not
-    // a multiple of anything; grouped-query has 2 query heads per key head.
+    // a multiple of anything (nine tiles of 8 and a partial one); grouped-query has 2 query heads
+    // per key head.
     VariantShape sh;
     sh.batch = 2;
     sh.q_heads = 4;
@@ -50,6 +53,7 @@ TEST_P(GpuAttention, MatchesReference) {
     Schedule sch;
     schedules::FlashAttentionGpuOptions opt;
     opt.head_dim = sh.head_dim;
+    opt.key_tile = key_tile;
     schedules::flash_attention_gpu(sch, app.chain(), opt);
     CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
 
@@ -65,5 +69,5 @@ TEST_P(GpuAttention, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, GpuAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(0, 1, 2)),
+                                            ::testing::Values(0, 1, 2), ::testing::Values(0, 8)),
                          param_name);
