@@ -128,9 +128,10 @@ struct FlashAttentionGpuOptions {
     int head_dim = 64;
     /** 0: each thread reads every key and value from global memory (one
      * broadcast per warp). N > 0: the keys are rolled over in tiles of N;
-     * the block copies each tile of k and v into shared memory once, with
-     * a thread per key, and every thread reads it from there (needs
-     * AttentionChain::k and v). */
+     * the block copies each tile of k and v into shared memory once
+     * (coalesced: a thread per four elements of a row, over the tile's
+     * keys), and every thread reads it from there (needs AttentionChain::k
+     * and v). */
     int key_tile = 0;
 };
 
@@ -197,14 +198,16 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         sch[a.qk].unroll(a.j);
         sch[a.qk].update().reorder(a.e, a.j).unroll(a.e).unroll(a.j);
     }
-    // Per tile, a thread per key copies its key's row, four floats a load.
+    // Per tile, a thread per four elements of a row copies them from every
+    // key of the tile: neighbouring threads load neighbouring words.
     Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci");
     for (const BufferParam &input : {*a.k, *a.v}) {
         sch.in(input, {kb, kh, kj, kc})
             .compute_at(a.o, ro)
             .split(kc, kco, kci, 4)
+            .reorder(kco, kj, kci)
             .vectorize(kci)
-            .gpu_threads(kj)
+            .gpu_threads(kco)
             .store_in(MemoryType::Shared);
     }
 }
