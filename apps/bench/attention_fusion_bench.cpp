@@ -46,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -1167,6 +1168,16 @@ int main(int argc, char **argv) {
     if (!opt.only.empty() && opt.only != "prefill" && opt.only != "decode" &&
         opt.only != "compile" && opt.only != "sweep") {
         return usage(argv[0]);
+    }
+    if (!opt.dump_dir.empty()) {
+        // Made here, so that a bad path is named before minutes of runs.
+        std::error_code ec;
+        std::filesystem::create_directories(opt.dump_dir, ec);
+        if (ec) {
+            std::fprintf(stderr, "--dump %s: cannot create the directory: %s\n",
+                         opt.dump_dir.c_str(), ec.message().c_str());
+            return 2;
+        }
     }
     if (opt.quick) {
         opt.reps = std::min(opt.reps, 3);

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -517,6 +518,16 @@ int main(int argc, char **argv) {
                          "usage: %s [--threads N] [--reps N] [--quick] [--only KERNEL] [--dump "
                          "DIR]\n",
                          argv[0]);
+            return 2;
+        }
+    }
+    if (!opt.dump_dir.empty()) {
+        // Made here, so that a bad path is named before minutes of runs.
+        std::error_code ec;
+        std::filesystem::create_directories(opt.dump_dir, ec);
+        if (ec) {
+            std::fprintf(stderr, "--dump %s: cannot create the directory: %s\n",
+                         opt.dump_dir.c_str(), ec.message().c_str());
             return 2;
         }
     }
