@@ -306,6 +306,29 @@ __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long 
     loom_move<T, N>(r.v, p + i, p + i);
     return r;
 }
+// Loads from a buffer the kernel only reads (a const __restrict__
+// parameter) go through the read-only data cache, a whole word each, as
+// __ldg does for scalars; the compiler does not infer it for words built
+// by reinterpreting lanes.
+template <typename T, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_load_dense_readonly(const T *p, long long i) {
+    loom_vec<T, N> r;
+    const T *a = p + i;
+#if defined(__CUDA_ARCH__)
+    constexpr int W = loom_word<T, N>::bytes;
+    if constexpr (W > int(sizeof(T))) {
+        typedef typename loom_word_type<W>::type word;
+        if ((reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
+#pragma unroll
+            for (int k = 0; k < int(sizeof(T)) * N / W; k++)
+                reinterpret_cast<word *>(r.v)[k] = __ldg(reinterpret_cast<const word *>(a) + k);
+            return r;
+        }
+    }
+#endif
+    loom_move<T, N>(r.v, a, a);
+    return r;
+}
 // Stores to global memory move whole 16- and 8-byte words through inline
 // PTX: the compiler splits a word store built from lanes back into lanes.
 // (Compiled for anything but a GPU, the source moves words in C++.)
@@ -749,13 +772,18 @@ class KernelPrinter : public IRVisitor {
         return "[&](" + type(t) + " " + pa.name() + ", " + type(t) + " " + pb.name() +
                ") { return " + print(combined) + "; }";
     }
-    /** Whether `name` is one of the kernel's buffer parameters (in global
-     * memory), rather than storage of its own. */
-    bool is_kernel_buffer(const std::string &name) const {
+    /** The kernel's buffer parameter `name` (in global memory), or null for
+     * storage of its own. */
+    const CudaKernel::Param *kernel_buffer(const std::string &name) const {
         for (const CudaKernel::Param &p : kernel.params) {
-            if (p.is_buffer && p.name == name) return true;
+            if (p.is_buffer && p.name == name) return &p;
         }
-        return false;
+        return nullptr;
+    }
+    bool is_kernel_buffer(const std::string &name) const { return kernel_buffer(name); }
+    bool is_read_only_kernel_buffer(const std::string &name) const {
+        const CudaKernel::Param *p = kernel_buffer(name);
+        return p && !p->written;
     }
     /** A dense vector index: Ramp(base, 1) with a scalar base. */
     static const Ramp *dense_ramp(const Expr &index) {
@@ -878,8 +906,9 @@ class KernelPrinter : public IRVisitor {
         uses_vectors = true;
         const std::string lanes = std::to_string(op->type.lanes);
         if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            expr_out << "loom_load_dense<" << elem << ", " << lanes << ">(" << buf << ", "
-                     << print(r->base) << ")";
+            expr_out << (is_read_only_kernel_buffer(op->name) ? "loom_load_dense_readonly<"
+                                                              : "loom_load_dense<")
+                     << elem << ", " << lanes << ">(" << buf << ", " << print(r->base) << ")";
             return;
         }
         expr_out << "loom_gather(" << buf << ", " << print(op->index);

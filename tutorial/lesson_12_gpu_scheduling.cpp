@@ -135,9 +135,11 @@ int main() {
         .gpu_blocks(xo, y)
         .gpu_threads(xi);
     std::string vectors = Pipeline(brighter).compile_to_cuda(wide, gpu);
-    // One line loads the 4 inputs (loom_load_dense) and stores the 4 results.
+    // One line loads the 4 inputs (loom_load_dense_readonly: the kernel
+    // only reads `in`, so the load goes through the read-only data cache)
+    // and stores the 4 results.
     if (!show_lines(vectors, {"loom_store_dense_global<float, 4>"}) ||
-        vectors.find("loom_load_dense<float, 4>(in_") == std::string::npos) {
+        vectors.find("loom_load_dense_readonly<float, 4>(in_") == std::string::npos) {
         return 1;
     }
 
