@@ -42,6 +42,23 @@ double max_error(const Buffer<float> &a, const std::vector<float> &b) {
     return worst;
 }
 
+/** The CUDA C++ and the PTX that compile_to_cuda writes for `out` (through
+ * NVRTC), read back; the files are removed. */
+struct CudaText {
+    std::string source, ptx;
+};
+CudaText compile_to_cuda_text(const Func &out, const Schedule &sch, const Target &target) {
+    const std::string base = ::testing::TempDir() + "loom_apps_cuda";
+    Pipeline(out).compile_to_cuda(base, sch, target);
+    auto read = [&](const char *suffix) {
+        std::ifstream in(base + suffix);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    CudaText text{read(".cu"), read(".ptx")};
+    for (const char *suffix : {".cu", ".ptx", ".cubin"}) std::remove((base + suffix).c_str());
+    return text;
+}
+
 }  // namespace
 
 TEST(Apps, Blur) {
@@ -162,18 +179,13 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
     chain.schedule_gpu(chain_gpu);
     for (const char *arch : {"sm_80", "sm_90a"}) {
         const Target target(std::string("host-cuda-") + arch);
-        const std::string base = ::testing::TempDir() + "loom_apps_gpu";
         // Each with its number of row reductions.
         for (auto [out, sch, reductions] : {std::tuple<Func, Schedule, int>{sm.out, sm_gpu, 2},
                                             {ln.out, ln_gpu, 2},
                                             {rms.out, rms_gpu, 1},
                                             {chain.out, chain_gpu, 0}}) {
-            Pipeline(out).compile_to_cuda(base, sch, target);
-            std::ifstream ptx(base + ".ptx"), cu(base + ".cu");
-            std::string text((std::istreambuf_iterator<char>(ptx)),
-                             std::istreambuf_iterator<char>());
-            std::string source((std::istreambuf_iterator<char>(cu)),
-                               std::istreambuf_iterator<char>());
+            const CudaText cuda = compile_to_cuda_text(out, sch, target);
+            const std::string &text = cuda.ptx, &source = cuda.source;
             // Only the row reductions combine partials across threads, once
             // each: the ragged end of a row does not make a second combine.
             EXPECT_EQ(text.find("shfl.sync.down") != std::string::npos, reductions > 0) << arch;
@@ -184,8 +196,6 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
             }
             EXPECT_EQ(combines, reductions) << arch << "\n" << source;
             EXPECT_NE(text.find("st.global.v4.b32"), std::string::npos) << arch;
-            for (const char *suffix : {".cu", ".ptx", ".cubin"})
-                std::remove((base + suffix).c_str());
         }
     }
 }
@@ -205,11 +215,7 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
         schedules::flash_attention_gpu(sch, app.chain(), opt);
         for (const char *arch : {"sm_80", "sm_90a"}) {
             const Target target(std::string("host-cuda-") + arch);
-            const std::string base = ::testing::TempDir() + "loom_apps_gpu_attention_tiles";
-            Pipeline(app.out).compile_to_cuda(base, sch, target);
-            std::ifstream cu(base + ".cu");
-            std::string source((std::istreambuf_iterator<char>(cu)),
-                               std::istreambuf_iterator<char>());
+            const std::string source = compile_to_cuda_text(app.out, sch, target).source;
             for (const char *line :
                  {"float o_[64];", "float qf_[64];", "float m_[1];", "float l_[1];",
                   "__half *const k_in_ = ", "__half *const v_in_ = ", "__syncthreads();"}) {
@@ -218,8 +224,6 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             }
             EXPECT_NE(source.find("o_[0] = o_tile_[0];"), std::string::npos)
                 << app.name() << " " << arch << ": the step copies the tile partial";
-            for (const char *suffix : {".cu", ".ptx", ".cubin"})
-                std::remove((base + suffix).c_str());
         }
     }
 }
@@ -255,11 +259,7 @@ TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
         schedules::flash_attention_gpu(sch, app.chain());
         for (const char *arch : {"sm_80", "sm_90a"}) {
             const Target target(std::string("host-cuda-") + arch);
-            const std::string base = ::testing::TempDir() + "loom_apps_gpu_attention";
-            Pipeline(app.out).compile_to_cuda(base, sch, target);
-            std::ifstream ptx(base + ".ptx");
-            std::string text((std::istreambuf_iterator<char>(ptx)),
-                             std::istreambuf_iterator<char>());
+            const std::string text = compile_to_cuda_text(app.out, sch, target).ptx;
             EXPECT_EQ(text.find(".local"), std::string::npos) << app.name() << " " << arch;
             if (var == attention::Variant::Global) {
                 size_t exps = 0;
@@ -268,8 +268,6 @@ TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
                     exps++;
                 EXPECT_EQ(exps, 2u) << arch;
             }
-            for (const char *suffix : {".cu", ".ptx", ".cubin"})
-                std::remove((base + suffix).c_str());
         }
     }
 }
