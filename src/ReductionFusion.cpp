@@ -1455,8 +1455,8 @@ void reorder(LoweringEnv &env) {
     std::vector<std::string> order;
     std::set<std::string> done, active;
     // Funcs that the members of a group read (partials, bridges): computed
-    // inside the group's loops.
-    std::set<std::string> inside;
+    // inside the group's loops, by the leader of that group.
+    std::map<std::string, std::string> inside;
     for (const FusedGroup &g : env.groups) {
         std::vector<std::string> stack(g.members.begin(), g.members.end());
         while (!stack.empty()) {
@@ -1466,7 +1466,7 @@ void reorder(LoweringEnv &env) {
                 if (!env.funcs.count(c->name) || inside.count(c->name)) return;
                 if (std::find(g.members.begin(), g.members.end(), c->name) != g.members.end())
                     return;
-                inside.insert(c->name);
+                inside.emplace(c->name, g.leader);
                 stack.push_back(c->name);
             });
         }
@@ -1477,12 +1477,13 @@ void reorder(LoweringEnv &env) {
         active.insert(n);
         std::vector<std::string> deps;
         visit_calls(*env.funcs.at(n), [&](const Call *c) {
-            // A Func inside a group reads the members' running values (a
+            // A Func inside a group reads its members' running values (a
             // tile partial starts from one): the members are realized
             // around it, not before it.
             const FusedGroup *g = env.group_led_by(c->name);
             if (!g) g = env.group_following(c->name);
-            if (g && inside.count(n)) return;
+            auto in = inside.find(n);
+            if (g && in != inside.end() && in->second == g->leader) return;
             if (c->name != n && env.funcs.count(c->name) &&
                 std::find(deps.begin(), deps.end(), c->name) == deps.end())
                 deps.push_back(c->name);
