@@ -227,6 +227,39 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
     }
 }
 
+TEST(ReductionFusion, AChainWhoseTermsReadAnotherChain) {
+    // Two softmax-weighted averages over the same rows, the second's scores
+    // scaled by the first's result: the second chain's tile partials read
+    // the first chain's members, which must be done before them.
+    BufferParam x(Float(32), 2, "x");
+    Var i("i");
+    RDom r(0, x.dim(1).extent(), "r"), r2(0, x.dim(1).extent(), "r2");
+    Func m1("m1"), l1("l1"), a1("a1"), avg1("avg1"), m2("m2"), l2("l2"), a2("a2"), out("out");
+    m1(i) = maximum(x(i, r));
+    l1(i) = sum(exp(x(i, r) - m1(i)));
+    a1(i) = sum(exp(x(i, r) - m1(i)) * x(i, r));
+    avg1(i) = a1(i) / l1(i);
+    Expr s = x(i, r2) * avg1(i);
+    m2(i) = maximum(s);
+    l2(i) = sum(exp(s - m2(i)));
+    a2(i) = sum(exp(s - m2(i)) * x(i, r2));
+    out(i) = a2(i) / l2(i);
+    x.set(random_buffer<float>({5, 37}, -2, 2));
+    Buffer<float> expected(interpret(out, {5}));
+    for (int tile : {0, 8}) {
+        Schedule sch;
+        for (auto [f, dom] : {std::pair<Func, RDom>{a1, r}, {a2, r2}}) {
+            Stage st = sch.rolling_update(f, dom);
+            if (tile) st.split(dom, RVar("ro"), RVar("ri"), tile);
+            sch[f].compute_root();
+        }
+        Buffer<float> actual({5});
+        Pipeline(out).compile(sch).realize({actual});
+        SCOPED_TRACE("tile " + std::to_string(tile));
+        EXPECT_TRUE(buffers_match(actual, expected, 1e-5, 1e-5));
+    }
+}
+
 TEST(ReductionFusion, TilePartialsStartFromTheRepairedRunningValue) {
     // FlashAttention-2's form: each tile's partial of o starts from o
     // repaired to the tile's new max and accumulates the tile into it, so
