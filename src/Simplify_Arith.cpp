@@ -409,6 +409,29 @@ Expr Simplify::rewrite_div(const Expr &a, const Expr &b) {
         return Div::make(a, b);
     }
 
+    // min(x, y) / c == min(x / c, y / c) for c > 0, as floor division by
+    // a positive constant is monotonic (max likewise). Taken where one side's
+    // division cancels, e.g. a tile's clamped first key: min(t*T, n - 1) / T
+    // == min(t, (n - 1) / T), which then matches its last key's tile.
+    // An added constant goes into both sides: (min(x, y) + k) / c.
+    if (c > 0) {
+        Expr inner = a;
+        int64_t k = 0;
+        if (const Add *add = a.as<Add>(); add && const_int(add->b, &k)) inner = add->a;
+        const Min *mn = inner.as<Min>();
+        const Max *mx = inner.as<Max>();
+        if (mn || mx) {
+            Expr x = mn ? mn->a : mx->a, y = mn ? mn->b : mx->b;
+            if (k != 0) {
+                x = rewrite_add(x, make_const(t, k));
+                y = rewrite_add(y, make_const(t, k));
+            }
+            x = rewrite_div(x, b);
+            y = rewrite_div(y, b);
+            if (!x.as<Div>() || !y.as<Div>()) return mn ? rewrite_min(x, y) : rewrite_max(x, y);
+        }
+    }
+
     // (x*c*k + y) / c == x*k + y / c (exact in unbounded integers).
     LinearForm lf(t), q(t), rem(t);
     lf.add(a, 1);

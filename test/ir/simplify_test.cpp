@@ -316,6 +316,13 @@ TEST(Simplify, DivMod) {
     // Floor semantics: (x*8 - 1)/8 == x - 1, not x.
     EXPECT_SIMPLIFY((x * 8 - 1) / 8, x + (-1));
     EXPECT_SIMPLIFY((x * 8 - 1) % 8, Expr(7));
+    // Division by a positive constant goes into a min or max where one side
+    // cancels: the tiles of a tile's clamped first and last keys match.
+    Expr n = var("n");
+    EXPECT_SIMPLIFY(min(x * 8, n + (-1)) / 8, min(x, (n + 7) / 8 + (-1)));
+    EXPECT_SIMPLIFY((min(x * 8, n + (-8)) + 7) / 8, min(x, (n + 7) / 8 + (-1)));
+    EXPECT_SIMPLIFY(max(x * 4 + 1, y) / 4, max(x, y / 4));
+    EXPECT_SIMPLIFY(min(x, y) / 8, min(x, y) / 8);  // nothing cancels: left alone
     // Bounds make the division constant.
     Scope<Interval> s;
     s.push("y", Interval(Expr(0), Expr(7)));
