@@ -198,6 +198,10 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         sch[a.qk].unroll(a.j);
         sch[a.qk].update().reorder(a.e, a.j).unroll(a.e).unroll(a.j);
     }
+    // The tile's probabilities, once per thread and key: l's and o's tile
+    // partials both read them (inlined, o's would recompute each one for
+    // every element of the head dimension).
+    sch[a.p].compute_at(a.o, a.i).unroll(a.j);
     // Per tile, a thread per four elements of a row copies them from every
     // key of the tile: neighbouring threads load neighbouring words.
     Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci");

@@ -205,7 +205,8 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
     // keys and values into shared memory, between barriers; each thread
     // keeps its running values and query row across the tiles, one array
     // of the head dimension each (o's tile partial takes over o's
-    // registers: the step only copies it back).
+    // registers: the step only copies it back), and computes each key's
+    // probability once.
     for (attention::Variant var : {attention::Variant::Causal, attention::Variant::GroupedQuery}) {
         attention::AttentionVariant app(var, Float(16));
         app.fix_head_dim(64);
@@ -215,7 +216,15 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
         schedules::flash_attention_gpu(sch, app.chain(), opt);
         for (const char *arch : {"sm_80", "sm_90a"}) {
             const Target target(std::string("host-cuda-") + arch);
-            const std::string source = compile_to_cuda_text(app.out, sch, target).source;
+            const CudaText cuda = compile_to_cuda_text(app.out, sch, target);
+            const std::string &source = cuda.source;
+            // One exponential per key of a tile (p, computed once per thread
+            // and key), and one per repair of l and of o.
+            size_t exps = 0;
+            for (size_t at = cuda.ptx.find("ex2.approx"); at != std::string::npos;
+                 at = cuda.ptx.find("ex2.approx", at + 1))
+                exps++;
+            EXPECT_EQ(exps, size_t(opt.key_tile + 2)) << app.name() << " " << arch;
             for (const char *line :
                  {"float o_[64];", "float qf_[64];", "float m_[1];", "float l_[1];",
                   "__half *const k_in_ = ", "__half *const v_in_ = ", "__syncthreads();"}) {
