@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -34,6 +33,7 @@
 #include "../gemm/gemm.h"
 #include "../layernorm/layernorm.h"
 #include "../softmax/softmax.h"
+#include "dump_dir.h"
 
 #ifndef LOOM_HALIDE_VERSION
 #define LOOM_HALIDE_VERSION "14"
@@ -521,16 +521,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (!opt.dump_dir.empty()) {
-        // Made here, so that a bad path is named before minutes of runs.
-        std::error_code ec;
-        std::filesystem::create_directories(opt.dump_dir, ec);
-        if (ec) {
-            std::fprintf(stderr, "--dump %s: cannot create the directory: %s\n",
-                         opt.dump_dir.c_str(), ec.message().c_str());
-            return 2;
-        }
-    }
+    if (!opt.dump_dir.empty() && !loom_bench::make_dump_dir(opt.dump_dir)) return 2;
     if (opt.quick) opt.reps = std::min(opt.reps, 3);
     // Both thread pools read these when they start, which is at the first
     // parallel run: set them before anything runs.
