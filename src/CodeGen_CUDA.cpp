@@ -211,6 +211,15 @@ template <typename T> __device__ __forceinline__ T loom_min(T a, T b) { return a
 template <typename T> __device__ __forceinline__ T loom_max(T a, T b) { return a > b ? a : b; }
 __device__ __forceinline__ float loom_fmod(float a, float b) { return a - b * floorf(a / b); }
 __device__ __forceinline__ double loom_fmod(double a, double b) { return a - b * floor(a / b); }
+// A scalar load from a buffer the kernel only reads: through the read-only
+// data cache (__ldg), which the compiler infers for some such loads only.
+template <typename T> __device__ __forceinline__ T loom_load_readonly(const T *p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
 )";
 
 // Vectors (from vectorized loops inside a kernel) are small arrays in
@@ -307,9 +316,9 @@ __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long 
     return r;
 }
 // Loads from a buffer the kernel only reads (a const __restrict__
-// parameter) go through the read-only data cache, a whole word each, as
-// __ldg does for scalars; the compiler does not infer it for words built
-// by reinterpreting lanes.
+// parameter) go through the read-only data cache (__ldg): the compiler
+// infers it for some scalar loads only, and never for the words built by
+// reinterpreting lanes.
 template <typename T, int N>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense_readonly(const T *p, long long i) {
     loom_vec<T, N> r;
@@ -899,6 +908,9 @@ class KernelPrinter : public IRVisitor {
         const bool masked = !is_const_one(op->predicate);
         if (op->type.is_scalar()) {
             std::string load = buf + "[" + print(op->index) + "]";
+            // __ldg has an overload for every element type but bool.
+            if (is_read_only_kernel_buffer(op->name) && !op->type.is_bool())
+                load = "loom_load_readonly(&" + load + ")";
             if (masked) load = "(" + print(op->predicate) + " ? " + load + " : " + elem + "())";
             expr_out << load;
             return;

@@ -283,6 +283,8 @@ TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     // Every pass over the row reads the copy; only the copy reads in_.
     EXPECT_NE(kernel.find("fmaxf(row_max_partial_[0], in_in_["), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], in_["), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], loom_load_readonly(&in_["), std::string::npos)
+        << kernel;
 }
 
 TEST(CudaCodegen, RegistersThatThreadsKeepAcrossABlockLoop) {
@@ -315,9 +317,12 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
     std::string src = compile_for_every_arch(p.softmax, p.one_row_per_block(256), 1);
     std::string kernel = kernels_of(src);
     EXPECT_NE(kernel.find("float row_max_partial_[1];"), std::string::npos) << kernel;
-    EXPECT_NE(kernel.find("row_max_partial_[0] = fmaxf(row_max_partial_[0], in_["),
-              std::string::npos)
+    // The kernel only reads `in`: through the read-only data cache.
+    EXPECT_NE(
+        kernel.find("row_max_partial_[0] = fmaxf(row_max_partial_[0], loom_load_readonly(&in_["),
+        std::string::npos)
         << kernel;
+
     EXPECT_NE(kernel.find("row_max_partial_[0] = loom_block_reduce(row_max_partial_[0]"),
               std::string::npos)
         << kernel;
@@ -332,6 +337,8 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
         << kernel;
     std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
     EXPECT_NE(ptx.find("shfl.sync.down"), std::string::npos);
+    EXPECT_NE(ptx.find("ld.global.nc.f32"), std::string::npos) << ptx;
+    EXPECT_EQ(ptx.find("ld.global.f32"), std::string::npos) << ptx;
 
     // 16-bit and integer values shuffle too (through 32-bit words), over a
     // two-dimensional block.
