@@ -891,6 +891,18 @@ class ConstantBounds {
             *out = *c;
             return true;
         }
+        // a * k - b * k, as the simplifier writes (a - b) * k: bound a - b,
+        // whose operands may pair up (a fused loop's extent, a product).
+        const Mul *ma = a.as<Mul>(), *mb = b.as<Mul>();
+        if (ma && mb) {
+            const int64_t *ka = as_const_int(ma->b), *kb = as_const_int(mb->b);
+            int64_t d;
+            if (ka && kb && *ka == *kb && *ka != 0 &&
+                sub(ma->a, mb->a, *ka > 0 ? upper : !upper, &d)) {
+                *out = d * *ka;
+                return true;
+            }
+        }
         if (paired(a, b, upper, out)) return true;
         // min(a1, a2) - b == min(a1 - b, a2 - b), and likewise for max;
         // a - min(b1, b2) == max(a - b1, a - b2).
@@ -920,7 +932,9 @@ class ConstantBounds {
 }  // namespace
 
 bool constant_upper_bound(const Expr &e, const Scope<Interval> &scope, int64_t *out) {
-    return ConstantBounds(scope).upper(simplify(substitute_in_all_lets(e)), out);
+    // The scope's ranges also simplify: a loop variable known to stay below
+    // some bound makes a min against that bound the variable itself.
+    return ConstantBounds(scope).upper(simplify(substitute_in_all_lets(e), true, scope), out);
 }
 
 }  // namespace internal

@@ -207,12 +207,14 @@ struct Solution {
 Expr max_of(const Expr &a, const Expr &b) {
     if (!a.defined()) return b;
     if (!b.defined()) return a;
-    return Max::make(a, b);
+    // Simplified as it grows: each occurrence of a condition (an unrolled
+    // loop repeats one hundreds of times) adds the same bound again.
+    return simplify(Max::make(a, b));
 }
 Expr min_of(const Expr &a, const Expr &b) {
     if (!a.defined()) return b;
     if (!b.defined()) return a;
-    return Min::make(a, b);
+    return simplify(Min::make(a, b));
 }
 
 // Brings a comparison to the form d <= k; false if c is not one.

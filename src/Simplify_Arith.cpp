@@ -137,6 +137,21 @@ Expr build_sum(const std::vector<LinearForm::Term> &terms, int64_t c, Type t) {
     return r;
 }
 
+/** Whether a - b is a constant, from the sums' terms alone: cheaper than
+ * simplifying the difference, for rules that only ask. */
+bool constant_difference(const Expr &a, const Expr &b, Type t, int64_t *c) {
+    LinearForm lf(t);
+    lf.add(a, 1);
+    lf.add(b, -1);
+    for (const LinearForm::Term &term : lf.terms) {
+        if (term.coeff != 0) return false;
+    }
+    *c = lf.constant;
+    return true;
+}
+
+bool is_extremum(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
+
 }  // namespace
 
 Expr Simplify::rebuild_scalar(LinearForm lf) {
@@ -184,8 +199,79 @@ Expr Simplify::rebuild_scalar(LinearForm lf) {
                 break;
             }
         }
+        // A min or max less another with a shared operand, or less one of
+        // its own operands: see difference_of_paired_extrema and
+        // extremum_less_an_operand.
+        for (size_t i = 0; i < lf.terms.size() && !changed; i++) {
+            if (lf.terms[i].coeff == 0 || !is_extremum(lf.terms[i].e)) continue;
+            for (size_t j = 0; j < lf.terms.size() && !changed; j++) {
+                Expr rest;
+                if (i == j || lf.terms[i].coeff != -lf.terms[j].coeff ||
+                    !(difference_of_paired_extrema(lf.terms[i].e, lf.terms[j].e, t, &rest) ||
+                      extremum_less_an_operand(lf.terms[i].e, lf.terms[j].e, t, &rest)))
+                    continue;
+                const int64_t k = lf.terms[i].coeff;
+                lf.terms.erase(lf.terms.begin() + std::max(i, j));
+                lf.terms.erase(lf.terms.begin() + std::min(i, j));
+                lf.add(rest, k);
+                changed = true;
+            }
+        }
     }
     return build_sum(lf.terms, lf.constant, t);
+}
+
+bool Simplify::difference_of_paired_extrema(const Expr &a, const Expr &b, Type t, Expr *out) {
+    // Only where overflow is undefined anyway: the result subtracts
+    // operands that the difference itself never subtracts.
+    if (!t.is_int() || t.bits < 32) return false;
+    const bool is_min = a.as<Min>() != nullptr;
+    Expr a0, a1, b0, b1;
+    if (const Min *p = a.as<Min>(), *q = b.as<Min>(); p && q) {
+        a0 = p->a, a1 = p->b, b0 = q->a, b1 = q->b;
+    } else if (const Max *p = a.as<Max>(), *q = b.as<Max>(); p && q) {
+        a0 = p->a, a1 = p->b, b0 = q->a, b1 = q->b;
+    } else {
+        return false;
+    }
+    // Find the shared operand x: a = ext(x, y), b = ext(x, z).
+    Expr x, y, z;
+    if (equal(a0, b0)) x = a0, y = a1, z = b1;
+    else if (equal(a0, b1)) x = a0, y = a1, z = b0;
+    else if (equal(a1, b0)) x = a1, y = a0, z = b1;
+    else if (equal(a1, b1)) x = a1, y = a0, z = b0;
+    else return false;
+    int64_t c;
+    if (!constant_difference(y, z, t, &c)) return false;
+    const Expr zero = make_zero(t), cc = make_const(t, c);
+    // With y == z + c, the difference is c where x is past both, 0 where x
+    // is before both, and follows x in between: a clamp to [c, 0] or [0, c].
+    if (is_min) {
+        *out = c <= 0 ? rewrite_max(rewrite_min(rewrite_sub(y, x), zero), cc)
+                      : rewrite_min(rewrite_max(rewrite_sub(x, z), zero), cc);
+    } else {
+        *out = c <= 0 ? rewrite_max(rewrite_min(rewrite_sub(x, z), zero), cc)
+                      : rewrite_min(rewrite_max(rewrite_sub(y, x), zero), cc);
+    }
+    return true;
+}
+
+bool Simplify::extremum_less_an_operand(const Expr &a, const Expr &b, Type t, Expr *out) {
+    if (!t.is_int() || t.bits < 32) return false;
+    const Min *mn = a.as<Min>();
+    const Max *mx = a.as<Max>();
+    if (!mn && !mx) return false;
+    const Expr &p = mn ? mn->a : mx->a, &q = mn ? mn->b : mx->b;
+    for (int side = 0; side < 2; side++) {
+        const Expr &shared = side ? q : p, &other = side ? p : q;
+        int64_t c;
+        if (!constant_difference(shared, b, t, &c)) continue;
+        // ext(other, b + c) - b == ext(other - b, c).
+        Expr rest = rewrite_sub(other, b), cc = make_const(t, c);
+        *out = mn ? rewrite_min(rest, cc) : rewrite_max(rest, cc);
+        return true;
+    }
+    return false;
 }
 
 Expr Simplify::rebuild(LinearForm lf) {

@@ -337,6 +337,18 @@ Expr Simplify::visit(const Max *op) { return rewrite_max(mutate(op->a), mutate(o
     if (const OTHER *o = b.as<OTHER>()) {                                                    \
         if (equal(o->a, a) || equal(o->b, a)) return a;                                      \
     }                                                                                        \
+    /* min(min(x, y), z) == min(y, z) where z <= x: the bounds of a region that */           \
+    /* joins a loop's footprint with what its consumers read nest this way. */               \
+    for (int side = 0; side < 2; side++) {                                                   \
+        const Expr &nested = side ? b : a, &other = side ? a : b;                            \
+        const SAME *s = nested.as<SAME>();                                                   \
+        if (!s || other.as<SAME>()) continue;                                                \
+        for (int k = 0; k < 2; k++) {                                                        \
+            const Expr &dropped = k ? s->b : s->a, &kept = k ? s->a : s->b;                  \
+            compare(dropped, other, &lt, &le, &gt, &ge);                                     \
+            if (IS_MIN ? ge : le) return rewrite_same(kept, other);                          \
+        }                                                                                    \
+    }                                                                                        \
     if (const OTHER *o = a.as<OTHER>()) {                                                    \
         if (equal(o->a, b) || equal(o->b, b)) return b;                                      \
     }                                                                                        \

@@ -87,6 +87,14 @@ class Simplify : public IRMutator {
     /** Normalizes a linear form and rebuilds it in canonical order. */
     Expr rebuild(LinearForm lf);
     Expr rebuild_scalar(LinearForm lf);
+    /** ext(x, y) - ext(x, z), for ext min or max and y - z a constant c, as
+     * a clamp of one difference to [min(c, 0), max(c, 0)]: the bound that
+     * interval arithmetic cannot see in the difference of two extrema
+     * (the extent of a ragged tile, min(t, n - T) + T - min(t, n - 1)). */
+    bool difference_of_paired_extrema(const Expr &a, const Expr &b, Type t, Expr *out);
+    /** ext(x, b + c) - b as ext(x - b, c): what is left of a min or max less
+     * one of its own operands (min(x, y) - y is min(x - y, 0), at most 0). */
+    bool extremum_less_an_operand(const Expr &a, const Expr &b, Type t, Expr *out);
 
     // ---- Simplify_Cmp.cpp ----
     Expr rewrite_min(const Expr &a, const Expr &b);

@@ -254,16 +254,35 @@ TEST(GpuScheduleErrors, AFuncIsComputedAndUsedOnTheSameSide) {
 }
 
 TEST(GpuScheduleErrors, SharedStorageSizedAtLaunchIsTheSameForEveryBlock) {
-    // A guarded tile's last block needs less of the input than the others:
-    // storage for it cannot be sized once per launch.
+    // Each block of a running sum reads a longer prefix of the input than
+    // the one before: storage for it cannot be sized once per launch, and
+    // has no bound but the input's size.
+    BufferParam in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi"), c("c"), co("co"), ci("ci");
+    RDom r(0, in.dim(0).extent(), "r");
+    r.where(r <= x);
+    Func prefix("prefix");
+    prefix(x) = 0.0f;
+    prefix(x) += in(r);
+    Schedule sch;
+    sch[prefix].gpu_tile(x, xo, xi, 32);
+    sch[prefix].update().gpu_tile(x, xo, xi, 32);
+    sch.in(in, {c}).compute_at(prefix, xo).split(c, co, ci, 32).gpu_threads(ci);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(prefix).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Func in_in is allocated inside the GPU kernel", "which differs between blocks"}));
+
+    // A guarded tile's last block needs less of the input than the others,
+    // but never more than they do: its storage is sized for the most.
     Blur b;
     Var a("a"), t("t");
-    Schedule sch;
-    sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::GuardWithIf);
-    sch.in(b.in, {b.y, b.x}).compute_at(b.blur_y, b.xo).split(b.x, a, t, 32).gpu_threads(t);
-    EXPECT_TRUE(throws_with<CompileError>(
-        [&] { b.cuda(sch); },
-        {"Func in_in is allocated inside the GPU kernel", "which differs between blocks"}));
+    Schedule guarded;
+    guarded[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::GuardWithIf);
+    guarded.in(b.in, {b.y, b.x}).compute_at(b.blur_y, b.xo).split(b.x, a, t, 32).gpu_threads(t);
+    const std::string source = b.cuda(guarded);
+    EXPECT_NE(source.find("float *const in_in_ = reinterpret_cast<float *>(loom_shared_memory"),
+              std::string::npos)
+        << source;
 }
 
 TEST(GpuScheduleErrors, OneFuncPerKernelIsSizedAtLaunch) {

@@ -97,6 +97,19 @@ TEST(Bounds, ConstantUpperBounds) {
     s.push("io", Interval(Expr(0), Expr(3)));
     ASSERT_TRUE(constant_upper_bound(io * 16 - 1, s, &bound));
     EXPECT_EQ(bound, 47);
+    // Scaled: the extent of a loop fused with a constant one, which the
+    // simplifier writes as a difference of products.
+    ASSERT_TRUE(
+        constant_upper_bound((min(ro * 8, k - 8) + 8 - min(ro * 8, k - 1)) * 16, none, &bound));
+    EXPECT_EQ(bound, 128);
+    // A range in scope also simplifies: with ro below (k + 7) / 8, the min
+    // that a tile's region takes with the last tile is ro itself.
+    Scope<Interval> tiles;
+    tiles.push("ro", Interval(Expr(0), (k + 7) / 8 - 1));
+    Expr first = min(min(ro, (k + 7) / 8 - 1) * 8, k - 1);
+    ASSERT_TRUE(constant_upper_bound(min(ro * 8, k - 8) + 8 - first, tiles, &bound));
+    EXPECT_EQ(bound, 8);
+    EXPECT_FALSE(constant_upper_bound(min(ro * 8, k - 8) + 8 - first, none, &bound));
     // None: n is unbounded.
     EXPECT_FALSE(constant_upper_bound(n - m, none, &bound));
     EXPECT_FALSE(constant_upper_bound(max(n, 3), none, &bound));

@@ -654,3 +654,75 @@ TEST(Simplify, QuotientsByTheSameConstant) {
     EXPECT_FALSE(can_prove((n + 1) / 2 <= n / 2));  // false for odd n
     EXPECT_FALSE(can_prove((n + 3) / 2 - n / 2 <= 1));
 }
+
+TEST(Simplify, DifferencesOfExtremaWithASharedOperand) {
+    // min(x, z + c) - min(x, z) lies in [min(c, 0), max(c, 0)], and so does
+    // the difference of two maxes: the extent of a ragged tile,
+    // min(t, n - T) + T - min(t, n - 1), is at most T. Interval arithmetic
+    // cannot see that in the difference; the simplifier writes it as a
+    // clamp, whose bounds it can.
+    Expr x = var("x"), z = var("z");
+    Eval ev;
+    for (int is_max = 0; is_max < 2; is_max++) {
+        for (int c = -3; c <= 3; c++) {
+            for (int order = 0; order < 4; order++) {
+                auto ext = [&](const Expr &a, const Expr &b, bool swap) {
+                    Expr p = swap ? b : a, q = swap ? a : b;
+                    return is_max ? Max::make(p, q) : Min::make(p, q);
+                };
+                Expr e = Sub::make(ext(x, z + c, order & 1), ext(x, z, order & 2));
+                Expr s = simplify(e);
+                EXPECT_TRUE(can_prove(s <= std::max(c, 0)) && can_prove(s >= std::min(c, 0)))
+                    << e << " simplified to " << s;
+                for (int xv = -6; xv <= 6; xv++) {
+                    for (int zv = -6; zv <= 6; zv++) {
+                        ev.env = {{"x", xv}, {"z", zv}};
+                        ASSERT_EQ(ev.eval(e), ev.eval(s))
+                            << e << " simplified to " << s << " at x=" << xv << " z=" << zv;
+                    }
+                }
+            }
+        }
+    }
+    // The ragged tile's extent: between 1 and 8.
+    Expr t = var("t"), n = var("n");
+    Expr extent = simplify(min(t * 8, n - 8) + 8 - min(t * 8, n - 1));
+    EXPECT_TRUE(can_prove(extent <= 8) && can_prove(extent >= 1)) << extent;
+    // Scaled (the extent of a fused loop) and in a longer sum.
+    EXPECT_TRUE(can_prove(simplify((min(t, n) - min(t, n + 2)) * 16 + z - z) >= -32));
+    // Nothing shared, or a difference that is not constant: left alone.
+    EXPECT_SIMPLIFY(min(x, n) - min(t, n + 2), min(x, n) - min(t, n + 2));
+    EXPECT_SIMPLIFY(min(x, n) - min(x, z), min(x, n) - min(x, z));
+    // Narrow types wrap: left alone.
+    Expr x8 = var("x", Int(8)), z8 = var("z", Int(8));
+    Expr e8 = Min::make(x8, z8 + make_const(Int(8), 3)) - Min::make(x8, z8);
+    EXPECT_TRUE(simplify(e8).as<Sub>() != nullptr) << simplify(e8);
+}
+
+TEST(Simplify, ExtremaDropAnOperandTheOtherSideDominates) {
+    // max(max(a, b), c) is max(b, c) where a <= c: a region that joins a
+    // loop's footprint (a clamped value, at most the required end) with the
+    // required region itself then reads as the required region.
+    Expr x = var("x"), y = var("y"), z = var("z");
+    EXPECT_SIMPLIFY(max(max(min(x, y) - 1, z), y + 7), max(z, y + 7));
+    EXPECT_SIMPLIFY(min(min(max(x, y) + 1, z), y - 2), min(z, y + Expr(-2)));
+    EXPECT_SIMPLIFY(max(y + 7, max(z, min(x, y))), max(z, y + 7));
+    // Neither nested operand is dominated: kept.
+    Expr kept = simplify(max(max(x, z), y));
+    EXPECT_TRUE(kept.as<Max>() && kept.as<Max>()->a.as<Max>()) << kept;
+    // Values, with the operands' order varied.
+    Eval ev;
+    Expr cases[] = {max(max(min(x, y) - 1, z), y + 7), max(y, max(z, x - 3)),
+                    min(min(max(x, y) + 1, z), y - 2), min(y + 2, min(x, z))};
+    for (const Expr &e : cases) {
+        Expr s = simplify(e);
+        for (int xv = -4; xv <= 4; xv++) {
+            for (int yv = -4; yv <= 4; yv++) {
+                for (int zv = -4; zv <= 4; zv++) {
+                    ev.env = {{"x", xv}, {"y", yv}, {"z", zv}};
+                    ASSERT_EQ(ev.eval(e), ev.eval(s)) << e << " simplified to " << s;
+                }
+            }
+        }
+    }
+}
