@@ -13,6 +13,7 @@
 
 #include <loom/loom.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -202,16 +203,25 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
     // partials both read them (inlined, o's would recompute each one for
     // every element of the head dimension).
     sch[a.p].compute_at(a.o, a.i).unroll(a.j);
-    // Per tile, a thread per four elements of a row copies them from every
-    // key of the tile: neighbouring threads load neighbouring words.
-    Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci");
+    // Per tile, the block's threads copy it in 16-byte vectors: the tile's
+    // keys and each row's vectors are one loop over the threads, each thread
+    // moving one vector per pass, so neighbouring threads move neighbouring
+    // words of the tile (a tile of whole rows is contiguous in k and v).
+    Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci"), kt("kt"), kto("kto"),
+        kti("kti");
     for (const BufferParam &input : {*a.k, *a.v}) {
+        // 16 bytes, or fewer lanes where the head dimension needs them to
+        // divide it (no ragged vector at the end of a row).
+        int lanes = std::max(1, 16 / input.type().bytes());
+        while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
         sch.in(input, {kb, kh, kj, kc})
             .compute_at(a.o, ro)
-            .split(kc, kco, kci, 4)
-            .reorder(kco, kj, kci)
+            .split(kc, kco, kci, lanes)
+            .reorder(kj, kco, kci)
+            .fuse(kj, kco, kt)
+            .split(kt, kto, kti, opt.queries_per_block, TailStrategy::GuardWithIf)
             .vectorize(kci)
-            .gpu_threads(kco)
+            .gpu_threads(kti)
             .store_in(MemoryType::Shared);
     }
 }

@@ -233,6 +233,27 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             }
             EXPECT_NE(source.find("o_[0] = o_tile_[0];"), std::string::npos)
                 << app.name() << " " << arch << ": the step copies the tile partial";
+            // The tile's copy: its keys and 16-byte vectors fused over the
+            // block's threads (4 keys x 8 vectors of a row: one per thread for
+            // half the block), loaded through the read-only cache. The fused
+            // loop's extent varies at the last tile, but has a constant bound:
+            // the copy is a guarded thread loop, not a refusal, and its
+            // coordinates divide by the row's 8 vectors, a constant.
+            for (const char *buffer : {"k", "v"}) {
+                const std::string copy = "loom_store_dense<__half, 8>(" + std::string(buffer) +
+                                         "_in_, ",
+                                  load = "loom_load_dense_readonly<__half, 8>(" +
+                                         std::string(buffer) + "_, ";
+                const size_t at = source.find(copy);
+                ASSERT_NE(at, std::string::npos) << app.name() << " " << arch << ": " << copy;
+                EXPECT_NE(source.find(load, at), std::string::npos)
+                    << app.name() << " " << arch << ": " << load;
+                const std::string fused = std::string(buffer) + "_in_s0_kj_ = (loom_div<int>(";
+                const size_t kj = source.find(fused);
+                ASSERT_NE(kj, std::string::npos) << app.name() << " " << arch << ": " << fused;
+                EXPECT_EQ(source.compare(source.find(',', kj), 4, ", 8)"), 0)
+                    << source.substr(kj, 120);
+            }
         }
     }
 }
