@@ -130,9 +130,9 @@ struct FlashAttentionGpuOptions {
     /** 0: each thread reads every key and value from global memory (one
      * broadcast per warp). N > 0: the keys are rolled over in tiles of N;
      * the block copies each tile of k and v into shared memory once
-     * (coalesced: a thread per four elements of a row, over the tile's
-     * keys), and every thread reads it from there (needs AttentionChain::k
-     * and v). */
+     * (coalesced, in 16-byte vectors: the tile's keys and each row's
+     * vectors are one loop over the block's threads), and every thread
+     * reads it from there (needs AttentionChain::k and v). */
     int key_tile = 0;
 };
 
