@@ -693,6 +693,20 @@ TEST(Simplify, DifferencesOfExtremaWithASharedOperand) {
     // Nothing shared, or a difference that is not constant: left alone.
     EXPECT_SIMPLIFY(min(x, n) - min(t, n + 2), min(x, n) - min(t, n + 2));
     EXPECT_SIMPLIFY(min(x, n) - min(x, z), min(x, n) - min(x, z));
+    // A min or max less one of its own operands, up to a constant.
+    EXPECT_SIMPLIFY(min(x, z) - z, min(x - z, 0));
+    EXPECT_SIMPLIFY(max(x, z + 3) - z, max(x - z, 3));
+    EXPECT_TRUE(can_prove(simplify(n - 1 - min(t * 8, n - 1)) >= 0));
+    for (const Expr &e : {Sub::make(Min::make(z + 2, x), z), Sub::make(z, Max::make(x, z - 1))}) {
+        Expr s = simplify(e);
+        EXPECT_EQ(s.as<Sub>() && s.as<Sub>()->b.as<Variable>(), false) << e << " -> " << s;
+        for (int xv = -6; xv <= 6; xv++) {
+            for (int zv = -6; zv <= 6; zv++) {
+                ev.env = {{"x", xv}, {"z", zv}};
+                ASSERT_EQ(ev.eval(e), ev.eval(s)) << e << " simplified to " << s;
+            }
+        }
+    }
     // Narrow types wrap: left alone.
     Expr x8 = var("x", Int(8)), z8 = var("z", Int(8));
     Expr e8 = Min::make(x8, z8 + make_const(Int(8), 3)) - Min::make(x8, z8);
