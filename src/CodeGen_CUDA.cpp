@@ -1120,6 +1120,19 @@ class KernelPrinter : public IRVisitor {
         out << "}\n";
     }
     void visit(const Store *op) override {
+        // The lets CSE leaves at the root of an unmasked store's index or
+        // value are declared before it, rather than in a lambda inside it.
+        if (is_const_one(op->predicate)) {
+            for (const bool in_index : {true, false}) {
+                if (const Let *let = (in_index ? op->index : op->value).as<Let>()) {
+                    Stmt inner =
+                        Store::make(op->name, in_index ? op->value : let->body,
+                                    in_index ? let->body : op->index, op->predicate, op->param);
+                    print(LetStmt::make(let->name, let->value, inner));
+                    return;
+                }
+            }
+        }
         const Type t = op->value.type();
         const std::string buf = name_of(op->name), value = print(op->value);
         const bool masked = !is_const_one(op->predicate);
