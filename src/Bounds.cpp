@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "IREquality.h"
 #include "IRVisitor.h"
@@ -795,8 +796,15 @@ class ConstantBounds {
                 *out = x + y;
                 return true;
             }
+            if (distribute_over_extremum(e, upper, out)) return true;
         } else if (const Sub *op = e.as<Sub>()) {
-            if (sub(op->a, op->b, upper, out)) return true;
+            // A difference of extrema pairs up their operands (sub); an
+            // extremum deeper in the sum takes the rest of it inside.
+            if (is_extremum(op->a) || is_extremum(op->b)) {
+                if (sub(op->a, op->b, upper, out)) return true;
+            } else if (distribute_over_extremum(e, upper, out) || sub(op->a, op->b, upper, out)) {
+                return true;
+            }
         } else if (const Min *op = e.as<Min>()) {
             // The smaller of two values is at most either's upper bound.
             if (either_or_both(op->a, op->b, upper, upper, out, true)) return true;
@@ -818,6 +826,10 @@ class ConstantBounds {
                 }
             }
         }
+        return by_intervals(e, upper, out);
+    }
+
+    bool by_intervals(const Expr &e, bool upper, int64_t *out) {
         Interval i = bounds_of_expr_in_scope(e, scope);
         Expr end = upper ? i.max : i.min;
         if (!end.defined()) return false;
@@ -826,6 +838,46 @@ class ConstantBounds {
             return true;
         }
         return false;
+    }
+
+    static bool is_extremum(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
+
+    /** A sum with a min or max among its terms, as that extremum with the
+     * other terms added to each operand: min(p, q) + r == min(p + r, q + r)
+     * and r - min(p, q) == max(r - p, r - q). Terms then cancel inside the
+     * extremum, which bounding each term alone misses: min(x, n - 64) - x
+     * is at most 0 whatever x and n are. */
+    bool distribute_over_extremum(const Expr &e, bool upper, int64_t *out) {
+        std::vector<std::pair<Expr, int>> terms;
+        std::function<void(const Expr &, int)> collect = [&](const Expr &x, int sign) {
+            if (const Add *op = x.as<Add>()) {
+                collect(op->a, sign), collect(op->b, sign);
+            } else if (const Sub *op = x.as<Sub>()) {
+                collect(op->a, sign), collect(op->b, -sign);
+            } else {
+                terms.emplace_back(x, sign);
+            }
+        };
+        collect(e, 1);
+        auto extremum = std::find_if(terms.begin(), terms.end(),
+                                     [](const auto &t) { return is_extremum(t.first); });
+        if (terms.size() < 2 || extremum == terms.end()) return false;
+        Expr rest;
+        for (const auto &[term, sign] : terms) {
+            if (term.same_as(extremum->first)) continue;
+            if (!rest.defined()) rest = sign > 0 ? term : make_zero(term.type()) - term;
+            else rest = sign > 0 ? rest + term : rest - term;
+        }
+        const Expr &m = extremum->first;
+        const bool is_min = m.as<Min>() != nullptr;
+        Expr p = is_min ? m.as<Min>()->a : m.as<Max>()->a;
+        Expr q = is_min ? m.as<Min>()->b : m.as<Max>()->b;
+        // Negated, a min turns into a max of the negated operands.
+        const bool negated = extremum->second < 0;
+        Expr p2 = simplify(negated ? rest - p : p + rest),
+             q2 = simplify(negated ? rest - q : q + rest);
+        Expr whole = (is_min != negated) ? Min::make(p2, q2) : Max::make(p2, q2);
+        return find(whole, upper, out);
     }
 
     /** The bound of min(a, b) (is_min) or max(a, b). `one_suffices`: the
@@ -925,6 +977,9 @@ class ConstantBounds {
             *out = x - y;
             return true;
         }
+        // Where simplifying changed nothing, the same steps would repeat.
+        const Sub *same = d.as<Sub>();
+        if (same && equal(same->a, a) && equal(same->b, b)) return by_intervals(d, upper, out);
         return find(d, upper, out);
     }
 };

@@ -199,6 +199,61 @@ ExprInfo Simplify::info_of(const Expr &e) {
     return r;
 }
 
+bool Simplify::info_through_quotients(const Expr &e, ExprInfo *out) {
+    Type t = e.type();
+    if (!no_overflow_int(t) || !t.is_scalar()) return false;
+    LinearForm f(t);
+    f.add(e, 1);
+    LinearForm g(t);
+    g.add_const(f.constant);
+    // The range of the remainders taken out: -m * (x mod c) for each quotient.
+    int64_t lo = 0, hi = 0;
+    bool rewrote = false;
+    for (const LinearForm::Term &term : f.terms) {
+        const Div *q = term.e.as<Div>();
+        const int64_t *c = q ? as_const_int(q->b) : nullptr;
+        if (!c || *c <= 0 || *c > INT32_MAX || term.coeff % *c != 0) {
+            g.add_term(term.e, term.coeff);
+            continue;
+        }
+        int64_t m = term.coeff / *c, span;
+        if (__builtin_mul_overflow(m, *c - 1, &span)) return false;
+        (m > 0 ? lo : hi) -= span;
+        g.add(q->a, m);
+        rewrote = true;
+    }
+    if (!rewrote) return false;
+    ExprInfo sum = info_of_linear(g);
+    if (!sum.bounded() || __builtin_add_overflow(sum.min, lo, &sum.min) ||
+        __builtin_add_overflow(sum.max, hi, &sum.max))
+        return false;
+    *out = sum;
+    return true;
+}
+
+ExprInfo Simplify::info_of_linear(const LinearForm &f) {
+    // Each end separately: a sum bounded above need not be bounded below.
+    ExprInfo sum;
+    sum.set_point(f.constant);
+    sum.alignment = ModulusRemainder();
+    for (const LinearForm::Term &term : f.terms) {
+        if (term.coeff == 0) continue;  // cancelled
+        ExprInfo i = info_of(term.e);
+        const bool pos = term.coeff > 0;
+        const bool has_low = pos ? i.min_defined : i.max_defined;
+        const bool has_high = pos ? i.max_defined : i.min_defined;
+        int64_t low, high;
+        sum.min_defined = sum.min_defined && has_low &&
+                          !__builtin_mul_overflow(pos ? i.min : i.max, term.coeff, &low) &&
+                          !__builtin_add_overflow(sum.min, low, &sum.min);
+        sum.max_defined = sum.max_defined && has_high &&
+                          !__builtin_mul_overflow(pos ? i.max : i.min, term.coeff, &high) &&
+                          !__builtin_add_overflow(sum.max, high, &sum.max);
+        if (!sum.min_defined && !sum.max_defined) break;
+    }
+    return sum;
+}
+
 ExprInfo Simplify::compute_info_of(const Expr &e) {
     Type t = e.type();
     if (!t.is_int_or_uint()) return ExprInfo();
@@ -567,11 +622,20 @@ Expr Simplify::visit(const VectorReduce *op) {
     return VectorReduce::make(op->op, v, out_lanes);
 }
 
+static bool should_substitute_product(const Expr &v) {
+    if (v.as<Variable>()) return true;
+    const Mul *m = v.as<Mul>();
+    return m && m->a.as<Variable>() && is_const(m->b) && m->type.is_scalar();
+}
+
 bool should_substitute(const Expr &v) {
     if (is_const(v) || v.as<Variable>() || v.as<StringImm>()) return true;
     // x + c, as Halide does: it lets differences of lets such as
     // (m + 7) - m fold to constants, e.g. the extent of a tile's loop.
-    if (const Add *a = v.as<Add>()) return a->a.as<Variable>() && is_const(a->b);
+    // And x * c (plus c'), as Halide also does: the start of a tile,
+    // ro * 8, then meets its uses, where (ro * 8 + 3) / 8 - ro folds to 0.
+    if (const Add *a = v.as<Add>()) return is_const(a->b) && should_substitute_product(a->a);
+    if (should_substitute_product(v)) return true;
     if (const Broadcast *b = v.as<Broadcast>()) return should_substitute(b->value);
     if (const Ramp *r = v.as<Ramp>()) return should_substitute(r->base) && is_const(r->stride);
     return false;

@@ -194,6 +194,12 @@ bool Simplify::sym_prove(const Expr &e, SymProof goal) {
         const Expr &end = upper ? i.max : i.min;
         if (!end.defined()) break;
         ExprInfo info = info_of(end);
+        // Only here, on the bound of a difference: a bound such as
+        // ((n + 7) / 8 - 1) * 8 - n + 1 cancels through x / c * c == x - x % c.
+        // (As a rule of the simplifier at large it would drop clamps such
+        // as min(a + (b - a + 3) / 4 * 4, b + 3), which are redundant but
+        // keep bounds inference's interval arithmetic tight.)
+        if (ExprInfo q; info_through_quotients(end, &q)) info.intersect(q);
         if (upper && info.max_defined && (strict ? info.max < 0 : info.max <= 0)) {
             result = true;
             break;
@@ -209,6 +215,57 @@ bool Simplify::sym_prove(const Expr &e, SymProof goal) {
     if (sym_cache.size() > 10000) sym_cache.clear();
     sym_cache[key].answer[static_cast<int>(goal)] = result;
     return result;
+}
+
+ExprInfo Simplify::info_from_linear_facts(const Expr &d) {
+    ExprInfo r;
+    Type t = d.type();
+    if (!no_overflow_int(t) || !t.is_scalar()) return r;
+    auto use = [&](const Expr &fact, bool truth) {
+        // Each fact a < b, a <= b or a == b bounds a - b; those negated
+        // bound it from the other side.
+        Expr a, b;
+        int64_t lo = 0, hi = 0;
+        bool has_lo = false, has_hi = false;
+        if (const LT *op = fact.as<LT>()) {
+            a = op->a, b = op->b;
+            (truth ? has_hi : has_lo) = true, hi = -1, lo = 0;
+        } else if (const LE *op = fact.as<LE>()) {
+            a = op->a, b = op->b;
+            (truth ? has_hi : has_lo) = true, hi = 0, lo = 1;
+        } else if (const EQ *op = fact.as<EQ>(); op && truth) {
+            a = op->a, b = op->b;
+            has_lo = has_hi = true;
+        } else {
+            return;
+        }
+        if (a.type() != t) return;
+        // d = ±(a - b) + rest: d is within the fact's bound of a - b
+        // (mirrored for the sum), shifted by the range of the rest.
+        for (int sign : {1, -1}) {
+            LinearForm rest(t);
+            rest.add(d, 1);
+            rest.add(a, -sign);
+            rest.add(b, sign);
+            ExprInfo c = info_of_linear(rest);
+            ExprInfo i;
+            if (sign > 0) {
+                i.min_defined =
+                    has_lo && c.min_defined && !__builtin_add_overflow(lo, c.min, &i.min);
+                i.max_defined =
+                    has_hi && c.max_defined && !__builtin_add_overflow(hi, c.max, &i.max);
+            } else {
+                i.min_defined =
+                    has_hi && c.min_defined && !__builtin_sub_overflow(c.min, hi, &i.min);
+                i.max_defined =
+                    has_lo && c.max_defined && !__builtin_sub_overflow(c.max, lo, &i.max);
+            }
+            r.intersect(i);
+        }
+    };
+    for (const Expr &f : true_facts) use(f, true);
+    for (const Expr &f : false_facts) use(f, false);
+    return r;
 }
 
 void Simplify::compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *gt, bool *ge) {
@@ -266,6 +323,7 @@ void Simplify::compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *g
             }
         }
     }
+    id.intersect(info_from_linear_facts(d));
     if (id.max_defined) {
         *lt |= id.max < 0;
         *le |= id.max <= 0;

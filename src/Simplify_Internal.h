@@ -21,8 +21,9 @@ namespace internal {
 inline bool no_overflow_int(Type t) { return t.is_int() && t.bits >= 32; }
 
 /** Whether a let's value is cheap and simple enough to substitute for its
- * name: constants, variables, x + c (as Halide does: differences of lets
- * such as (m + 7) - m then fold to constants), and vectors of those. */
+ * name: constants, variables, x * c and x * c + c' for a variable x (as
+ * Halide does: differences of lets such as (m + 7) - m then fold to
+ * constants), and vectors of those. */
 bool should_substitute(const Expr &v);
 
 /** Constant bounds and a (modulus, remainder) fact about an integer value.
@@ -76,6 +77,14 @@ class Simplify : public IRMutator {
     /** Constant bounds and alignment of an already simplified expression. */
     ExprInfo info_of(const Expr &e);
     ExprInfo compute_info_of(const Expr &e);
+    /** Bounds of a sum through c * (x / c) == x - x mod c (floor division,
+     * c > 0), with x mod c in [0, c - 1]: once a quotient's multiple meets x
+     * itself the x terms cancel, and a sum that interval arithmetic leaves
+     * unbounded is bounded, such as the last tile's start against the end of
+     * the data, ((n + 7) / 8) * 8 - n, which lies in [0, 7]. */
+    bool info_through_quotients(const Expr &e, ExprInfo *out);
+    /** Bounds of a linear form from its terms' (no alignment). */
+    ExprInfo info_of_linear(const LinearForm &f);
 
     // ---- rewrites on already simplified operands (Simplify_Arith.cpp) ----
     Expr rewrite_add(const Expr &a, const Expr &b);
@@ -108,6 +117,11 @@ class Simplify : public IRMutator {
     /** The sign of a - b if decidable: -1 (a < b), 0 (a == b), 1 (a > b);
      * `le` and `ge` report weaker facts a <= b, a >= b. */
     void compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *gt, bool *ge);
+    /** Bounds of an integer d from the linear facts of enclosing if
+     * conditions: under a < b, d = a - b + c is at most c - 1. A guard
+     * ro * 8 + ri < n then decides min(ro * 8 + ri, n - 1), which a bound
+     * of each variable alone cannot. */
+    ExprInfo info_from_linear_facts(const Expr &d);
     /** Whether known facts (enclosing if conditions) decide a boolean. */
     Expr check_facts(const Expr &e);
 

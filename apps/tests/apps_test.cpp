@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <regex>
 #include <tuple>
 
 #include "../../schedules/flash_attention.h"
@@ -233,6 +234,23 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             }
             EXPECT_NE(source.find("o_[0] = o_tile_[0];"), std::string::npos)
                 << app.name() << " " << arch << ": the step copies the tile partial";
+            // Every per-thread array is indexed by constants only, so that it
+            // lives in registers: the ragged last tile's clamped key
+            // indices, relative to the tile's start, fold to the key's
+            // place in the tile. (A run-time index puts an array in local
+            // memory, a round trip through the cache per access.)
+            const std::regex array_decl(R"(float (\w+_)\[\d+\];)");
+            size_t arrays = 0;
+            for (std::sregex_iterator it(source.begin(), source.end(), array_decl), end; it != end;
+                 ++it, ++arrays) {
+                const std::regex dynamic_index("\\b" + (*it)[1].str() +
+                                               R"(\[[^\]]*[^\d\]][^\]]*\])");
+                std::smatch m;
+                EXPECT_FALSE(std::regex_search(source, m, dynamic_index))
+                    << app.name() << " " << arch << ": " << m.str();
+            }
+            EXPECT_GE(arrays, size_t(6)) << source;
+            EXPECT_EQ(cuda.ptx.find(".local"), std::string::npos) << app.name() << " " << arch;
             // The tile's copy: its keys and 16-byte vectors fused over the
             // block's threads (4 keys x 8 vectors of a row: one per thread for
             // half the block), loaded through the read-only cache. The fused

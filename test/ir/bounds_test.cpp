@@ -110,6 +110,22 @@ TEST(Bounds, ConstantUpperBounds) {
     ASSERT_TRUE(constant_upper_bound(min(ro * 8, k - 8) + 8 - first, tiles, &bound));
     EXPECT_EQ(bound, 8);
     EXPECT_FALSE(constant_upper_bound(min(ro * 8, k - 8) + 8 - first, none, &bound));
+    // A min deeper in a sum takes the rest of the sum inside, where the
+    // terms cancel: min(x, m + n - 64) - x is at most 0.
+    ASSERT_TRUE(constant_upper_bound(min(x, m + n - 64) - m - io * 64 + 64, none, &bound));
+    EXPECT_EQ(bound, 64);
+    ASSERT_TRUE(constant_upper_bound(Expr(70) - max(io * 2, x + 1) + x, none, &bound));
+    EXPECT_EQ(bound, 69);
+    // The first tile's rows in a block loop that covers n rows from m: with
+    // io's range in scope, the tile's start is below the end of the data,
+    // and the clamped extent simplifies into such a sum.
+    Scope<Interval> rows;
+    rows.push("io", Interval(Expr(0), (n + 63) / 64 - 1));
+    Expr last = m + n - 1;
+    auto clamp_rows = [&](Expr e) { return min(max(e, m), last); };
+    Expr row_lo = clamp_rows(min(x, last + 63)), row_hi = clamp_rows(min(x, last) + 63);
+    ASSERT_TRUE(constant_upper_bound(row_hi - row_lo + 1, rows, &bound));
+    EXPECT_EQ(bound, 64);
     // None: n is unbounded.
     EXPECT_FALSE(constant_upper_bound(n - m, none, &bound));
     EXPECT_FALSE(constant_upper_bound(max(n, 3), none, &bound));

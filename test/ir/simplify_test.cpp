@@ -740,3 +740,78 @@ TEST(Simplify, ExtremaDropAnOperandTheOtherSideDominates) {
         }
     }
 }
+
+TEST(Simplify, LoopRangesBoundTheLastTileThroughItsQuotient) {
+    // A loop over tiles of 8 runs ro up to (n + 7) / 8 - 1, so its tile
+    // starts at most at n - 1: (n + 7) / 8 * 8 is at most n + 7. The region
+    // of a tile, min(ro * 8, n - 1), is then ro * 8, and arrays indexed
+    // relative to it are indexed by constants once the tile is unrolled.
+    Expr ro = var("ro"), n = var("n"), m = var("m");
+    Scope<Interval> tiles;
+    tiles.push("ro", Interval(Expr(0), (n + 7) / 8 - 1));
+    Expr first = min(ro * 8, n - 1);
+    EXPECT_TRUE(equal(simplify(first, true, tiles), ro * 8)) << simplify(first, true, tiles);
+    // Offset by the data's origin and with wider tiles, as a block loop is.
+    Scope<Interval> blocks;
+    blocks.push("ro", Interval(Expr(0), (n + 63) / 64 - 1));
+    Expr offset = min(m + ro * 64, m + n - 1);
+    EXPECT_TRUE(equal(simplify(offset, true, blocks), simplify(m + ro * 64)))
+        << simplify(offset, true, blocks);
+    // One tile too many reaches past the end: kept.
+    Scope<Interval> too_many;
+    too_many.push("ro", Interval(Expr(0), (n + 8) / 8 - 1));
+    EXPECT_TRUE(simplify(first, true, too_many).as<Min>()) << simplify(first, true, too_many);
+    // The values agree wherever the loop runs.
+    Eval ev;
+    for (int nv = 1; nv <= 40; nv++) {
+        for (int rv = 0; rv <= (nv + 7) / 8 - 1; rv++) {
+            ev.env = {{"ro", rv}, {"n", nv}, {"m", 3}};
+            ASSERT_EQ(ev.eval(first), ev.eval(simplify(first, true, tiles)));
+        }
+        for (int rv = 0; rv <= (nv + 63) / 64 - 1; rv++) {
+            ev.env = {{"ro", rv}, {"n", nv}, {"m", -5}};
+            ASSERT_EQ(ev.eval(offset), ev.eval(simplify(offset, true, blocks)));
+        }
+    }
+}
+
+TEST(Simplify, LinearConditionsAreFactsInTheirBranches) {
+    // A guard on a sum decides comparisons of sums that differ from it by
+    // a bounded amount: under ro * 8 + ri < n, the clamp min(ro * 8 + ri,
+    // n - 1) of a ragged tile's key is the key itself. Inside the loops over
+    // ro and ri, bounding each variable by its range loses that: the guard
+    // holds for ro and ri together.
+    Expr ro = var("ro"), ri = var("ri"), n = var("n");
+    auto store = [](const Expr &v) { return Store::make("buf", v, Expr(0), Expr()); };
+    auto in_loops = [&](const Stmt &body) {
+        return For::make("ro", 0, (n + 7) / 8, ForType::Serial,
+                         For::make("ri", 0, 8, ForType::Serial, body));
+    };
+    // The value of the one store left in s.
+    auto stored = [](const Stmt &s) {
+        struct Find : IRVisitor {
+            std::vector<Expr> values;
+            void visit(const Store *op) override { values.push_back(op->value); }
+        } f;
+        s.accept(&f);
+        return f.values.size() == 1 ? f.values[0] : Expr();
+    };
+    Expr key = ro * 8 + ri;
+    Stmt guarded = simplify(in_loops(IfThenElse::make(likely(key < n), store(min(key, n - 1)))));
+    Expr v = stored(guarded);
+    EXPECT_TRUE(v.defined() && equal(v, key)) << guarded;
+    // The rest of the difference is bounded by the ranges in scope: with ri
+    // at least 0, ro * 8 is below n too.
+    Stmt tile = simplify(in_loops(IfThenElse::make(key < n, store(min(ro * 8 + 1, n)))));
+    v = stored(tile);
+    EXPECT_TRUE(v.defined() && equal(v, ro * 8 + 1)) << tile;
+    // Negated in the else branch: ro * 8 + ri * 2 > n there.
+    Stmt otherwise = simplify(in_loops(IfThenElse::make(ro * 8 + ri * 2 <= n, Evaluate::make(0),
+                                                        store(max(ro * 8 + ri * 2, n + 1)))));
+    v = stored(otherwise);
+    EXPECT_TRUE(v.defined() && equal(v, simplify(ro * 8 + ri * 2))) << otherwise;
+    // A difference the fact does not bound: kept.
+    Stmt unrelated = simplify(in_loops(IfThenElse::make(key < n, store(min(ro * 8 + ri * 2, n)))));
+    v = stored(unrelated);
+    EXPECT_TRUE(v.defined() && v.as<Min>()) << unrelated;
+}
