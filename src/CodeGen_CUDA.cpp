@@ -220,6 +220,14 @@ template <typename T> __device__ __forceinline__ T loom_load_readonly(const T *p
     return *p;
 #endif
 }
+// __ldg has no bool overload: a bool is read as its byte.
+__device__ __forceinline__ bool loom_load_readonly(const bool *p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const unsigned char *>(p)) != 0;
+#else
+    return *p;
+#endif
+}
 )";
 
 // Vectors (from vectorized loops inside a kernel) are small arrays in
@@ -388,6 +396,25 @@ __device__ __forceinline__ loom_vec<T, N> loom_gather(const T *p, const loom_vec
     loom_vec<T, N> r;
 #pragma unroll
     for (int k = 0; k < N; k++) r.v[k] = m.v[k] ? p[i.v[k]] : T();
+    return r;
+}
+// The same from a buffer the kernel only reads, lane by lane through the
+// read-only data cache.
+template <typename T, typename I, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_gather_readonly(const T *p,
+                                                               const loom_vec<I, N> &i) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; k++) r.v[k] = loom_load_readonly(p + i.v[k]);
+    return r;
+}
+template <typename T, typename I, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_gather_readonly(const T *p,
+                                                               const loom_vec<I, N> &i,
+                                                               const loom_vec<bool, N> &m) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; k++) r.v[k] = m.v[k] ? loom_load_readonly(p + i.v[k]) : T();
     return r;
 }
 template <typename T, typename I, int N>
@@ -908,9 +935,7 @@ class KernelPrinter : public IRVisitor {
         const bool masked = !is_const_one(op->predicate);
         if (op->type.is_scalar()) {
             std::string load = buf + "[" + print(op->index) + "]";
-            // __ldg has an overload for every element type but bool.
-            if (is_read_only_kernel_buffer(op->name) && !op->type.is_bool())
-                load = "loom_load_readonly(&" + load + ")";
+            if (is_read_only_kernel_buffer(op->name)) load = "loom_load_readonly(&" + load + ")";
             if (masked) load = "(" + print(op->predicate) + " ? " + load + " : " + elem + "())";
             expr_out << load;
             return;
@@ -923,7 +948,9 @@ class KernelPrinter : public IRVisitor {
                      << elem << ", " << lanes << ">(" << buf << ", " << print(r->base) << ")";
             return;
         }
-        expr_out << "loom_gather(" << buf << ", " << print(op->index);
+        expr_out << (is_read_only_kernel_buffer(op->name) ? "loom_gather_readonly("
+                                                          : "loom_gather(")
+                 << buf << ", " << print(op->index);
         if (masked) expr_out << ", " << print(op->predicate);
         expr_out << ")";
     }

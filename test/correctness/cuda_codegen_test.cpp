@@ -222,9 +222,14 @@ TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
     loom_test::Brighten p;
     Schedule sch;
     loom_test::vectorized_threads(sch[p.brighten], p.x, 256, 4, TailStrategy::GuardWithIf);
-    std::string src = kernels_of(compile_for_every_arch(p.brighten, sch, 1));
-    EXPECT_NE(src.find("loom_gather(in_"), std::string::npos) << src;
+    std::string full = compile_for_every_arch(p.brighten, sch, 1);
+    std::string src = kernels_of(full);
+    // The kernel only reads in: its masked lanes go through the read-only
+    // cache too, one lane each.
+    EXPECT_NE(src.find("loom_gather_readonly(in_"), std::string::npos) << src;
     EXPECT_NE(src.find("loom_scatter(brighten_"), std::string::npos) << src;
+    std::string ptx = loom::internal::compile_cuda(full, "brighten", "sm_90").ptx;
+    EXPECT_GE(count_of(ptx, "ld.global.nc"), 4) << ptx;
 
     // A producer computed per thread (3 rows), vectorized by 4 into its
     // per-thread array: the fourth lane is masked.
@@ -235,7 +240,19 @@ TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
     src = kernels_of(compile_for_every_arch(b.blur_y, bs, 1));
     EXPECT_NE(src.find("float blur_x_[3]"), std::string::npos) << src;
     EXPECT_NE(src.find("loom_scatter(blur_x_, loom_ramp<4>(0, 1)"), std::string::npos) << src;
-    EXPECT_NE(src.find("loom_gather(in_, loom_ramp<4>("), std::string::npos) << src;
+    EXPECT_NE(src.find("loom_gather_readonly(in_, loom_ramp<4>("), std::string::npos) << src;
+
+    // A bool input, which __ldg has no overload for, is read as its byte.
+    BufferParam keep(Bool(), 1, "keep"), in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func masked("masked");
+    masked(x) = select(keep(x), in(x), 0.0f);
+    Schedule ms;
+    ms[masked].gpu_tile(x, xo, xi, 128);
+    full = compile_for_every_arch(masked, ms, 1);
+    EXPECT_NE(kernels_of(full).find("loom_load_readonly(&keep_["), std::string::npos) << full;
+    ptx = loom::internal::compile_cuda(full, "masked", "sm_90").ptx;
+    EXPECT_GE(count_of(ptx, "ld.global.nc.u8"), 1) << ptx;
 }
 
 TEST(CudaCodegen, SharedMemoryPast48KiB) {
