@@ -625,7 +625,8 @@ Expr Simplify::visit(const VectorReduce *op) {
 static bool should_substitute_product(const Expr &v) {
     if (v.as<Variable>()) return true;
     const Mul *m = v.as<Mul>();
-    return m && m->a.as<Variable>() && is_const(m->b) && m->type.is_scalar();
+    return m && m->a.as<Variable>() && is_const(m->b) && m->type.is_int_or_uint() &&
+           m->type.is_scalar();
 }
 
 bool should_substitute(const Expr &v) {

@@ -761,6 +761,11 @@ TEST(Simplify, LoopRangesBoundTheLastTileThroughItsQuotient) {
     Scope<Interval> too_many;
     too_many.push("ro", Interval(Expr(0), (n + 8) / 8 - 1));
     EXPECT_TRUE(simplify(first, true, too_many).as<Min>()) << simplify(first, true, too_many);
+    // A let bound to the tile's start, x * c (+ c'), is substituted into
+    // its uses, as Halide does, so that what is relative to it folds.
+    Expr start = var("start");
+    EXPECT_SIMPLIFY(Let::make("start", ro * 8, (start + 3) / 8 - ro), Expr(0));
+    EXPECT_SIMPLIFY(Let::make("start", ro * 8 + 16, (start + 7) / 8 - ro), Expr(2));
     // The values agree wherever the loop runs.
     Eval ev;
     for (int nv = 1; nv <= 40; nv++) {
