@@ -222,24 +222,11 @@ ExprInfo Simplify::info_from_linear_facts(const Expr &d) {
     Type t = d.type();
     if (!no_overflow_int(t) || !t.is_scalar()) return r;
     auto use = [&](const Expr &fact, bool truth) {
-        // Each fact a < b, a <= b or a == b bounds a - b; those negated
-        // bound it from the other side.
+        // The fact as a < b, a <= b or a == b: a bound on a - b.
         Expr a, b;
-        int64_t lo = 0, hi = 0;
-        bool has_lo = false, has_hi = false;
-        if (const LT *op = fact.as<LT>()) {
-            a = op->a, b = op->b;
-            (truth ? has_hi : has_lo) = true, hi = -1, lo = 0;
-        } else if (const LE *op = fact.as<LE>()) {
-            a = op->a, b = op->b;
-            (truth ? has_hi : has_lo) = true, hi = 0, lo = 1;
-        } else if (const EQ *op = fact.as<EQ>(); op && truth) {
-            a = op->a, b = op->b;
-            has_lo = has_hi = true;
-        } else {
-            return;
-        }
-        if (a.type() != t) return;
+        bool strict, is_eq;
+        if (!as_integer_comparison(fact, truth, &a, &b, &strict, &is_eq) || a.type() != t) return;
+        const int64_t hi = strict ? -1 : 0;
         // d = ±(a - b) + rest: d is within the fact's bound of a - b
         // (mirrored for the sum), shifted by the range of the rest.
         for (int sign : {1, -1}) {
@@ -250,15 +237,11 @@ ExprInfo Simplify::info_from_linear_facts(const Expr &d) {
             ExprInfo c = info_of_linear(rest);
             ExprInfo i;
             if (sign > 0) {
-                i.min_defined =
-                    has_lo && c.min_defined && !__builtin_add_overflow(lo, c.min, &i.min);
-                i.max_defined =
-                    has_hi && c.max_defined && !__builtin_add_overflow(hi, c.max, &i.max);
+                i.min_defined = is_eq && c.min_defined, i.min = c.min;
+                i.max_defined = c.max_defined && !__builtin_add_overflow(hi, c.max, &i.max);
             } else {
-                i.min_defined =
-                    has_hi && c.min_defined && !__builtin_sub_overflow(c.min, hi, &i.min);
-                i.max_defined =
-                    has_lo && c.max_defined && !__builtin_sub_overflow(c.max, lo, &i.max);
+                i.min_defined = c.min_defined && !__builtin_sub_overflow(c.min, hi, &i.min);
+                i.max_defined = is_eq && c.max_defined, i.max = c.max;
             }
             r.intersect(i);
         }

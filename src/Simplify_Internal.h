@@ -26,6 +26,12 @@ inline bool no_overflow_int(Type t) { return t.is_int() && t.bits >= 32; }
  * constants), and vectors of those. */
 bool should_substitute(const Expr &v);
 
+/** A condition known to be `truth`, as a < b (strict) or a <= b, or a == b
+ * (is_eq), over integers of 32 bits or more: negations swap the operands
+ * (!(a < b) is b <= a). False for other conditions. */
+bool as_integer_comparison(const Expr &cond, bool truth, Expr *a, Expr *b, bool *strict,
+                           bool *is_eq);
+
 /** Constant bounds and a (modulus, remainder) fact about an integer value.
  * modulus 0 means the value is exactly `remainder`. */
 struct ExprInfo {

@@ -36,6 +36,30 @@ bool has_side_effects(const Expr &e) {
 // ---------------------------------------------------------------------------
 // Facts
 
+bool as_integer_comparison(const Expr &cond, bool truth, Expr *a, Expr *b, bool *strict,
+                           bool *is_eq) {
+    *is_eq = false;
+    if (const LT *op = cond.as<LT>()) *a = op->a, *b = op->b, *strict = true;
+    else if (const LE *op = cond.as<LE>()) *a = op->a, *b = op->b, *strict = false;
+    else if (const GT *op = cond.as<GT>()) *a = op->b, *b = op->a, *strict = true;
+    else if (const GE *op = cond.as<GE>()) *a = op->b, *b = op->a, *strict = false;
+    else if (const EQ *op = cond.as<EQ>(); op && truth) {
+        *a = op->a, *b = op->b, *is_eq = true, *strict = false;
+    } else if (const NE *op = cond.as<NE>(); op && !truth) {
+        *a = op->a, *b = op->b, *is_eq = true, *strict = false;
+    } else {
+        return false;
+    }
+    Type t = a->type();
+    if (!no_overflow_int(t) || !t.is_scalar()) return false;
+    if (!*is_eq && !truth) {
+        // !(a < b) == b <= a; !(a <= b) == b < a.
+        std::swap(*a, *b);
+        *strict = !*strict;
+    }
+    return true;
+}
+
 void Simplify::learn(const Expr &cond_in, bool truth, std::vector<Undo> &undo) {
     Expr cond = strip_likely(cond_in);
     if (is_const(cond)) return;
@@ -62,29 +86,9 @@ void Simplify::learn(const Expr &cond_in, bool truth, std::vector<Undo> &undo) {
 
     // Comparisons with a variable on one side narrow that variable's range.
     Expr a, b;
-    bool strict;
-    bool is_eq = false;
-    if (const LT *op = cond.as<LT>()) a = op->a, b = op->b, strict = true;
-    else if (const LE *op = cond.as<LE>()) a = op->a, b = op->b, strict = false;
-    else if (const GT *op = cond.as<GT>()) a = op->b, b = op->a, strict = true;
-    else if (const GE *op = cond.as<GE>()) a = op->b, b = op->a, strict = false;
-    else if (const EQ *op = cond.as<EQ>()) {
-        if (!truth) return;
-        a = op->a, b = op->b, is_eq = true, strict = false;
-    } else if (const NE *op = cond.as<NE>()) {
-        if (truth) return;
-        a = op->a, b = op->b, is_eq = true, strict = false;
-    } else {
-        return;
-    }
+    bool strict, is_eq;
+    if (!as_integer_comparison(cond, truth, &a, &b, &strict, &is_eq)) return;
     Type t = a.type();
-    if (!no_overflow_int(t) || !t.is_scalar()) return;
-    if (!is_eq && !truth) {
-        // !(a < b) == b <= a; !(a <= b) == b < a.
-        std::swap(a, b);
-        strict = !strict;
-    }
-    // Now a < b (strict) or a <= b holds (both ways if is_eq).
     auto narrow = [&](const std::string &name, const Expr &lo, const Expr &hi) {
         Interval cur;
         if (const Interval *i = sym_bounds.find(name)) cur = *i;
