@@ -301,21 +301,25 @@ __device__ __forceinline__ T loom_vreduce_all(F f, const loom_vec<T, N> &a) {
     return loom_vreduce<1>(f, a).v[0];
 }
 // Moves N T's between memory and a vector's registers in whole words when
-// the memory side is aligned to one (the registers always are).
-template <typename T, int N>
+// the memory side is aligned to one (the registers always are). ReadOnly:
+// src is a buffer the kernel only reads, loaded through the read-only data
+// cache (__ldg), which the compiler never infers for words built by
+// reinterpreting lanes.
+template <typename T, int N, bool ReadOnly = false>
 __device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory) {
     constexpr int W = loom_word<T, N>::bytes;
     if constexpr (W > int(sizeof(T))) {
         typedef typename loom_word_type<W>::type word;
         if ((reinterpret_cast<unsigned long long>(memory) & (W - 1)) == 0) {
+            const word *from = reinterpret_cast<const word *>(src);
 #pragma unroll
             for (int k = 0; k < int(sizeof(T)) * N / W; k++)
-                reinterpret_cast<word *>(dst)[k] = reinterpret_cast<const word *>(src)[k];
+                reinterpret_cast<word *>(dst)[k] = ReadOnly ? loom_load_readonly(from + k) : from[k];
             return;
         }
     }
 #pragma unroll
-    for (int k = 0; k < N; k++) dst[k] = src[k];
+    for (int k = 0; k < N; k++) dst[k] = ReadOnly ? loom_load_readonly(src + k) : src[k];
 }
 template <typename T, int N>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long i) {
@@ -324,26 +328,11 @@ __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long 
     return r;
 }
 // Loads from a buffer the kernel only reads (a const __restrict__
-// parameter) go through the read-only data cache (__ldg): the compiler
-// infers it for some scalar loads only, and never for the words built by
-// reinterpreting lanes.
+// parameter) go through the read-only data cache.
 template <typename T, int N>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense_readonly(const T *p, long long i) {
     loom_vec<T, N> r;
-    const T *a = p + i;
-#if defined(__CUDA_ARCH__)
-    constexpr int W = loom_word<T, N>::bytes;
-    if constexpr (W > int(sizeof(T))) {
-        typedef typename loom_word_type<W>::type word;
-        if ((reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
-#pragma unroll
-            for (int k = 0; k < int(sizeof(T)) * N / W; k++)
-                reinterpret_cast<word *>(r.v)[k] = __ldg(reinterpret_cast<const word *>(a) + k);
-            return r;
-        }
-    }
-#endif
-    loom_move<T, N>(r.v, a, a);
+    loom_move<T, N, true>(r.v, p + i, p + i);
     return r;
 }
 // Stores to global memory move whole 16- and 8-byte words through inline
