@@ -30,6 +30,9 @@ struct CompiledPipelineContents {
     double compile_seconds = 0;
     std::vector<std::string> compile_log;
     double fusion_seconds = 0;
+    /** Compiled for a GPU: the buffers passed get GPU memory shared by
+     * their views (share_gpu_memory_of_views). */
+    bool gpu = false;
 };
 
 RawBuffer realize_with_default_schedule(const Func &f, const std::vector<int> &sizes) {
@@ -164,6 +167,7 @@ void CompiledPipeline::call(const std::vector<ArgValue> &args) const {
                                      << ") is a buffer, but a scalar was passed.";
             }
             check_buffer(args[i].buffer, a);
+            if (contents->gpu) share_gpu_memory_of_views(args[i].buffer);
             ptrs[i] = args[i].buffer.raw_buffer();
         }
     }
@@ -244,6 +248,7 @@ CompiledPipeline Pipeline::compile(const Schedule &schedule, const Target &targe
     contents->compile_log = lowered.notes;
     contents->fusion_seconds = lowered.fusion_seconds;
     contents->module = JITModule::compile(lowered.func, target);
+    contents->gpu = target.has_feature(Target::CUDA);
     contents->compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     {

@@ -338,6 +338,19 @@ int main() {
             }
         }
         std::printf("  the GPU's blur equals the CPU's\n");
+
+        // A view (cropped, transposed) shares its buffer's GPU memory, and
+        // each sees what the others wrote wherever they wrote it: here the
+        // GPU writes the bottom rows through a view, and the whole output,
+        // read on the host, shows them next to the rows the host cleared.
+        output.fill([](const std::vector<int> &) { return 0.0f; });
+        Buffer<float> bottom(output.cropped(0, rows / 2, rows - rows / 2));
+        on_gpu.realize({bottom});
+        if (output(rows - 1, 7) != expected(rows - 1, 7) || output(0, 7) != 0.0f) {
+            std::printf("the view's rows are not the output's\n");
+            return 1;
+        }
+        std::printf("  rows written through a view are the buffer's\n");
     }
 
     // ---- 6. Next to PyTorch.

@@ -16,16 +16,23 @@
 namespace loom {
 namespace internal {
 
-/** The shared state behind a Buffer: its descriptor and the memory it owns. */
+/** The memory a buffer and all its views share: the host allocation, one
+ * GPU allocation, and what each view changed (src/Buffer.cpp). */
+struct BufferStorage;
+
+/** The state behind one Buffer (or view): its descriptor, with its own
+ * dirty flags, and the storage it shares with the other views. */
 struct BufferContents {
     loom_buffer_t raw{};
     std::vector<loom_dimension_t> dims;
-    std::shared_ptr<uint8_t> allocation;  // null when wrapping external memory
+    std::shared_ptr<BufferStorage> storage;
     std::string name;
-    /** Frees the GPU memory Loom allocated for the buffer. */
+    /** Hands what the view changed on one side and not the other to the
+     * storage, for the next view used to copy. */
     ~BufferContents();
     BufferContents() = default;
-    BufferContents(const BufferContents &) = default;
+    BufferContents(const BufferContents &) = delete;
+    BufferContents &operator=(const BufferContents &) = delete;
 };
 
 }  // namespace internal
@@ -55,22 +62,33 @@ class RawBuffer {
      * taken to be changed on the host (the next GPU pipeline copies it to
      * the GPU again). Null for a buffer of GPU memory alone. */
     uint8_t *host() const;
-    /** The descriptor compiled pipelines take, as it is (no copies). */
+    /** The descriptor compiled pipelines take, after the changes of the
+     * buffer's other views are settled (see below). An AOT GPU pipeline
+     * given a view gives it GPU memory of its own; call copy_to_device()
+     * on the view first so that it shares the buffer's. */
     loom_buffer_t *raw_buffer() const;
 
     // ---- GPU memory. A buffer gets it when a GPU pipeline first uses it,
-    // and keeps it (freed with the buffer); the dirty flags say which copy
-    // is newer, and host access (host(), operator(), data()) copies back.
-    // A view (cropped, transposed) of a buffer with host memory starts with
-    // none: use each buffer's data through the buffer the pipeline wrote.
+    // and keeps it (freed with its last view); the dirty flags say which
+    // copy is newer, and host access (host(), operator(), data()) copies
+    // back. A buffer and its views (cropped, transposed) share one GPU
+    // allocation, and each keeps flags for its own elements: before a view
+    // is used (host access, a pipeline, raw_buffer()), what the others
+    // changed on the GPU is copied to the host, and, for a pipeline, what
+    // they changed on the host is copied to the GPU, so every view sees
+    // every other view's writes. Only the changed views' elements are
+    // copied. The queries below settle the other views first too.
     bool has_device_memory() const;
     bool host_dirty() const;
     bool device_dirty() const;
     /** Copies the GPU's data to the host if it is newer. */
     void copy_to_host() const;
-    /** Gives the buffer GPU memory, with the host's data if that is newer. */
+    /** Gives the buffer GPU memory, with the host's data if that is newer.
+     * For a view, the memory is for all the elements of the buffer it was
+     * taken from, shared with its other views. */
     void copy_to_device() const;
-    /** Copies newer GPU data back, then frees the GPU memory. */
+    /** Copies newer GPU data back, then frees the GPU memory (of the
+     * buffer and all its views). */
     void device_free() const;
     /** A buffer of GPU memory alone at address `device` (e.g. a PyTorch
      * tensor's data_ptr()), owned by the caller; strides in elements
@@ -92,6 +110,13 @@ class RawBuffer {
 
     internal::BufferPtr contents;
 };
+
+namespace internal {
+/** For a GPU pipeline about to run on `b`: gives b's storage GPU memory for
+ * all its elements if b is a view of part of it, so that the views share
+ * one allocation (the runtime would give the view memory of its own). */
+void share_gpu_memory_of_views(const RawBuffer &b);
+}  // namespace internal
 
 // Buffer<> (T = void) is never instantiated: it only names "a buffer whose
 // element type is chosen elsewhere", as in a generator's Input<Buffer<>>.

@@ -434,6 +434,145 @@ TEST(CudaRuntime, ACroppedOutputCopiesBackItsOwnElementsOnly) {
     }
 }
 
+// A buffer and its views (cropped, transposed) share one GPU allocation;
+// each keeps the dirty flags of its own elements, and a view about to be
+// used first takes in what the others changed.
+TEST(CudaRuntime, ViewsShareGpuMemoryAndSeeEachOthersWrites) {
+    FakeGpu gpu;
+    Scale s("shared_views");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 10, cols = 40, top = 3, band = 4;  // the view: rows [3, 7)
+    Buffer<float> whole = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> before = loom_test::random_buffer<float>({rows, cols});
+    std::memcpy(before.data(), whole.data(), sizeof(float) * rows * cols);
+    Buffer<float> view(whole.cropped(0, top, band));
+    view.set_min({0, 0});
+    Buffer<float> in = loom_test::random_buffer<float>({band, cols});
+    gpu.on_launch = [&](const Launch &l) {
+        if (gpu.launches.empty()) {
+            // The view is written where the whole buffer's GPU memory has it.
+            EXPECT_EQ(l.arg<uint64_t>("shared_views_"),
+                      whole.contents->raw.device + sizeof(float) * top * cols);
+            run_scale(l, in, band, cols);
+        } else {
+            run_scale(l, whole, rows, cols);
+        }
+    };
+    p(in, 2.0f, view);
+    // One allocation for the input, one for the buffer and all its views.
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);
+    // The buffer sees the view's rows; only those are copied back (one run).
+    const int downloads = fake_cuda_calls("cuMemcpyDtoH_v2");
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            float want = r >= top && r < top + band ? in(r - top, c) * 2.0f + 1.0f : before(r, c);
+            ASSERT_EQ(whole(r, c), want) << r << ", " << c;
+        }
+    }
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyDtoH_v2"), downloads + 1);
+    // A GPU pipeline reading the whole buffer finds the view's rows in GPU
+    // memory (run_scale checks every element against the host's).
+    Buffer<float> out({rows, cols});
+    p(whole, 1.0f, out);
+    EXPECT_EQ(out(top + 1, 5), in(1, 5) * 2.0f + 2.0f);
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 3);
+}
+
+TEST(CudaRuntime, AViewTakenBeforeAGpuWriteReadsWhatItWrote) {
+    FakeGpu gpu;
+    Scale s("view_before_write");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 8, cols = 36;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> whole({rows, cols});
+    // Taken while the buffer has no GPU memory yet.
+    Buffer<float> corner(whole.cropped(0, 2, 3).cropped(1, 4, 20));
+    RawBuffer flipped = whole.transposed({1, 0});
+    gpu.on_launch = [&](const Launch &l) {
+        if (gpu.launches.empty()) {
+            run_scale(l, in, rows, cols);
+        } else {
+            run_scale(l, corner, 3, 20);
+        }
+    };
+    p(in, 3.0f, whole);
+    EXPECT_EQ(corner(2, 4), in(2, 4) * 3.0f + 1.0f);
+    EXPECT_EQ(corner(4, 23), in(4, 23) * 3.0f + 1.0f);
+    EXPECT_EQ(Buffer<float>(flipped)(30, 7), in(7, 30) * 3.0f + 1.0f);
+    // Read by a GPU pipeline, the view's elements in GPU memory are the
+    // buffer's (run_scale checks them against the host's).
+    Buffer<float> out({3, 20});
+    corner.set_min({0, 0});
+    p(corner, 1.0f, out);
+    EXPECT_EQ(out(2, 19), in(4, 23) * 3.0f + 2.0f);
+}
+
+TEST(CudaRuntime, WhatADroppedViewWroteIsKept) {
+    FakeGpu gpu;
+    Scale s("dropped_view");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 6, cols = 33;
+    Buffer<float> whole({rows, cols});
+    whole.fill([](const std::vector<int> &) { return -1.0f; });
+    Buffer<float> in = loom_test::random_buffer<float>({2, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, 2, cols); };
+    {
+        RawBuffer last_rows = whole.cropped(0, 4, 2);
+        last_rows.set_min({0, 0});
+        p(in, 5.0f, last_rows);
+    }
+    const int live = fake_cuda_live_allocations();
+    EXPECT_EQ(whole(5, 32), in(1, 32) * 5.0f + 1.0f);
+    EXPECT_EQ(whole(3, 32), -1.0f);
+    // The GPU memory is the buffer's, not the dropped view's.
+    EXPECT_TRUE(whole.has_device_memory());
+    EXPECT_EQ(fake_cuda_live_allocations(), live);
+}
+
+TEST(CudaRuntime, HostWritesThroughAViewReachTheGpu) {
+    FakeGpu gpu;
+    Scale s("host_write_view");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 12, cols = 64;
+    Buffer<float> whole = loom_test::random_buffer<float>({rows, cols});
+    whole.copy_to_device();
+    Buffer<float> column(whole.cropped(1, 10, 1));
+    column(7, 10) = 42.0f;
+    EXPECT_TRUE(column.host_dirty());
+    EXPECT_FALSE(whole.host_dirty());
+    Buffer<float> out({rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, whole, rows, cols); };
+    const int uploads = fake_cuda_calls("cuMemcpyHtoD_v2");
+    p(whole, 2.0f, out);
+    // Only the column's elements went up: one float per row.
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), uploads + rows);
+    EXPECT_EQ(out(7, 10), 85.0f);
+    EXPECT_FALSE(column.host_dirty());
+}
+
+TEST(CudaRuntime, FreeingAViewsGpuMemoryFreesTheBuffers) {
+    FakeGpu gpu;
+    Scale s("free_view");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 5, cols = 40;
+    Buffer<float> in = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> whole({rows, cols});
+    RawBuffer view = whole.cropped(1, 0, 8);
+    view.copy_to_device();
+    // copy_to_device() on a view gives memory to the whole buffer.
+    EXPECT_TRUE(whole.has_device_memory());
+    EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 1);
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, in, rows, cols); };
+    p(in, 2.0f, whole);
+    const int live = fake_cuda_live_allocations();
+    view.device_free();
+    EXPECT_EQ(fake_cuda_live_allocations(), live - 1);
+    EXPECT_FALSE(whole.has_device_memory());
+    EXPECT_FALSE(view.has_device_memory());
+    // What the GPU wrote was copied back first.
+    EXPECT_EQ(whole(4, 39), in(4, 39) * 2.0f + 1.0f);
+}
+
 TEST(CudaRuntime, CpuPipelinesSeeWhatGpuPipelinesWroteAndTheOtherWayRound) {
     FakeGpu gpu;
     Scale s("mixed");
