@@ -49,8 +49,13 @@ struct AttentionChain {
     Var c = Var();  // qf's last (head-dimension) Var
     /** Optional: the keys and values as the algorithm reads them,
      * k(b, h', j, c) and v(b, h', j, d). flash_attention_gpu with a
-     * key_tile copies each tile of them into shared memory. */
+     * key_tile reads each tile of them in vectors of 16 bytes of their
+     * type, into kt and vf in shared memory. */
     std::optional<BufferParam> k = std::nullopt, v = std::nullopt;
+    /** Optional: the values as o reads them, in float32: vf(b, h', j, d) =
+     * v(b, h', j, d). flash_attention_gpu with a key_tile stages each tile
+     * of it, and of kt, in shared memory. */
+    Func vf = Func();
 };
 
 struct FlashAttentionOptions {
@@ -129,10 +134,11 @@ struct FlashAttentionGpuOptions {
     int head_dim = 64;
     /** 0: each thread reads every key and value from global memory (one
      * broadcast per warp). N > 0: the keys are rolled over in tiles of N;
-     * the block copies each tile of k and v into shared memory once
-     * (coalesced, in 16-byte vectors: the tile's keys and each row's
-     * vectors are one loop over the block's threads), and every thread
-     * reads it from there (needs AttentionChain::k and v). */
+     * the block copies each tile of k and v into shared memory once, as
+     * float32 (kt and vf; coalesced, in 16-byte vectors: the tile's keys
+     * and each row's vectors are one loop over the block's threads), and
+     * every thread reads it from there (needs AttentionChain::k, v, kt and
+     * vf). */
     int key_tile = 0;
 };
 
@@ -165,10 +171,11 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         if (a.qk.defined()) sch[a.qk].update().unroll(a.e);
         return;
     }
-    if (!a.k || !a.v) {
+    if (!a.k || !a.v || !a.kt.defined() || !a.vf.defined()) {
         throw CompileError("flash_attention_gpu: key_tile " + std::to_string(opt.key_tile) +
-                           " copies tiles of the keys and values into shared memory, so the "
-                           "AttentionChain must name them: set its k and v.");
+                           " copies tiles of the keys and values into shared memory, as float32, "
+                           "so the AttentionChain must name the inputs and the Funcs that read "
+                           "them: set its k, v, kt and vf.");
     }
     // The block's loop over key tiles runs outside its threads: o (and the
     // chain's m and l), and each thread's query row qf, are computed at the
@@ -203,25 +210,38 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
     // partials both read them (inlined, o's would recompute each one for
     // every element of the head dimension).
     sch[a.p].compute_at(a.o, a.i).unroll(a.j);
-    // Per tile, the block's threads copy it in 16-byte vectors: the tile's
-    // keys and each row's vectors are one loop over the threads, each thread
-    // moving one vector per pass, so neighbouring threads move neighbouring
+    // Per tile, the block's threads copy the keys and values into shared
+    // memory, converted to float32 there once per block (kt and vf), not
+    // by each thread at each use. Every thread reads the same element at a
+    // time (a broadcast), in 16-byte vectors: kt's tile is stored with the
+    // keys innermost, as qk's loop over the tile's keys reads it, and vf's
+    // with the head dimension innermost, as o's update reads it. The copy
+    // reads k and v coalesced: the tile's keys and each row's vectors are
+    // one loop over the threads, each thread moving one vector of the
+    // input (16 bytes) per pass, so neighbouring threads read neighbouring
     // words of the tile (a tile of whole rows is contiguous in k and v).
-    Var kb("kb"), kh("kh"), kj("kj"), kc("kc"), kco("kco"), kci("kci"), kt("kt"), kto("kto"),
-        kti("kti");
-    for (const BufferParam &input : {*a.k, *a.v}) {
-        // 16 bytes, or fewer lanes where the head dimension needs them to
-        // divide it (no ragged vector at the end of a row).
-        int lanes = std::max(1, 16 / input.type().bytes());
+    Var co("co"), ci("ci"), dco("dco"), dci("dci"), t("t"), to("to"), ti("ti"), u("u"), uo("uo"),
+        ui("ui");
+    struct Staged {
+        Func f;
+        Var key, dim, dim_outer, dim_inner, fused, fused_outer, fused_inner;
+        const BufferParam &input;
+    };
+    for (const Staged &st : {Staged{a.kt, a.j, a.c, co, ci, t, to, ti, *a.k},
+                             Staged{a.vf, a.j, a.d, dco, dci, u, uo, ui, *a.v}}) {
+        // 16 bytes of the input, or fewer lanes where the head dimension
+        // needs them to divide it (no ragged vector at the end of a row).
+        int lanes = std::max(1, 16 / st.input.type().bytes());
         while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
-        sch.in(input, {kb, kh, kj, kc})
+        sch[st.f]
             .compute_at(a.o, ro)
-            .split(kc, kco, kci, lanes)
-            .reorder(kj, kco, kci)
-            .fuse(kj, kco, kt)
-            .split(kt, kto, kti, opt.queries_per_block, TailStrategy::GuardWithIf)
-            .vectorize(kci)
-            .gpu_threads(kti)
+            .split(st.dim, st.dim_outer, st.dim_inner, lanes)
+            .reorder(st.key, st.dim_outer, st.dim_inner)
+            .fuse(st.key, st.dim_outer, st.fused)
+            .split(st.fused, st.fused_outer, st.fused_inner, opt.queries_per_block,
+                   TailStrategy::GuardWithIf)
+            .vectorize(st.dim_inner)
+            .gpu_threads(st.fused_inner)
             .store_in(MemoryType::Shared);
     }
 }

@@ -441,6 +441,12 @@ bool has_thread_loop(const Stmt &s) {
     return find.found;
 }
 
+bool reduces_across_threads(const For *loop, const std::set<std::string> &per_thread) {
+    FindReductions find(stage_of(loop->name), per_thread);
+    loop->accept(&find);
+    return !find.found.empty();
+}
+
 Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b) {
     switch (op) {
     case VectorReduce::Add: return Add::make(a, b);

@@ -55,6 +55,12 @@ struct BlockLevelKernel {
 /** Whether s has a gpu_threads loop. */
 bool has_thread_loop(const Stmt &s);
 
+/** Whether lower_block_level_code would give `loop`, a loop of a block's
+ * own code around thread loops, a reduction across the threads: partials
+ * accumulated over the loop and combined after it. `per_thread` names the
+ * storage outside the loop that each thread owns (MemoryType::Register). */
+bool reduces_across_threads(const For *loop, const std::set<std::string> &per_thread);
+
 /** a op b, for a VectorReduce operator. */
 Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b);
 

@@ -637,19 +637,33 @@ class PartitionLoops : public IRMutator {
     // from its steady state entirely, and the inner loops of that steady
     // state are then partitioned on what remains.
     //
-    // A loop of a GPU block's own code around thread loops (a reduction's
-    // serial loop over a row, shared by the block's threads) is left whole:
-    // each partition would repeat the block's collective steps, its barriers
-    // and its combine of the threads' partials. Its thread loops' serial
-    // loops are still partitioned.
+    // A loop of a GPU block's own code around thread loops that reduce
+    // across the threads (a reduction's serial loop over a row, shared by
+    // the block's threads) is left whole: each partition would have its own
+    // combine of the threads' partials, with its barriers. Its thread loops'
+    // serial loops are still partitioned. Other such loops (FlashAttention's
+    // loop over key tiles, each staged by all the threads between barriers)
+    // are partitioned: every thread of the block runs the same partition,
+    // so each barrier is still reached by all of them, and the steady state
+    // runs full tiles without the guards of the last one.
     Stmt visit(const For *op) override {
         if ((op->for_type == ForType::Serial || op->for_type == ForType::Parallel) &&
-            !has_thread_loop(op->body)) {
+            (!has_thread_loop(op->body) || !reduces_across_threads(op, registers))) {
             Stmt p = partition(op);
             if (p.defined()) return p;
         }
         return IRMutator::visit(op);
     }
+    Stmt visit(const Allocate *op) override {
+        if (op->memory_type != MemoryType::Register) return IRMutator::visit(op);
+        registers.insert(op->name);
+        Stmt s = IRMutator::visit(op);
+        registers.erase(op->name);
+        return s;
+    }
+
+    /** The Register storage around the loop visited: each thread's own. */
+    std::set<std::string> registers;
 
     // Names a value the partitioned loops use several times, unless it is
     // cheap to repeat.

@@ -71,7 +71,7 @@ struct AttentionVariant : AttentionFuncs {
   public:
     /** The Funcs the schedule templates take. */
     loom::schedules::AttentionChain chain() const {
-        return {s, p, o, out, b, h, i, j, d, r, kt, qk, e, qf, c, k, v};
+        return {s, p, o, out, b, h, i, j, d, r, kt, qk, e, qf, c, k, v, vf};
     }
     /** Compiles for one head dimension: q, k and v must have exactly
      * `head_dim` elements in dimension 3 (checked at run time). GPU

@@ -219,16 +219,26 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             const Target target(std::string("host-cuda-") + arch);
             const CudaText cuda = compile_to_cuda_text(app.out, sch, target);
             const std::string &source = cuda.source;
-            // One exponential per key of a tile (p, computed once per thread
-            // and key), and one per repair of l and of o.
-            size_t exps = 0;
-            for (size_t at = cuda.ptx.find("ex2.approx"); at != std::string::npos;
-                 at = cuda.ptx.find("ex2.approx", at + 1))
-                exps++;
-            EXPECT_EQ(exps, size_t(opt.key_tile + 2)) << app.name() << " " << arch;
+            // The loop over tiles is partitioned: full tiles first, with
+            // none of the last tile's guards. Each of the two loops computes
+            // one exponential per key of a tile (p, once per thread and key),
+            // and one per repair of l and of o.
+            std::vector<size_t> tile_loops;
+            for (size_t at = source.find("for (int o_s1_ro_ = "); at != std::string::npos;
+                 at = source.find("for (int o_s1_ro_ = ", at + 1))
+                tile_loops.push_back(at);
+            ASSERT_EQ(tile_loops.size(), 2u) << app.name() << " " << arch;
+            for (size_t k = 0; k < tile_loops.size(); k++) {
+                const size_t end = k + 1 < tile_loops.size() ? tile_loops[k + 1] : source.size();
+                size_t exps = 0;
+                for (size_t at = source.find("expf(", tile_loops[k]); at < end;
+                     at = source.find("expf(", at + 1))
+                    exps++;
+                EXPECT_EQ(exps, size_t(opt.key_tile + 2)) << app.name() << " " << arch;
+            }
             for (const char *line :
                  {"float o_[64];", "float qf_[64];", "float m_[1];", "float l_[1];",
-                  "__half *const k_in_ = ", "__half *const v_in_ = ", "__syncthreads();"}) {
+                  "float *const kt_ = ", "float *const vf_ = ", "__syncthreads();"}) {
                 EXPECT_NE(source.find(line), std::string::npos)
                     << app.name() << " " << arch << ": " << line;
             }
@@ -251,27 +261,37 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             }
             EXPECT_GE(arrays, size_t(6)) << source;
             EXPECT_EQ(cuda.ptx.find(".local"), std::string::npos) << app.name() << " " << arch;
-            // The tile's copy: its keys and 16-byte vectors fused over the
-            // block's threads (4 keys x 8 vectors of a row: one per thread for
-            // half the block), loaded through the read-only cache. The fused
-            // loop's extent varies at the last tile, but has a constant bound:
-            // the copy is a guarded thread loop, not a refusal, and its
-            // coordinates divide by the row's 8 vectors, a constant.
-            for (const char *buffer : {"k", "v"}) {
-                const std::string copy = "loom_store_dense<__half, 8>(" + std::string(buffer) +
-                                         "_in_, ",
-                                  load = "loom_load_dense_readonly<__half, 8>(" +
-                                         std::string(buffer) + "_, ";
-                const size_t at = source.find(copy);
-                ASSERT_NE(at, std::string::npos) << app.name() << " " << arch << ": " << copy;
+            // The tile's copy: its keys and 16-byte vectors of k and v fused
+            // over the block's threads (4 keys x 8 vectors of a row: one per
+            // thread for half the block), loaded through the read-only cache
+            // and stored as float32: kt transposed (a scatter), vf as it is.
+            // The fused loop's extent varies at the last tile, but has a
+            // constant bound: the copy is a guarded thread loop, not a
+            // refusal, and its coordinates divide by the row's 8 vectors, a
+            // constant.
+            for (const auto &[func, input, store] :
+                 {std::tuple<std::string, std::string, std::string>{"kt", "k",
+                                                                    "loom_scatter(kt_, "},
+                  {"vf", "v", "loom_store_dense<float, 8>(vf_, "}}) {
+                const std::string load = "loom_load_dense_readonly<__half, 8>(" + input + "_, ";
+                const size_t at = source.find(store);
+                ASSERT_NE(at, std::string::npos) << app.name() << " " << arch << ": " << store;
                 EXPECT_NE(source.find(load, at), std::string::npos)
                     << app.name() << " " << arch << ": " << load;
-                const std::string fused = std::string(buffer) + "_in_s0_kj_ = (loom_div<int>(";
-                const size_t kj = source.find(fused);
-                ASSERT_NE(kj, std::string::npos) << app.name() << " " << arch << ": " << fused;
-                EXPECT_EQ(source.compare(source.find(',', kj), 4, ", 8)"), 0)
-                    << source.substr(kj, 120);
+                const std::string fused = func + "_s0_j_ = (loom_div<int>(";
+                const size_t j = source.find(fused);
+                ASSERT_NE(j, std::string::npos) << app.name() << " " << arch << ": " << fused;
+                EXPECT_EQ(source.compare(source.find(',', j), 4, ", 8)"), 0)
+                    << source.substr(j, 120);
             }
+            // Without the guards, each thread of a full tile reads kt and vf
+            // from shared memory in 16-byte vectors (4 keys of kt per element
+            // of the head dimension, 16 vectors of vf per key).
+            size_t vector_reads = 0;
+            for (size_t at = cuda.ptx.find("ld.shared.v4.f32"); at != std::string::npos;
+                 at = cuda.ptx.find("ld.shared.v4.f32", at + 1))
+                vector_reads++;
+            EXPECT_GE(vector_reads, size_t(64 + 4 * 16)) << app.name() << " " << arch;
         }
     }
 }
@@ -289,7 +309,7 @@ TEST(Apps, GpuAttentionOverKeyTilesNeedsTheKeysAndValues) {
         schedules::flash_attention_gpu(sch, chain, opt);
         FAIL() << "expected a CompileError";
     } catch (const CompileError &e) {
-        EXPECT_NE(std::string(e.what()).find("must name them: set its k and v"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("set its k, v, kt and vf"), std::string::npos)
             << e.what();
     }
 }

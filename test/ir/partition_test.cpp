@@ -326,3 +326,48 @@ TEST(PartitionLoops, FactsOnlyFromConditionsSolvedEverywhere) {
 }
 
 }  // namespace
+
+namespace {
+
+// A GPU block's loop over tiles of 4 of n keys, around its threads (t),
+// the tile's keys unrolled: each thread adds them to its own element of
+// acc (as FlashAttention's threads to their running values), or, with
+// reduce, to an element every thread shares (a reduction across the
+// threads, as a row sum's).
+Stmt block_loop_over_tiles(bool reduce) {
+    Expr ro = var("f.s1.ro"), t = var("f.s1.t"), n = var("n");
+    Expr target = reduce ? Expr(0) : t;
+    std::vector<Stmt> body{store("work", load("work", t) + 1, t)};
+    for (int ri = 0; ri < 4; ri++) {
+        Expr key = ro * 4 + ri;
+        body.push_back(IfThenElse::make(
+            likely_(key < n),
+            store("acc", load("acc", target) + load("in", key) * (t + 1), target)));
+    }
+    Stmt thread = For::make("f.s1.t", 0, 8, ForType::GPUThread, Block::make(body));
+    return For::make("f.s0.block", 0, 1, ForType::GPUBlock,
+                     For::make("f.s1.ro", 0, (n + 3) / 4, ForType::Serial, thread));
+}
+
+TEST(PartitionLoops, ABlocksLoopOverTilesIsPartitionedUnlessItsThreadsReduce) {
+    // Every thread of the block runs the same partition, so the barriers
+    // of the tiles' staging still meet: the full tiles run unguarded.
+    Stmt s = block_loop_over_tiles(false);
+    Stmt p = partition_loops(s);
+    auto tiles = loops_named(p, "f.s1.ro");
+    ASSERT_EQ(tiles.size(), 2u) << p;
+    EXPECT_FALSE(has_likely_(tiles[0]->body)) << p;
+    for (int n : {0, 1, 3, 4, 5, 12, 13}) {
+        expect_same(s, p,
+                    {{"in", std::vector<double>(n, 2)},
+                     {"acc", std::vector<double>(8, 0)},
+                     {"work", std::vector<double>(8, 0)}},
+                    {{"n", n}});
+    }
+    // Reducing across the threads, each partition would combine the
+    // threads' partials after it: the loop is left whole.
+    Stmt r = block_loop_over_tiles(true);
+    EXPECT_EQ(loops_named(partition_loops(r), "f.s1.ro").size(), 1u);
+}
+
+}  // namespace

@@ -32,6 +32,7 @@ struct AttentionFuncs {
           scale(std::move(scale_)),
           window(std::move(window_)) {
         kt(b, h, c, j) = loom::cast<float>(k(b, h, j, c));
+        vf(b, h, j, d) = loom::cast<float>(v(b, h, j, d));
         qf(b, h, i, c) = loom::cast<float>(q(b, h, i, c));
     }
 
@@ -46,6 +47,11 @@ struct AttentionFuncs {
      * per key tile stores that tile transposed, so that scores vectorized
      * along the keys read contiguous memory. */
     loom::Func kt{"kt"};
+    /** The values in float32, vf(b, h, j, d) = v(b, h, j, d), as o reads
+     * them. Like kt it changes no value; a GPU schedule staging a tile of
+     * it in shared memory converts each value once per block instead of
+     * once per thread that reads it. */
+    loom::Func vf{"vf"};
     /** The queries in float32, qf(b, h, i, c) = q(b, h, i, c). Like kt it
      * changes no value; a GPU schedule computes it per thread, so that each
      * thread's query row is read once into registers instead of once per
@@ -88,7 +94,7 @@ inline void define_chain(AttentionFuncs &a, const loom::Expr &score, const loom:
     a.m(a.b, a.h, a.i) = maximum(a.s(a.b, a.h, a.i, a.r));
     a.p(a.b, a.h, a.i, a.j) = exp(a.s(a.b, a.h, a.i, a.j) - a.m(a.b, a.h, a.i));
     a.l(a.b, a.h, a.i) = sum(a.p(a.b, a.h, a.i, a.r));
-    a.o(a.b, a.h, a.i, a.d) = sum(a.p(a.b, a.h, a.i, a.r) * cast<float>(a.v(a.b, hk, a.r, a.d)));
+    a.o(a.b, a.h, a.i, a.d) = sum(a.p(a.b, a.h, a.i, a.r) * a.vf(a.b, hk, a.r, a.d));
     a.out(a.b, a.h, a.i, a.d) =
         cast(a.q.type(),
              select(a.l(a.b, a.h, a.i) > 0, a.o(a.b, a.h, a.i, a.d) / a.l(a.b, a.h, a.i), 0.0f));
