@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -571,6 +572,127 @@ TEST(CudaRuntime, FreeingAViewsGpuMemoryFreesTheBuffers) {
     EXPECT_FALSE(view.has_device_memory());
     // What the GPU wrote was copied back first.
     EXPECT_EQ(whole(4, 39), in(4, 39) * 2.0f + 1.0f);
+}
+
+// Random uses of a buffer through random views, against a plain array of
+// what each element must hold: host reads and writes through crops and
+// transposes, GPU pipelines reading and writing crops, explicit copies and
+// frees, views dropped and taken. Whichever view wrote an element last,
+// every view must read its value, on the host and in a kernel.
+TEST(CudaRuntime, ViewsStayCoherentUnderRandomUse) {
+    FakeGpu gpu;
+    Scale s("random_views");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 9, cols = 14;
+    // The kernel, played on the device memory it is given, over the
+    // output's n_rows x n_cols.
+    int n_rows = 0, n_cols = 0;
+    gpu.on_launch = [&](const Launch &l) {
+        const float *in = reinterpret_cast<const float *>(l.arg<uint64_t>("in_"));
+        float *out = reinterpret_cast<float *>(l.arg<uint64_t>("random_views_"));
+        const int in_stride = l.arg<int>("in_stride_0_"),
+                  out_stride = l.arg<int>("random_views_stride_0_");
+        const float gain = l.arg<float>("gain_");
+        for (int r = 0; r < n_rows; r++) {
+            for (int c = 0; c < n_cols; c++) {
+                out[r * out_stride + c] = in[r * in_stride + c] * gain + 1.0f;
+            }
+        }
+    };
+    std::mt19937 &rng = loom_test::rng();
+    auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    Buffer<float> whole({rows, cols});
+    std::vector<float> want(rows * cols, 0.0f);  // whole(r, c) is want[r * cols + c]
+    struct View {
+        RawBuffer buffer;
+        int row0, col0;  // where its (0, 0) is in whole
+        bool transposed;
+    };
+    std::vector<View> views{{whole, 0, 0, false}};
+    auto new_crop = [&]() {
+        int r0 = uniform(0, rows - 1), c0 = uniform(0, cols - 1);
+        int nr = uniform(1, rows - r0), nc = uniform(1, cols - c0);
+        const View &from = views[uniform(0, int(views.size()) - 1)];
+        RawBuffer b;
+        if (from.transposed || from.row0 > r0 || from.col0 > c0 ||
+            from.row0 + from.buffer.extent(0) < r0 + nr ||
+            from.col0 + from.buffer.extent(1) < c0 + nc) {
+            b = whole.cropped(0, r0, nr).cropped(1, c0, nc);  // not inside `from`
+        } else {
+            // A view of a view (its coordinates are from's own).
+            b = from.buffer.cropped(0, from.buffer.dim_min(0) + r0 - from.row0, nr)
+                    .cropped(1, from.buffer.dim_min(1) + c0 - from.col0, nc);
+        }
+        b.set_min({0, 0});
+        return View{b, r0, c0, false};
+    };
+    float next = 1.0f;
+    for (int step = 0; step < 400; step++) {
+        const int op = uniform(0, 10);
+        SCOPED_TRACE("step " + std::to_string(step) + ", op " + std::to_string(op));
+        View &v = views[uniform(0, int(views.size()) - 1)];
+        const int vr = v.transposed ? v.buffer.extent(1) : v.buffer.extent(0),
+                  vc = v.transposed ? v.buffer.extent(0) : v.buffer.extent(1);
+        if (op <= 1) {  // a host write through v
+            int r = uniform(0, vr - 1), c = uniform(0, vc - 1);
+            Buffer<float> b(v.buffer);
+            (v.transposed ? b(c, r) : b(r, c)) = next;
+            want[(v.row0 + r) * cols + v.col0 + c] = next;
+            next += 1.0f;
+        } else if (op <= 3) {  // a host read through v
+            int r = uniform(0, vr - 1), c = uniform(0, vc - 1);
+            Buffer<float> b(v.buffer);
+            ASSERT_EQ(v.transposed ? b(c, r) : b(r, c), want[(v.row0 + r) * cols + v.col0 + c]);
+        } else if (op == 4 && !v.transposed) {  // a GPU pipeline writes v
+            Buffer<float> in = loom_test::random_buffer<float>({vr, vc});
+            n_rows = vr;
+            n_cols = vc;
+            p(in, 2.0f, v.buffer);
+            for (int r = 0; r < vr; r++) {
+                for (int c = 0; c < vc; c++) {
+                    want[(v.row0 + r) * cols + v.col0 + c] = in(r, c) * 2.0f + 1.0f;
+                }
+            }
+        } else if (op == 5 && !v.transposed) {  // a GPU pipeline reads v
+            Buffer<float> out({vr, vc});
+            n_rows = vr;
+            n_cols = vc;
+            p(v.buffer, 3.0f, out);
+            for (int r = 0; r < vr; r++) {
+                for (int c = 0; c < vc; c++) {
+                    ASSERT_EQ(out(r, c), want[(v.row0 + r) * cols + v.col0 + c] * 3.0f + 1.0f)
+                        << r << ", " << c;
+                }
+            }
+        } else if (op == 6) {
+            switch (uniform(0, 2)) {
+            case 0: v.buffer.copy_to_device(); break;
+            case 1: v.buffer.copy_to_host(); break;
+            default: v.buffer.device_free(); break;
+            }
+        } else if (op == 7 && views.size() > 1) {  // a view dropped (maybe dirty)
+            views.erase(views.begin() + uniform(1, int(views.size()) - 1));
+        } else if (op == 8) {
+            views.push_back(new_crop());
+        } else if (op == 9) {
+            views.push_back(View{whole.transposed({1, 0}), 0, 0, true});
+        } else if (op == 10) {  // a crop written on the GPU, then dropped at once
+            View t = new_crop();
+            const int tr = t.buffer.extent(0), tc = t.buffer.extent(1);
+            Buffer<float> in = loom_test::random_buffer<float>({tr, tc});
+            n_rows = tr;
+            n_cols = tc;
+            p(in, 2.0f, t.buffer);
+            for (int r = 0; r < tr; r++) {
+                for (int c = 0; c < tc; c++) {
+                    want[(t.row0 + r) * cols + t.col0 + c] = in(r, c) * 2.0f + 1.0f;
+                }
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) ASSERT_EQ(whole(r, c), want[r * cols + c]) << r << ", " << c;
+    }
 }
 
 TEST(CudaRuntime, CpuPipelinesSeeWhatGpuPipelinesWroteAndTheOtherWayRound) {
