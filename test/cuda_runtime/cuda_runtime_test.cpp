@@ -626,6 +626,19 @@ TEST(CudaRuntime, ViewsStayCoherentUnderRandomUse) {
         b.set_min({0, 0});
         return View{b, r0, c0, false};
     };
+    // A GPU pipeline writes the (untransposed) view v.
+    auto gpu_write = [&](const View &v) {
+        const int vr = v.buffer.extent(0), vc = v.buffer.extent(1);
+        Buffer<float> in = loom_test::random_buffer<float>({vr, vc});
+        n_rows = vr;
+        n_cols = vc;
+        p(in, 2.0f, v.buffer);
+        for (int r = 0; r < vr; r++) {
+            for (int c = 0; c < vc; c++) {
+                want[(v.row0 + r) * cols + v.col0 + c] = in(r, c) * 2.0f + 1.0f;
+            }
+        }
+    };
     float next = 1.0f;
     for (int step = 0; step < 400; step++) {
         const int op = uniform(0, 10);
@@ -643,16 +656,8 @@ TEST(CudaRuntime, ViewsStayCoherentUnderRandomUse) {
             int r = uniform(0, vr - 1), c = uniform(0, vc - 1);
             Buffer<float> b(v.buffer);
             ASSERT_EQ(v.transposed ? b(c, r) : b(r, c), want[(v.row0 + r) * cols + v.col0 + c]);
-        } else if (op == 4 && !v.transposed) {  // a GPU pipeline writes v
-            Buffer<float> in = loom_test::random_buffer<float>({vr, vc});
-            n_rows = vr;
-            n_cols = vc;
-            p(in, 2.0f, v.buffer);
-            for (int r = 0; r < vr; r++) {
-                for (int c = 0; c < vc; c++) {
-                    want[(v.row0 + r) * cols + v.col0 + c] = in(r, c) * 2.0f + 1.0f;
-                }
-            }
+        } else if (op == 4 && !v.transposed) {
+            gpu_write(v);
         } else if (op == 5 && !v.transposed) {  // a GPU pipeline reads v
             Buffer<float> out({vr, vc});
             n_rows = vr;
@@ -677,17 +682,7 @@ TEST(CudaRuntime, ViewsStayCoherentUnderRandomUse) {
         } else if (op == 9) {
             views.push_back(View{whole.transposed({1, 0}), 0, 0, true});
         } else if (op == 10) {  // a crop written on the GPU, then dropped at once
-            View t = new_crop();
-            const int tr = t.buffer.extent(0), tc = t.buffer.extent(1);
-            Buffer<float> in = loom_test::random_buffer<float>({tr, tc});
-            n_rows = tr;
-            n_cols = tc;
-            p(in, 2.0f, t.buffer);
-            for (int r = 0; r < tr; r++) {
-                for (int c = 0; c < tc; c++) {
-                    want[(t.row0 + r) * cols + t.col0 + c] = in(r, c) * 2.0f + 1.0f;
-                }
-            }
+            gpu_write(new_crop());
         }
     }
     for (int r = 0; r < rows; r++) {
