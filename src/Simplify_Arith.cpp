@@ -202,15 +202,22 @@ Expr Simplify::rebuild_scalar(LinearForm lf) {
         // A min or max less another with a shared operand, or less one of
         // its own operands: see difference_of_paired_extrema and
         // extremum_less_an_operand.
+        // The operand may be a multiple of a term: min(x * 4, y) - x * 4
+        // is the terms min(x * 4, y) and x with coefficient -4.
         for (size_t i = 0; i < lf.terms.size() && !changed; i++) {
             if (lf.terms[i].coeff == 0 || !is_extremum(lf.terms[i].e)) continue;
             for (size_t j = 0; j < lf.terms.size() && !changed; j++) {
+                const int64_t k = lf.terms[i].coeff, kj = lf.terms[j].coeff;
+                if (i == j || kj == 0 || kj % k != 0) continue;
+                const int64_t multiple = -kj / k;
+                const Expr operand = multiple == 1
+                                         ? lf.terms[j].e
+                                         : rewrite_mul(lf.terms[j].e, make_const(t, multiple));
                 Expr rest;
-                if (i == j || lf.terms[i].coeff != -lf.terms[j].coeff ||
-                    !(difference_of_paired_extrema(lf.terms[i].e, lf.terms[j].e, t, &rest) ||
-                      extremum_less_an_operand(lf.terms[i].e, lf.terms[j].e, t, &rest)))
+                if (!((multiple == 1 &&
+                       difference_of_paired_extrema(lf.terms[i].e, operand, t, &rest)) ||
+                      extremum_less_an_operand(lf.terms[i].e, operand, t, &rest)))
                     continue;
-                const int64_t k = lf.terms[i].coeff;
                 lf.terms.erase(lf.terms.begin() + std::max(i, j));
                 lf.terms.erase(lf.terms.begin() + std::min(i, j));
                 lf.add(rest, k);

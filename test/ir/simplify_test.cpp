@@ -707,6 +707,27 @@ TEST(Simplify, DifferencesOfExtremaWithASharedOperand) {
             }
         }
     }
+    // The operand a multiple of a variable, as a tile's start: the tile's
+    // extent, max(min(n, t * 8 + 8) - t * 8, 1) after bounds inference,
+    // is at most 8, so its storage fits any index type (the size check of
+    // a per-tile allocation folds away).
+    EXPECT_SIMPLIFY(min(t * 8, n - 8) - t * 8, min(n - t * 8, 8) + -8);
+    EXPECT_SIMPLIFY(max(z * 3 + 2, x) - z * 3, max(x - z * 3, 2));
+    for (const Expr &e :
+         {Sub::make(Min::make(t * 4, n - 4), t * 4), Sub::make(Max::make(x, t * -2 + 1), t * -2),
+          Add::make(Min::make(t * 4, n), t * 4)}) {
+        Expr s = simplify(e);
+        for (int tv = -4; tv <= 4; tv++) {
+            for (int nv = -9; nv <= 9; nv++) {
+                ev.env = {{"t", tv}, {"n", nv}, {"x", nv + tv}};
+                ASSERT_EQ(ev.eval(e), ev.eval(s)) << e << " simplified to " << s;
+            }
+        }
+    }
+    Expr tile = Max::make(Min::make(t * 8, n - 8) - t * 8, -7) + 8;
+    EXPECT_TRUE(can_prove(Cast::make(Int(64), tile) * make_const(Int(64), 64) <=
+                          make_const(Int(64), 2147483647)))
+        << simplify(tile);
     // Narrow types wrap: left alone.
     Expr x8 = var("x", Int(8)), z8 = var("z", Int(8));
     Expr e8 = Min::make(x8, z8 + make_const(Int(8), 3)) - Min::make(x8, z8);
