@@ -220,28 +220,25 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
     // one loop over the threads, each thread moving one vector of the
     // input (16 bytes) per pass, so neighbouring threads read neighbouring
     // words of the tile (a tile of whole rows is contiguous in k and v).
-    Var co("co"), ci("ci"), dco("dco"), dci("dci"), t("t"), to("to"), ti("ti"), u("u"), uo("uo"),
-        ui("ui");
+    Var vo("vo"), vi("vi"), t("t"), to("to"), ti("ti");
     struct Staged {
         Func f;
-        Var key, dim, dim_outer, dim_inner, fused, fused_outer, fused_inner;
+        Var head_dim;  // kt's c, vf's d
         const BufferParam &input;
     };
-    for (const Staged &st : {Staged{a.kt, a.j, a.c, co, ci, t, to, ti, *a.k},
-                             Staged{a.vf, a.j, a.d, dco, dci, u, uo, ui, *a.v}}) {
+    for (const Staged &st : {Staged{a.kt, a.c, *a.k}, Staged{a.vf, a.d, *a.v}}) {
         // 16 bytes of the input, or fewer lanes where the head dimension
         // needs them to divide it (no ragged vector at the end of a row).
         int lanes = std::max(1, 16 / st.input.type().bytes());
         while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
         sch[st.f]
             .compute_at(a.o, ro)
-            .split(st.dim, st.dim_outer, st.dim_inner, lanes)
-            .reorder(st.key, st.dim_outer, st.dim_inner)
-            .fuse(st.key, st.dim_outer, st.fused)
-            .split(st.fused, st.fused_outer, st.fused_inner, opt.queries_per_block,
-                   TailStrategy::GuardWithIf)
-            .vectorize(st.dim_inner)
-            .gpu_threads(st.fused_inner)
+            .split(st.head_dim, vo, vi, lanes)
+            .reorder(a.j, vo, vi)
+            .fuse(a.j, vo, t)
+            .split(t, to, ti, opt.queries_per_block, TailStrategy::GuardWithIf)
+            .vectorize(vi)
+            .gpu_threads(ti)
             .store_in(MemoryType::Shared);
     }
 }

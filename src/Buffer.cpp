@@ -196,7 +196,7 @@ BufferPtr new_view(std::shared_ptr<BufferStorage> storage, const loom_buffer_t &
 
 /** A view of c's memory: the same descriptor with no dirty flags (its
  * elements are c's, and c keeps c's flags) and the shared GPU memory. */
-BufferPtr copy_contents(const BufferContents &c) {
+BufferPtr view_of(const BufferContents &c) {
     loom_buffer_t raw = c.raw;
     c.storage->shared.store(true, std::memory_order_release);
     if (raw.host) {
@@ -512,7 +512,7 @@ RawBuffer RawBuffer::cropped(int d, int min, int extent) const {
                              << static_cast<int64_t>(dim.min) + dim.extent << ").";
     }
     RawBuffer r;
-    r.contents = copy_contents(*contents);
+    r.contents = view_of(*contents);
     const int64_t offset =
         (static_cast<int64_t>(min) - dim.min) * dim.stride * element_bytes(type());
     if (r.contents->raw.host) r.contents->raw.host += offset;
@@ -540,7 +540,7 @@ RawBuffer RawBuffer::transposed(const std::vector<int> &order) const {
                              << " dimensions.";
     }
     RawBuffer r;
-    r.contents = copy_contents(*contents);
+    r.contents = view_of(*contents);
     for (int i = 0; i < n; i++) r.contents->dims[i] = contents->dims[order[i]];
     return r;
 }

@@ -125,7 +125,9 @@ void check_buffer(const RawBuffer &b, const Argument &a) {
         runtime_error_report << role << " buffer " << a.name << " has " << b.dimensions()
                              << " dimensions, but the pipeline expects " << a.dimensions << ".";
     }
-    const loom_buffer_t *raw = b.raw_buffer();
+    // The descriptor as it is: raw_buffer() would settle the buffer's views,
+    // which the call does once the checks pass.
+    const loom_buffer_t *raw = &b.contents->raw;
     if (raw->host == nullptr && raw->device == 0 && b.number_of_elements() > 0) {
         runtime_error_report << role << " buffer " << a.name << " has a null data pointer.";
     }
