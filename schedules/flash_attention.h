@@ -164,8 +164,13 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
             .gpu_threads(ii)
             .unroll(di);
         // Unrolled, so that the per-thread arrays are indexed by constants
-        // and stay in registers.
-        sch.rolling_update(a.o, a.r).unroll(a.d);
+        // and stay in registers. o's update reads each value row in
+        // vectors of 8 (16 bytes of fp16), where unrolled scalar loads stay
+        // one load per element (the compiler cannot tell they are aligned).
+        int lanes = 8;
+        while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
+        Var dv("dv"), dl("dl");
+        sch.rolling_update(a.o, a.r).split(a.d, dv, dl, lanes).unroll(dv).vectorize(dl);
         sch[a.o].compute_at(a.out, dout).unroll(a.d);
         if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
         if (a.qk.defined()) sch[a.qk].update().unroll(a.e);

@@ -371,6 +371,21 @@ template <typename T, int N>
 __device__ __forceinline__ void loom_store_dense(T *p, long long i, const loom_vec<T, N> &x) {
     loom_move<T, N>(p + i, x.v, p + i);
 }
+// A thread's own arrays move lane by lane: words reinterpreting their
+// elements (and the test of their address) would keep them in local
+// memory, where constant indices let them live in registers.
+template <typename T, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_load_lanes(const T *p, long long i) {
+    loom_vec<T, N> r;
+#pragma unroll
+    for (int k = 0; k < N; k++) r.v[k] = p[i + k];
+    return r;
+}
+template <typename T, int N>
+__device__ __forceinline__ void loom_store_lanes(T *p, long long i, const loom_vec<T, N> &x) {
+#pragma unroll
+    for (int k = 0; k < N; k++) p[i + k] = x.v[k];
+}
 // Gathers and scatters; masked lanes are neither read nor written.
 template <typename T, typename I, int N>
 __device__ __forceinline__ loom_vec<T, N> loom_gather(const T *p, const loom_vec<I, N> &i) {
@@ -591,6 +606,8 @@ class KernelPrinter : public IRVisitor {
     // writes (a Func's per-block copies in device memory, hoisted out of
     // the kernel by hoist_kernel_allocations). Barriers order them.
     std::set<std::string> shared_allocations;
+    // The per-thread arrays in scope (`T name[N]`), by IR name.
+    std::set<std::string> local_arrays;
     // The kernel's lets and loops around the statement printed, outermost
     // first, and the Func whose shared storage is sized at launch.
     std::vector<std::pair<std::string, Expr>> kernel_lets;
@@ -932,8 +949,9 @@ class KernelPrinter : public IRVisitor {
         uses_vectors = true;
         const std::string lanes = std::to_string(op->type.lanes);
         if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            expr_out << (is_read_only_kernel_buffer(op->name) ? "loom_load_dense_readonly<"
-                                                              : "loom_load_dense<")
+            expr_out << (local_arrays.count(op->name)           ? "loom_load_lanes<"
+                         : is_read_only_kernel_buffer(op->name) ? "loom_load_dense_readonly<"
+                                                                : "loom_load_dense<")
                      << elem << ", " << lanes << ">(" << buf << ", " << print(r->base) << ")";
             return;
         }
@@ -1158,7 +1176,9 @@ class KernelPrinter : public IRVisitor {
             if (masked) out << "if (" << print(op->predicate) << ") ";
             out << buf << "[" << print(op->index) << "] = " << value << ";\n";
         } else if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            out << (is_kernel_buffer(op->name) ? "loom_store_dense_global<" : "loom_store_dense<")
+            out << (is_kernel_buffer(op->name)     ? "loom_store_dense_global<"
+                    : local_arrays.count(op->name) ? "loom_store_lanes<"
+                                                   : "loom_store_dense<")
                 << type(t.element_of()) << ", " << t.lanes << ">(" << buf << ", " << print(r->base)
                 << ", " << value << ");\n";
         } else {
@@ -1261,8 +1281,10 @@ class KernelPrinter : public IRVisitor {
                 << std::max<int64_t>(size, 1) << "]\n";
         } else {
             out << type(op->type) << " " << n.name() << "[" << std::max<int64_t>(size, 1) << "];\n";
+            local_arrays.insert(op->name);
         }
         print(op->body);
+        local_arrays.erase(op->name);
         indent--;
         pad();
         out << "}\n";

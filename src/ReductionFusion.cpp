@@ -1325,8 +1325,22 @@ class Rewriter {
             fs.store_level_set = placement.store_level_set;
             // The pure definitions run with the loop types the steps give
             // their Vars: on a GPU, the threads that update an element are
-            // the ones that initialize it.
+            // the ones that initialize it. A Var the leader's step splits
+            // (attention's head dimension, in vectors) is split the same way
+            // in its pure definition, whose loops then take the pieces'
+            // types (unrolled, vectorized) too.
             StageSchedule init = default_stage_schedule(f, 0);
+            if (m.name == chain.leader) {
+                for (const Split &sp : ss.splits) {
+                    if (sp.kind != Split::SplitVar) continue;
+                    auto at = std::find_if(init.dims.begin(), init.dims.end(),
+                                           [&](const Dim &d) { return d.var == sp.old_var; });
+                    if (at == init.dims.end()) continue;  // not a pure Var (an RVar's split)
+                    init.splits.push_back(sp);
+                    at->var = sp.inner;
+                    init.dims.insert(at, Dim{sp.outer, ForType::Serial, false});
+                }
+            }
             for (Dim &dim : init.dims) {
                 for (const Dim &step : ss.dims) {
                     if (!step.is_rvar && step.var == dim.var) dim.for_type = step.for_type;

@@ -327,8 +327,20 @@ TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
         schedules::flash_attention_gpu(sch, app.chain());
         for (const char *arch : {"sm_80", "sm_90a"}) {
             const Target target(std::string("host-cuda-") + arch);
-            const std::string text = compile_to_cuda_text(app.out, sch, target).ptx;
+            const CudaText cuda = compile_to_cuda_text(app.out, sch, target);
+            const std::string &text = cuda.ptx;
             EXPECT_EQ(text.find(".local"), std::string::npos) << app.name() << " " << arch;
+            // o's update reads each value row in 16-byte vectors, and o's
+            // registers take them 8 lanes at a time, lane by lane (a word
+            // moved through its address would put o in local memory). Its
+            // initial value is stored in the same vectors as the update's:
+            // the pure definition takes the update's split of d.
+            for (const char *piece :
+                 {"loom_load_dense_readonly<__half, 8>(v_, ", "loom_load_lanes<float, 8>(o_, 56)",
+                  "loom_store_lanes<float, 8>(o_, 56, loom_broadcast<8>(0x0p+0f));"}) {
+                EXPECT_NE(cuda.source.find(piece), std::string::npos)
+                    << app.name() << " " << arch << ": " << piece;
+            }
             if (var == attention::Variant::Global) {
                 size_t exps = 0;
                 for (size_t at = text.find("ex2.approx"); at != std::string::npos;
