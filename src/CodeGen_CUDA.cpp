@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "AssociativeUpdates.h"
 #include "Bounds.h"
 #include "CrossThreadReductions.h"
 #include "IRMutator.h"

@@ -1,11 +1,11 @@
 #include "CrossThreadReductions.h"
 
 #include <cctype>
-#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
 
+#include "AssociativeUpdates.h"
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
@@ -41,35 +41,6 @@ Expr intrinsic(Type t, const char *name, const std::vector<Expr> &args = {}) {
 
 Stmt barrier() { return Evaluate::make(intrinsic(Int(32), gpu_intrinsic::barrier)); }
 
-/** x such that combine(op, x, y) == y. */
-Expr identity(VectorReduce::Op op, Type t) {
-    switch (op) {
-    case VectorReduce::Add: return make_zero(t);
-    case VectorReduce::Mul: return make_one(t);
-    case VectorReduce::Min: return t.is_float() ? FloatImm::make(t, INFINITY) : type_max(t);
-    case VectorReduce::Max: return t.is_float() ? FloatImm::make(t, -INFINITY) : type_min(t);
-    case VectorReduce::And: return make_const(t, 1);
-    case VectorReduce::Or: return make_const(t, 0);
-    }
-    return Expr();
-}
-
-/** Whether e loads from `buffer`. */
-bool loads_from(const Expr &e, const std::string &buffer) {
-    struct Find : IRVisitor {
-        const std::string *buffer;
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Load *op) override {
-            found = found || op->name == *buffer;
-            IRVisitor::visit(op);
-        }
-    } find;
-    find.buffer = &buffer;
-    e.accept(&find);
-    return find.found;
-}
-
 /** One update that every thread of a block (or of a group of its threads)
  * makes to the same element: buffer[index] = op(buffer[index], value). */
 struct Reduction {
@@ -93,42 +64,6 @@ struct Reduction {
     /** The thread dimensions reduced over (x 1, y 2, z 4). */
     int reduced = 7;
 };
-
-/** Recognizes buffer[index] = op(buffer[index], e) (either operand order),
- * through the lets common-subexpression elimination wraps around it. */
-bool as_reduction(const Store *st, VectorReduce::Op *op, Expr *value) {
-    Expr v = st->value;
-    std::vector<const Let *> lets;
-    while (const Let *l = v.as<Let>()) {
-        lets.push_back(l);
-        v = l->body;
-    }
-    Expr a, b;
-    if (const Add *n = v.as<Add>()) *op = VectorReduce::Add, a = n->a, b = n->b;
-    else if (const Mul *n = v.as<Mul>()) *op = VectorReduce::Mul, a = n->a, b = n->b;
-    else if (const Min *n = v.as<Min>()) *op = VectorReduce::Min, a = n->a, b = n->b;
-    else if (const Max *n = v.as<Max>()) *op = VectorReduce::Max, a = n->a, b = n->b;
-    else if (const And *n = v.as<And>()) *op = VectorReduce::And, a = n->a, b = n->b;
-    else if (const Or *n = v.as<Or>()) *op = VectorReduce::Or, a = n->a, b = n->b;
-    else return false;
-    // (CSE may have named the index, or a part of it, in one of the lets.)
-    std::vector<std::pair<std::string, Expr>> bindings;
-    for (const Let *l : lets) bindings.emplace_back(l->name, l->value);
-    auto is_self = [&](const Expr &e) {
-        const Load *l = e.as<Load>();
-        return l && l->name == st->name &&
-               equal(substitute_enclosing_lets(bindings, l->index), st->index) &&
-               is_const_one(l->predicate);
-    };
-    if (is_self(b)) std::swap(a, b);
-    if (!is_self(a) || loads_from(b, st->name)) return false;
-    for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
-        if (loads_from((*l)->value, st->name)) return false;
-        b = Let::make((*l)->name, (*l)->value, b);
-    }
-    *value = b;
-    return st->value.type().is_scalar() && is_const_one(st->predicate);
-}
 
 /** The stores to one element per region (or per group of its threads) made
  * inside the thread loops of stage `stage` within `region`: the element is
@@ -187,7 +122,7 @@ class FindReductions : public IRVisitor {
         if (deps.count("")) return;  // a different element per iteration
         VectorReduce::Op reduce;
         Expr value;
-        if (!as_reduction(op, &reduce, &value)) return;  // refused as a race later
+        if (!as_associative_update(op, &reduce, &value)) return;  // refused as a race later
         for (const Reduction &r : found) {
             if (r.buffer == op->name) return;  // a second update: refused later
         }
@@ -254,7 +189,7 @@ class AccumulatePartials : public IRMutator {
             VectorReduce::Op reduce;
             Expr value;
             if (op->name == r.buffer && equal(op->index, r.index) &&
-                as_reduction(op, &reduce, &value) && reduce == r.op) {
+                as_associative_update(op, &reduce, &value) && reduce == r.op) {
                 Expr partial = Load::make(r.type, r.partial, 0, const_true());
                 return Store::make(r.partial, combine(r.op, partial, value), 0, const_true());
             }
@@ -381,7 +316,8 @@ class LowerBlockLevel : public IRMutator {
 
         std::vector<Stmt> steps;
         for (const Reduction &r : found) {
-            steps.push_back(Store::make(r.partial, identity(r.op, r.type), 0, const_true()));
+            steps.push_back(
+                Store::make(r.partial, reduction_identity(r.op, r.type), 0, const_true()));
         }
         steps.push_back(loop);
         for (const Reduction &r : found) {
@@ -445,18 +381,6 @@ bool reduces_across_threads(const For *loop, const std::set<std::string> &per_th
     FindReductions find(stage_of(loop->name), per_thread);
     loop->accept(&find);
     return !find.found.empty();
-}
-
-Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b) {
-    switch (op) {
-    case VectorReduce::Add: return Add::make(a, b);
-    case VectorReduce::Mul: return Mul::make(a, b);
-    case VectorReduce::Min: return Min::make(a, b);
-    case VectorReduce::Max: return Max::make(a, b);
-    case VectorReduce::And: return And::make(a, b);
-    case VectorReduce::Or: return Or::make(a, b);
-    }
-    return Expr();
 }
 
 BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel) {

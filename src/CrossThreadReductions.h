@@ -61,9 +61,6 @@ bool has_thread_loop(const Stmt &s);
  * storage outside the loop that each thread owns (MemoryType::Register). */
 bool reduces_across_threads(const For *loop, const std::set<std::string> &per_thread);
 
-/** a op b, for a VectorReduce operator. */
-Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b);
-
 /** Rewrites the body of one kernel (its outermost gpu_blocks loop) as
  * described above. `kernel` names it in errors. Kernels without thread
  * loops are returned unchanged. */

@@ -17,6 +17,7 @@
 #include "CodeGen_CUDA.h"
 #include "HoistKernelAllocations.h"
 #include "HoistLoopInvariants.h"
+#include "HoistVectorReductions.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -320,6 +321,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     s = vectorize_loops(s, target);
     debug_print("vectorize_loops", s);
+
+    s = hoist_vector_reductions(s);
+    debug_print("hoist_vector_reductions", s);
 
     s = simplify(s);
     debug_print("final simplify", s);

@@ -78,7 +78,8 @@ FuncSchedule get_func_schedule(const ScheduleContents &s, const FunctionPtr &f) 
  * as a bare argument of the write, so distinct iterations touch distinct
  * points. With `combines_same_point`, a name may also be absent from the
  * write's arguments: every iteration then updates one point, which the
- * threads of a GPU block combine as a reduction. */
+ * threads of a GPU block (or the lanes of a vector) combine as a
+ * reduction. */
 bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
                                  const std::set<std::string> &vars, bool combines_same_point) {
     struct SelfCalls : IRVisitor {
@@ -378,7 +379,11 @@ namespace {
 Stage &set_for_type(Stage &s, StageState st, const VarOrRVar &v, ForType t, const char *what) {
     int i = find_dim(st, v.name(), what);
     if (t != ForType::Serial && t != ForType::Unrolled) {
-        check_loop_may_be_reordered(st, v.name(), what, t == ForType::GPUThread);
+        // The threads of a block, like the lanes of a vector, can combine
+        // an associative update of one point (VectorReduce); parallel
+        // tasks cannot, having no combining step.
+        check_loop_may_be_reordered(st, v.name(), what,
+                                    t == ForType::GPUThread || t == ForType::Vectorized);
     }
     st.ss->dims[i].for_type = t;
     return s;

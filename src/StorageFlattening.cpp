@@ -3,6 +3,7 @@
 
 #include "BoundsInference.h"
 #include "IRMutator.h"
+#include "IRVisitor.h"
 #include "Scope.h"
 #include "Simplify.h"
 #include "loom/IROperator.h"
@@ -13,6 +14,25 @@ namespace internal {
 namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+/** Whether e calls Func `func` for a Tuple element before `element`. */
+bool reads_element_before(const Expr &e, const std::string &func, int element) {
+    struct Find : IRVisitor {
+        const std::string *func;
+        int element;
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            found = found ||
+                    (op->call_type == Call::Func && op->name == *func && op->value_index < element);
+            IRVisitor::visit(op);
+        }
+    } find;
+    find.func = &func;
+    find.element = element;
+    e.accept(&find);
+    return find.found;
+}
 
 std::string buffer_name(const std::string &func, int index, int tuple_size) {
     return tuple_size == 1 ? func : func + "." + std::to_string(index);
@@ -113,14 +133,17 @@ class FlattenStorage : public IRMutator {
         int n = static_cast<int>(op->values.size());
         std::vector<Expr> args;
         for (const Expr &a : op->args) args.push_back(mutate(a));
-        // Evaluate every Tuple element before storing any, since they may read
-        // each other's old values.
+        // A Tuple's elements are stored in order, so an element whose value
+        // reads an element stored before it (argmax's index reads the old
+        // maximum) is evaluated before any store. The others are stored as
+        // they are, which keeps an element's update recognizable as a
+        // reduction of it (see AssociativeUpdates.h).
         std::vector<Stmt> stores;
         std::vector<std::pair<std::string, Expr>> lets;
         for (int i = 0; i < n; i++) {
             Expr value = mutate(op->values[i]);
             std::string buf = buffer_name(op->name, i, n);
-            if (n > 1) {
+            if (reads_element_before(op->values[i], op->name, i)) {
                 std::string tmp = op->name + ".value." + std::to_string(i);
                 lets.emplace_back(tmp, value);
                 value = Variable::make(value.type(), tmp);

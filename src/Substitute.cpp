@@ -172,6 +172,31 @@ std::set<std::string> free_variables(const Expr &e) {
     return free.names;
 }
 
+std::set<std::string> names_defined_in(const Stmt &s) {
+    struct Defined : IRVisitor {
+        std::set<std::string> names;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const LetStmt *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const Let *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const Allocate *op) override {
+            names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+    } defined;
+    s.accept(&defined);
+    return defined.names;
+}
+
 bool expr_uses_var(const Expr &e, const std::string &name) {
     if (!e.defined()) return false;
     UsesVar u(name);

@@ -36,6 +36,9 @@ Stmt substitute_in_all_lets(const Stmt &s);
 /** The names of the Variables e uses that are not bound inside it. */
 std::set<std::string> free_variables(const Expr &e);
 
+/** The names s binds: its loops, lets and allocations. */
+std::set<std::string> names_defined_in(const Stmt &s);
+
 /** Whether e (or s) refers to a free Variable named `name`. */
 bool expr_uses_var(const Expr &e, const std::string &name);
 bool stmt_uses_var(const Stmt &s, const std::string &name);

@@ -5,15 +5,20 @@
 // broadcast), and the backend then emits SIMD instructions for the vector
 // types. Lane-dependent ifs (the guarded tails of split loops) become masks
 // on the stores and loads they guard, so a ragged tail still vectorizes.
-// Allocations made inside the loop get one copy per lane. Statements that
-// cannot be widened (an assert whose condition differs by lane, a loop whose
-// bounds differ by lane) are scalarized: one copy per lane.
+// Allocations made inside the loop get one copy per lane. A store that every
+// lane makes to one element, as an associative update of it (a sum over a
+// vectorized RVar), combines the lanes' values with a VectorReduce and then
+// updates the element once. Statements that cannot be widened (an assert
+// whose condition differs by lane, a loop whose bounds differ by lane) are
+// scalarized: one copy per lane.
 #include "VectorizeLoops.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "AssociativeUpdates.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
 #include "Simplify.h"
@@ -179,9 +184,19 @@ struct ContextEntry {
 
 class VectorSubs : public IRMutator {
   public:
-    VectorSubs(const std::string &var, const Expr &min, int lanes)
+    VectorSubs(const std::string &var, const Expr &min, int lanes, const Stmt &body)
         : var(var), min(min), lanes(lanes) {
         ramp = Ramp::make(min, make_one(min.type()), lanes);
+        struct Stores : IRVisitor {
+            std::set<std::string> *names;
+            using IRVisitor::visit;
+            void visit(const Store *op) override {
+                names->insert(op->name);
+                IRVisitor::visit(op);
+            }
+        } stores;
+        stores.names = &stored;
+        body.accept(&stores);
     }
 
     using IRMutator::mutate;
@@ -197,6 +212,7 @@ class VectorSubs : public IRMutator {
 
   private:
     std::string var;
+    std::set<std::string> stored;  // the buffers the loop body stores to
     Expr min, ramp;
     int lanes;
     std::vector<ContextEntry> context;
@@ -265,6 +281,16 @@ class VectorSubs : public IRMutator {
     Expr lane_value(int i) const {
         if (const int64_t *c = as_const_int(min)) return make_const(min.type(), *c + i);
         return scalar_add(min, make_const(min.type(), i));
+    }
+
+    // Whether e reads memory that the loop writes and that is not each
+    // lane's own (a tuple's other element updated beside this one): the
+    // lanes of one vector would read it as it was before all of them.
+    bool reads_other_iterations(const Expr &e) const {
+        for (const std::string &name : stored) {
+            if (!is_widened_allocation(name) && reads_buffer(e, name)) return true;
+        }
+        return false;
     }
 
     // Whether e (following the lets of the loop body) loads from `buffer`.
@@ -524,13 +550,32 @@ class VectorSubs : public IRMutator {
         if (is_widened_allocation(op->name)) {
             index = widened_index(op->name, index);
         } else if (index.type().is_scalar()) {
-            // Every lane writes the same element.
+            // Every lane writes the same element. An associative update of
+            // it (a sum over the vectorized RVar) combines the lanes' values
+            // first, then the element once: the lanes' order is free.
+            VectorReduce::Op reduce;
+            Expr term;
+            if (reads_buffer(op->value, op->name) && as_associative_update(op, &reduce, &term) &&
+                !reads_other_iterations(term)) {
+                Expr terms = widen(mutate(term));
+                if (mask.defined()) {
+                    // Lanes outside a guarded tail contribute nothing.
+                    terms = Select::make(
+                        widen(mask), terms,
+                        Broadcast::make(reduction_identity(reduce, term.type()), lanes));
+                }
+                Expr element = Load::make(op->value.type(), op->name, index, const_true());
+                return Store::make(op->name,
+                                   combine(reduce, element, VectorReduce::make(reduce, terms, 1)),
+                                   index, const_true(), op->param);
+            }
             user_assert(!reads_buffer(op->value, op->name))
                 << "Cannot vectorize the loop over " << var << ": it carries a dependence through "
                 << op->name << " (every iteration "
                 << "reads and writes the same element of " << op->name
-                << "). Vectorize a loop over a pure dimension instead, or make the reduction "
-                << "parallel first (e.g. with split_k).";
+                << ", and the update is not an associative operator of that element and a value: "
+                << "+, *, min, max, && or ||). Vectorize a loop over a pure dimension instead, or "
+                << "make the reduction parallel first (e.g. with split_k).";
             user_assert(value.type().is_scalar())
                 << "Cannot vectorize the loop over " << var << ": it carries a dependence through "
                 << op->name << " (every iteration writes a different value to the same element of "
@@ -650,7 +695,7 @@ class VectorizeLoops : public IRMutator {
         user_assert(*n <= 1024) << "The vectorized loop over " << op->name << " has " << *n
                                 << " iterations; vectorize by at most 1024 lanes (split it "
                                 << "by a smaller factor first).";
-        VectorSubs subs(op->name, op->min, static_cast<int>(*n));
+        VectorSubs subs(op->name, op->min, static_cast<int>(*n), op->body);
         return subs.mutate(op->body);
     }
 };

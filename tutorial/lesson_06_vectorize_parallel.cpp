@@ -52,6 +52,42 @@ int main() {
     }
     std::printf("vectorized + parallel: %.3f ms\n", ms);
 
+    // The RVar of a reduction can be vectorized too, when every iteration
+    // updates the same point with an associative operator (+, *, min, max,
+    // && or ||). Each vector of iterations then combines its lanes, and a
+    // serial loop around it keeps a vector of partial results, combined once
+    // at its end: the loop body is one vector add. The lanes add in a
+    // different order than the serial loop, so a float sum may differ in its
+    // last bits (as with Halide's rfactor, or a GPU reduction).
+    BufferParam m(Float(32), 2, "m");
+    Var row("row");
+    RDom k(0, m.dim(1).extent(), "k");
+    Func row_sum("row_sum");
+    row_sum(row) = 0.0f;
+    row_sum(row) += m(row, k);
+    Buffer<float> mat({64, 4099});
+    mat.fill([](const std::vector<int> &c) { return static_cast<float>((c[0] + c[1]) % 7); });
+    m.set(mat);
+    Pipeline sums(row_sum);
+    Schedule by_lanes;
+    by_lanes[row_sum].update().vectorize(k, 16);
+    Buffer<float> serial_sums(sums.realize({64}));
+    Buffer<float> vector_sums({64});
+    sums.compile(by_lanes).realize({vector_sums});
+    for (int j = 0; j < 64; j++) {
+        // Small integers: every order of the additions gives the same sum.
+        if (vector_sums(j) != serial_sums(j)) {
+            std::printf("row sums differ at %d\n", j);
+            return 1;
+        }
+    }
+    std::string stmt = sums.compile_to_lowered_stmt(by_lanes);
+    if (stmt.find("vector_reduce_add") == std::string::npos) {
+        std::printf("expected a vector reduction\n");
+        return 1;
+    }
+    std::printf("row sums over vectors of 16 lanes match\n");
+
     // A loop that carries a dependence cannot be vectorized or parallelized:
     // Loom refuses it with an error naming the loop.
     BufferParam v(Float(32), 1, "v");

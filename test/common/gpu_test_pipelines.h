@@ -112,13 +112,21 @@ struct RowSoftmax {
         softmax(y, x) = loom::exp(in(y, x) - row_max(y)) / row_sum(y);
     }
     /** One block per row, `threads` threads striding along it: both
-     * reductions are combined across the block's threads. */
-    loom::Schedule one_row_per_block(int threads) const {
+     * reductions are combined across the block's threads. With `vector` >
+     * 1, each thread reads `vector` consecutive points of the row at a time
+     * (a vectorized RVar): it combines their lanes, then its partial. */
+    loom::Schedule one_row_per_block(int threads, int vector = 1) const {
         loom::Schedule sch;
         sch[softmax].split(x, xo, xi, threads).gpu_blocks(y).gpu_threads(xi);
+        loom::RVar rv("rv");
         for (const loom::Func &f : {row_max, row_sum}) {
             sch[f].compute_at(softmax, y);
-            sch[f].update().split(r, ro, ri, threads).gpu_threads(ri);
+            if (vector > 1) {
+                sch[f].update().split(r, ro, ri, threads * vector).split(ri, ri, rv, vector);
+                sch[f].update().gpu_threads(ri).vectorize(rv);
+            } else {
+                sch[f].update().split(r, ro, ri, threads).gpu_threads(ri);
+            }
         }
         return sch;
     }

@@ -379,6 +379,25 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
         << src;
 }
 
+TEST(CudaCodegen, VectorizedRVarsAcrossThreads) {
+    // Each thread reads 4 consecutive floats of the row as one 16-byte load,
+    // combines the lanes (max, then sum) into its partial, and the block
+    // combines the partials.
+    loom_test::RowSoftmax p;
+    std::string src = compile_for_every_arch(p.softmax, p.one_row_per_block(64, 4), 1);
+    std::string kernel = kernels_of(src);
+    EXPECT_NE(kernel.find("row_max_partial_[0] = fmaxf(row_max_partial_[0], loom_vreduce_all("),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("row_sum_partial_[0] = (row_sum_partial_[0] + loom_vreduce_all("),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("loom_load_dense_readonly<float, 4>(in_"), std::string::npos) << kernel;
+    std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
+    EXPECT_GE(count_of(ptx, "ld.global.nc.v4"), 2) << ptx;
+    EXPECT_NE(ptx.find("shfl.sync.down"), std::string::npos);
+}
+
 TEST(CudaCodegen, DoublePrecisionMath) {
     BufferParam in(Float(64), 1, "in");
     Var x("x"), xo("xo"), xi("xi");

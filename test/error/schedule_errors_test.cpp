@@ -100,8 +100,52 @@ TEST(ScheduleErrors, ParallelizingASumOverItsRVar) {
     total(i) += in(i, k);
     Schedule s;
     s[total].update().parallel(i);  // fine: distinct i never interact
-    EXPECT_TRUE(throws_with<CompileError>([&] { s[total].update().vectorize(k); },
-                                          {"Func total", "'k.x'"}));
+    // Parallel tasks would race on total(i); the lanes of a vector combine
+    // their values first (a vector reduction).
+    EXPECT_TRUE(throws_with<CompileError>([&] { s[total].update().parallel(k); },
+                                          {"Func total", "'k.x'", "parallelize"}));
+    s[total].update().vectorize(k);
+    EXPECT_NO_THROW(Pipeline(total).compile(s));
+}
+
+TEST(ScheduleErrors, VectorizingAnRVarOfAnUpdateThatIsNotAReduction) {
+    // Every lane updates one element, but not by an associative operator of
+    // the element and a value: the lanes cannot be combined.
+    BufferParam in(Float(32), 2, "in");
+    Var i("i");
+    RDom k(0, 8, "k");
+    Func decay("decay");
+    decay(i) = 0.0f;
+    decay(i) = decay(i) * 0.5f + in(i, k);
+    Schedule s;
+    s[decay].update().vectorize(k);
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(decay).compile(s); },
+                                          {"Cannot vectorize the loop over decay.s1.k.x",
+                                           "not an associative operator", "+, *, min, max"}));
+    // A Tuple element updated from another's old value is no reduction of
+    // its own either, whichever of the two is stored first.
+    for (bool first_reads_second : {false, true}) {
+        Func pair("pair");
+        pair(i) = Tuple(0.0f, 0.0f);
+        if (first_reads_second) {
+            pair(i) = Tuple(pair(i)[0] + pair(i)[1] * in(i, k), pair(i)[1] + in(i, k));
+        } else {
+            pair(i) = Tuple(pair(i)[0] + in(i, k), pair(i)[1] + pair(i)[0] * in(i, k));
+        }
+        Schedule t;
+        t[pair].update().vectorize(k, 4);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(pair).compile(t); },
+            {"Cannot vectorize the loop over pair.s1.k", "not an associative operator"}));
+    }
+    // A histogram's lanes may write different elements, or the same one.
+    Func hist("hist");
+    RDom r(0, 16, "r");
+    hist(i) = 0;
+    hist(cast<int>(in(0, r))) += 1;
+    Schedule h;
+    EXPECT_TRUE(throws_with<CompileError>([&] { h[hist].update().vectorize(r); },
+                                          {"Func hist", "vectorize", "dependence"}));
 }
 
 TEST(ScheduleErrors, ReorderingRVarsChangesMeaning) {

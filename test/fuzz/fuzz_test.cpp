@@ -59,6 +59,15 @@ const char *tail_name(TailStrategy t) {
 Var vy("y"), vx("x");
 
 // Builds a random pipeline and a random schedule for it from `seed`.
+/** Vectorizes the stage's innermost loop by `lanes` if it is an RVar (an
+ * update over an RDom); an update without one is left alone. */
+void vectorize_rvar(Stage u, int lanes) {
+    std::string loops = u.dump();
+    size_t open = loops.rfind('('), close = loops.rfind(')');
+    std::string last = loops.substr(open + 1, close - open - 1);
+    if (last != "x" && last != "y") u.vectorize(RVar(last), lanes);
+}
+
 FuzzCase make_case(uint64_t seed) {
     std::mt19937_64 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
@@ -175,10 +184,11 @@ FuzzCase make_case(uint64_t seed) {
         if (out_has_yo) add("out.parallel yo", [=](Schedule &s) { s[out].parallel(yo); });
         else if (out_pattern != 3) add("out.parallel y", [=](Schedule &s) { s[out].parallel(vy); });
     }
-    // Update stages of the output: vectorize the pure var x, or split a
-    // reduction variable (its loops stay serial and in order, so the meaning
-    // is kept).
-    if (out.num_update_definitions() > 0 && pick(2)) {
+    // Update stages of the output: vectorize the pure var x or the RVar (one
+    // vectorized loop per stage), and split a reduction variable (its loops
+    // stay in order, so the meaning is kept).
+    const int out_update_vector = out.num_update_definitions() > 0 ? pick(4) : 0;
+    if (out_update_vector == 1) {
         add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
     }
     if (out.num_update_definitions() > 0 && pick(2)) {
@@ -190,6 +200,11 @@ FuzzCase make_case(uint64_t seed) {
             std::string last = loops.substr(open + 1, close - open - 1);
             if (last != "x" && last != "y") u.split(RVar(last), RVar("ro"), RVar("ri"), 2);
         });
+    }
+    // Or vectorize it: every lane updates the same point with +, so the
+    // lanes are combined (their extents of 1 to 3 leave masked lanes).
+    if (out_update_vector == 2) {
+        add("out.update.vectorize rvar", [=](Schedule &s) { vectorize_rvar(s[out].update(), 4); });
     }
 
     // The other Funcs: placement and loops. compute_at a loop of the output's
@@ -233,9 +248,13 @@ FuzzCase make_case(uint64_t seed) {
         } else if (loops == 3) {
             add(f.name() + ".parallel y", [=](Schedule &s) { s[f].parallel(vy); });
         }
-        if (has_updates && pick(2)) {
+        const int update_vector = has_updates ? pick(3) : 0;
+        if (update_vector == 1) {
             add(f.name() + ".update.vectorize x",
                 [=](Schedule &s) { s[f].update().vectorize(vx, 8); });
+        } else if (update_vector == 2) {
+            add(f.name() + ".update.vectorize rvar",
+                [=](Schedule &s) { vectorize_rvar(s[f].update(), 8); });
         }
     }
     c.description = desc.str();

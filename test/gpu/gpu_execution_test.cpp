@@ -187,6 +187,21 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
     }
 }
 
+TEST(GpuExecution, VectorizedRVarsAcrossThreads) {
+    REQUIRE_GPU();
+    // Each thread reads 4 consecutive points of its row at a time and
+    // combines them before the block combines the threads. The rows' lengths
+    // leave ragged vectors, whose lanes past the end count for nothing, and
+    // rows that start unaligned (1001 floats), read lane by lane.
+    loom_test::RowSoftmax p;
+    p.in.set(random_buffer<float>({13, 1001}, -20.0, 20.0));
+    expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(64, 4), {13, 1001}, 1e-5, 1e-7);
+    p.in.set(random_buffer<float>({6, 1024}, -20.0, 20.0));
+    expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(32, 8), {6, 1024}, 1e-5, 1e-7);
+    p.in.set(random_buffer<float>({3, 7}, -20.0, 20.0));
+    expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(32, 4), {3, 7}, 1e-5, 1e-7);
+}
+
 TEST(GpuExecution, AThreadLoopOfOneInATallerBlock) {
     REQUIRE_GPU();
     // f0 is three rows of each tile, so the block is 8 x 3 threads; f1 is

@@ -214,6 +214,25 @@ class LoopIREval {
                 if (r.is_float()) r.f.push_back(v);
                 else r.i.push_back(static_cast<int64_t>(v));
             }
+        } else if (const VectorReduce *op = e.as<VectorReduce>()) {
+            EvalValue v = eval(op->value);
+            int group = v.lanes() / lanes;
+            for (int l = 0; l < lanes; l++) {
+                double acc = v.as_double(l * group);
+                for (int k = 1; k < group; k++) {
+                    double x = v.as_double(l * group + k);
+                    switch (op->op) {
+                    case VectorReduce::Add: acc += x; break;
+                    case VectorReduce::Mul: acc *= x; break;
+                    case VectorReduce::Min: acc = std::min(acc, x); break;
+                    case VectorReduce::Max: acc = std::max(acc, x); break;
+                    case VectorReduce::And: acc = acc != 0 && x != 0; break;
+                    case VectorReduce::Or: acc = acc != 0 || x != 0; break;
+                    }
+                }
+                if (r.is_float()) r.f.push_back(round_float(acc, r.type));
+                else r.i.push_back(wrap(static_cast<int64_t>(acc), r.type));
+            }
         } else if (const Let *op = e.as<Let>()) {
             vars[op->name].push_back(eval(op->value));
             r = eval(op->body);

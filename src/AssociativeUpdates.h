@@ -1,0 +1,28 @@
+// Updates that combine an element with a value by an associative and
+// commutative operator: buffer[i] = op(buffer[i], value). Such updates may
+// run in any order and in any grouping, which is what lets several GPU
+// threads (CrossThreadReductions) or several vector lanes (VectorizeLoops)
+// make them together: each combines its own values, and the partial results
+// are combined into the element.
+#pragma once
+
+#include "loom/IR.h"
+
+namespace loom {
+namespace internal {
+
+/** Recognizes st as buffer[index] = op(buffer[index], value) (either
+ * operand order), through the lets common-subexpression elimination wraps
+ * around its value. On success sets *op and *value (the operand other than
+ * the element, with those lets around it). The value must not read the
+ * buffer, and the store must be scalar and unpredicated. */
+bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value);
+
+/** x such that combine(op, x, y) == y, for values of type t. */
+Expr reduction_identity(VectorReduce::Op op, Type t);
+
+/** a op b, for a VectorReduce operator. */
+Expr combine(VectorReduce::Op op, const Expr &a, const Expr &b);
+
+}  // namespace internal
+}  // namespace loom
