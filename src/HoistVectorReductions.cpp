@@ -164,7 +164,17 @@ class HoistVectorReductions : public IRMutator {
 
 }  // namespace
 
-Stmt hoist_vector_reductions(const Stmt &s) { return HoistVectorReductions().mutate(s); }
+Stmt hoist_vector_reductions(const Stmt &s) {
+    struct HasVectorReduce : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const VectorReduce *) override { found = true; }
+    } has;
+    s.accept(&has);
+    // Most pipelines have none: no need to walk each loop's body.
+    if (!has.found) return s;
+    return HoistVectorReductions().mutate(s);
+}
 
 }  // namespace internal
 }  // namespace loom

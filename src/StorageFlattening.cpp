@@ -15,16 +15,16 @@ namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
-/** Whether e calls Func `func` for a Tuple element before `element`. */
-bool reads_element_before(const Expr &e, const std::string &func, int element) {
+/** Whether e calls Func `func` for a Tuple element other than `element`. */
+bool reads_other_element(const Expr &e, const std::string &func, int element) {
     struct Find : IRVisitor {
         const std::string *func;
         int element;
         bool found = false;
         using IRVisitor::visit;
         void visit(const Call *op) override {
-            found = found ||
-                    (op->call_type == Call::Func && op->name == *func && op->value_index < element);
+            found = found || (op->call_type == Call::Func && op->name == *func &&
+                              op->value_index != element);
             IRVisitor::visit(op);
         }
     } find;
@@ -133,17 +133,19 @@ class FlattenStorage : public IRMutator {
         int n = static_cast<int>(op->values.size());
         std::vector<Expr> args;
         for (const Expr &a : op->args) args.push_back(mutate(a));
-        // A Tuple's elements are stored in order, so an element whose value
-        // reads an element stored before it (argmax's index reads the old
-        // maximum) is evaluated before any store. The others are stored as
-        // they are, which keeps an element's update recognizable as a
-        // reduction of it (see AssociativeUpdates.h).
+        // An element whose value reads another element of the Tuple (argmax's
+        // index reads the old maximum) is evaluated before any store, as the
+        // elements are stored one after another. The others are stored as
+        // they are, which keeps an element's update of itself recognizable as
+        // a reduction (see AssociativeUpdates.h); one that reads another
+        // element is none, for the lanes of a vector or the threads of a
+        // block that would combine it.
         std::vector<Stmt> stores;
         std::vector<std::pair<std::string, Expr>> lets;
         for (int i = 0; i < n; i++) {
             Expr value = mutate(op->values[i]);
             std::string buf = buffer_name(op->name, i, n);
-            if (reads_element_before(op->values[i], op->name, i)) {
+            if (reads_other_element(op->values[i], op->name, i)) {
                 std::string tmp = op->name + ".value." + std::to_string(i);
                 lets.emplace_back(tmp, value);
                 value = Variable::make(value.type(), tmp);

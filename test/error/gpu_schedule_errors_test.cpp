@@ -94,6 +94,23 @@ TEST(GpuScheduleErrors, ThreadsCombineOnlyReductions) {
         [&] { Pipeline(decay).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
         {"every thread of the gpu_threads loop decay.s1.ri store to the same element of decay",
          "+, *, min, max, && or ||", "make the loop serial"}));
+    // A Tuple element updated from the other's old value is no reduction
+    // of its own, whichever of the two is stored first.
+    for (bool first_reads_second : {false, true}) {
+        Func pair("pair");
+        pair(y) = Tuple(0.0f, 0.0f);
+        if (first_reads_second) {
+            pair(y) = Tuple(pair(y)[0] + pair(y)[1] * in(y, r), pair(y)[1] + in(y, r));
+        } else {
+            pair(y) = Tuple(pair(y)[0] + in(y, r), pair(y)[1] + pair(y)[0] * in(y, r));
+        }
+        Schedule ps;
+        ps[pair].gpu_blocks(y);
+        ps[pair].update().split(r, ro, ri, 128).gpu_blocks(y).gpu_threads(ri);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(pair).compile_to_cuda(ps, Target("host-cuda-sm_90")); },
+            {"every thread of the gpu_threads loop pair.s1.ri store to the same element of pair"}));
+    }
     // A histogram's threads may collide on a bin that depends on r: refused
     // when scheduled.
     Func hist("hist");

@@ -368,6 +368,18 @@ TEST(VectorizeLoops, CarriedUpdateThatIsNotAReductionIsAnError) {
     Stmt square = vloop("sum.s1.r", 0, 8,
                         store("sum", load_f("sum", 0) + load_f("sum", 0) * load_f("in", r), 0));
     EXPECT_THROW(vectorize_loops(square, Target("host")), CompileError);
+    // Nor does one whose term reads another element the loop updates: every
+    // lane would read it as it was before all of them.
+    Stmt chained = vloop("sum.s1.r", 0, 8,
+                         Block::make(store("run", load_f("run", 0) + load_f("in", r), 0),
+                                     store("sum", load_f("sum", 0) + load_f("run", 0), 0)));
+    try {
+        vectorize_loops(chained, Target("host"));
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError &e) {
+        std::string msg = e.what();
+        EXPECT_NE(msg.find("dependence through sum"), std::string::npos) << msg;
+    }
 }
 
 TEST(HoistVectorReductions, PartialsStayInAVectorAcrossTheLoop) {
