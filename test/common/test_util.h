@@ -119,4 +119,21 @@ template <typename E, typename F>
     return ::testing::AssertionFailure() << "did not throw";
 }
 
+/** pair(x) = (0, 0), updated over r from in(x, r) so that one element reads
+ * the other's old value: the first reads the second, or the second the
+ * first. Neither element is then a reduction of itself, which the lanes of
+ * a vector or the threads of a block could combine. */
+inline loom::Func tuple_element_reading_the_other(const loom::BufferParam &in, const loom::Var &x,
+                                                  const loom::RDom &r, bool first_reads_second) {
+    using loom::Tuple;
+    loom::Func pair("pair");
+    pair(x) = Tuple(0.0f, 0.0f);
+    if (first_reads_second) {
+        pair(x) = Tuple(pair(x)[0] + pair(x)[1] * in(x, r), pair(x)[1] + in(x, r));
+    } else {
+        pair(x) = Tuple(pair(x)[0] + in(x, r), pair(x)[1] + pair(x)[0] * in(x, r));
+    }
+    return pair;
+}
+
 }  // namespace loom_test

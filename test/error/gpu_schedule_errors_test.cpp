@@ -97,13 +97,7 @@ TEST(GpuScheduleErrors, ThreadsCombineOnlyReductions) {
     // A Tuple element updated from the other's old value is no reduction
     // of its own, whichever of the two is stored first.
     for (bool first_reads_second : {false, true}) {
-        Func pair("pair");
-        pair(y) = Tuple(0.0f, 0.0f);
-        if (first_reads_second) {
-            pair(y) = Tuple(pair(y)[0] + pair(y)[1] * in(y, r), pair(y)[1] + in(y, r));
-        } else {
-            pair(y) = Tuple(pair(y)[0] + in(y, r), pair(y)[1] + pair(y)[0] * in(y, r));
-        }
+        Func pair = loom_test::tuple_element_reading_the_other(in, y, r, first_reads_second);
         Schedule ps;
         ps[pair].gpu_blocks(y);
         ps[pair].update().split(r, ro, ri, 128).gpu_blocks(y).gpu_threads(ri);

@@ -125,13 +125,7 @@ TEST(ScheduleErrors, VectorizingAnRVarOfAnUpdateThatIsNotAReduction) {
     // A Tuple element updated from another's old value is no reduction of
     // its own either, whichever of the two is stored first.
     for (bool first_reads_second : {false, true}) {
-        Func pair("pair");
-        pair(i) = Tuple(0.0f, 0.0f);
-        if (first_reads_second) {
-            pair(i) = Tuple(pair(i)[0] + pair(i)[1] * in(i, k), pair(i)[1] + in(i, k));
-        } else {
-            pair(i) = Tuple(pair(i)[0] + in(i, k), pair(i)[1] + pair(i)[0] * in(i, k));
-        }
+        Func pair = loom_test::tuple_element_reading_the_other(in, i, k, first_reads_second);
         Schedule t;
         t[pair].update().vectorize(k, 4);
         EXPECT_TRUE(throws_with<CompileError>(
