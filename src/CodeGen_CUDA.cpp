@@ -302,16 +302,17 @@ __device__ __forceinline__ T loom_vreduce_all(F f, const loom_vec<T, N> &a) {
     return loom_vreduce<1>(f, a).v[0];
 }
 // Moves N T's between memory and a vector's registers in whole words when
-// the memory side is aligned to one (the registers always are). ReadOnly:
-// src is a buffer the kernel only reads, loaded through the read-only data
-// cache (__ldg), which the compiler never infers for words built by
-// reinterpreting lanes.
-template <typename T, int N, bool ReadOnly = false>
+// the memory side is aligned to one (the registers always are): Aligned when
+// the compiler proved it, else tested here. ReadOnly: src is a buffer the
+// kernel only reads, loaded through the read-only data cache (__ldg), which
+// the compiler never infers for words built by reinterpreting lanes.
+template <typename T, int N, bool ReadOnly = false, bool Aligned = false>
 __device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory) {
     constexpr int W = loom_word<T, N>::bytes;
-    if constexpr (W > int(sizeof(T))) {
+    constexpr bool in_words = W > int(sizeof(T));
+    if constexpr (in_words) {
         typedef typename loom_word_type<W>::type word;
-        if ((reinterpret_cast<unsigned long long>(memory) & (W - 1)) == 0) {
+        if (Aligned || (reinterpret_cast<unsigned long long>(memory) & (W - 1)) == 0) {
             const word *from = reinterpret_cast<const word *>(src);
 #pragma unroll
             for (int k = 0; k < int(sizeof(T)) * N / W; k++)
@@ -319,34 +320,37 @@ __device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory)
             return;
         }
     }
+    if constexpr (!(in_words && Aligned)) {
 #pragma unroll
-    for (int k = 0; k < N; k++) dst[k] = ReadOnly ? loom_load_readonly(src + k) : src[k];
+        for (int k = 0; k < N; k++) dst[k] = ReadOnly ? loom_load_readonly(src + k) : src[k];
+    }
 }
-template <typename T, int N>
+template <typename T, int N, bool Aligned = false>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long i) {
     loom_vec<T, N> r;
-    loom_move<T, N>(r.v, p + i, p + i);
+    loom_move<T, N, false, Aligned>(r.v, p + i, p + i);
     return r;
 }
 // Loads from a buffer the kernel only reads (a const __restrict__
 // parameter) go through the read-only data cache.
-template <typename T, int N>
+template <typename T, int N, bool Aligned = false>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense_readonly(const T *p, long long i) {
     loom_vec<T, N> r;
-    loom_move<T, N, true>(r.v, p + i, p + i);
+    loom_move<T, N, true, Aligned>(r.v, p + i, p + i);
     return r;
 }
 // Stores to global memory move whole 16- and 8-byte words through inline
 // PTX: the compiler splits a word store built from lanes back into lanes.
 // (Compiled for anything but a GPU, the source moves words in C++.)
-template <typename T, int N>
+template <typename T, int N, bool Aligned = false>
 __device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
                                                         const loom_vec<T, N> &x) {
     T *a = p + i;
 #if defined(__CUDA_ARCH__)
     constexpr int W = loom_word<T, N>::bytes;
-    if constexpr (W >= 8 && W > int(sizeof(T))) {
-        if ((reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
+    constexpr bool in_wide_words = W >= 8 && W > int(sizeof(T));
+    if constexpr (in_wide_words) {
+        if (Aligned || (reinterpret_cast<unsigned long long>(a) & (W - 1)) == 0) {
             const unsigned *w = reinterpret_cast<const unsigned *>(x.v);
             const size_t g = __cvta_generic_to_global(a);
 #pragma unroll
@@ -365,12 +369,34 @@ __device__ __forceinline__ void loom_store_dense_global(T *p, long long i,
             return;
         }
     }
+    if constexpr (!(in_wide_words && Aligned)) loom_move<T, N, false, Aligned>(a, x.v, a);
+#else
+    loom_move<T, N, false, Aligned>(a, x.v, a);
 #endif
-    loom_move<T, N>(a, x.v, a);
+}
+template <typename T, int N, bool Aligned = false>
+__device__ __forceinline__ void loom_store_dense(T *p, long long i, const loom_vec<T, N> &x) {
+    loom_move<T, N, false, Aligned>(p + i, x.v, p + i);
+}
+// The same accesses where the compiler proved the address a multiple of
+// the word (the buffer's start promised or allocated aligned, the index a
+// multiple of the vector): no test, no lane-by-lane fallback.
+template <typename T, int N>
+__device__ __forceinline__ loom_vec<T, N> loom_load_aligned(const T *p, long long i) {
+    return loom_load_dense<T, N, true>(p, i);
 }
 template <typename T, int N>
-__device__ __forceinline__ void loom_store_dense(T *p, long long i, const loom_vec<T, N> &x) {
-    loom_move<T, N>(p + i, x.v, p + i);
+__device__ __forceinline__ loom_vec<T, N> loom_load_aligned_readonly(const T *p, long long i) {
+    return loom_load_dense_readonly<T, N, true>(p, i);
+}
+template <typename T, int N>
+__device__ __forceinline__ void loom_store_aligned_global(T *p, long long i,
+                                                          const loom_vec<T, N> &x) {
+    loom_store_dense_global<T, N, true>(p, i, x);
+}
+template <typename T, int N>
+__device__ __forceinline__ void loom_store_aligned(T *p, long long i, const loom_vec<T, N> &x) {
+    loom_store_dense<T, N, true>(p, i, x);
 }
 // A thread's own arrays move lane by lane: words reinterpreting their
 // elements (and the test of their address) would keep them in local
@@ -574,6 +600,8 @@ class KernelPrinter : public IRVisitor {
     /** Allocations outside the thread loops that are private to each
      * thread (the partials of reductions across threads). */
     std::set<std::string> per_thread;
+    /** KernelFinder::start_alignment. */
+    const std::map<std::string, int> *buffer_start_alignment = nullptr;
 
     /** Buffer `name` is read and written by the block's threads: barriers
      * order its accesses as they do shared memory's. */
@@ -828,6 +856,26 @@ class KernelPrinter : public IRVisitor {
         const CudaKernel::Param *p = kernel_buffer(name);
         return p && !p->written;
     }
+    /** Whether a dense access of `lanes` elements of t to buffer `name`, whose
+     * first index is congruent as `index`, moves words at addresses proven
+     * to be multiples of the word: the buffer's start is aligned to one
+     * (its shared memory is to 16 bytes), and so is the index's offset. */
+    bool proven_aligned(const std::string &name, Type t, int lanes,
+                        const ModulusRemainder &index) const {
+        const int64_t bytes = int64_t(t.bytes()) * lanes;
+        const int64_t word = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+        if (word <= t.bytes()) return false;  // moved lane by lane anyway
+        int64_t start = 0;
+        if (is_kernel_buffer(name)) {
+            auto it = buffer_start_alignment->find(name);
+            if (it != buffer_start_alignment->end()) start = it->second;
+        } else if (shared_allocations.count(name)) {
+            start = 16;
+        }
+        if (start % word != 0) return false;
+        const int64_t m = index.modulus * t.bytes(), r = index.remainder * t.bytes();
+        return m % word == 0 && r % word == 0;
+    }
     /** A dense vector index: Ramp(base, 1) with a scalar base. */
     static const Ramp *dense_ramp(const Expr &index) {
         const Ramp *r = index.as<Ramp>();
@@ -950,9 +998,13 @@ class KernelPrinter : public IRVisitor {
         uses_vectors = true;
         const std::string lanes = std::to_string(op->type.lanes);
         if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            expr_out << (local_arrays.count(op->name)           ? "loom_load_lanes<"
-                         : is_read_only_kernel_buffer(op->name) ? "loom_load_dense_readonly<"
-                                                                : "loom_load_dense<")
+            const bool aligned =
+                proven_aligned(op->name, op->type.element_of(), op->type.lanes, op->alignment);
+            expr_out << (local_arrays.count(op->name) ? "loom_load_lanes<"
+                         : is_read_only_kernel_buffer(op->name)
+                             ? (aligned ? "loom_load_aligned_readonly<"
+                                        : "loom_load_dense_readonly<")
+                             : (aligned ? "loom_load_aligned<" : "loom_load_dense<"))
                      << elem << ", " << lanes << ">(" << buf << ", " << print(r->base) << ")";
             return;
         }
@@ -1160,9 +1212,9 @@ class KernelPrinter : public IRVisitor {
         if (is_const_one(op->predicate)) {
             for (const bool in_index : {true, false}) {
                 if (const Let *let = (in_index ? op->index : op->value).as<Let>()) {
-                    Stmt inner =
-                        Store::make(op->name, in_index ? op->value : let->body,
-                                    in_index ? let->body : op->index, op->predicate, op->param);
+                    Stmt inner = Store::make(op->name, in_index ? op->value : let->body,
+                                             in_index ? let->body : op->index, op->predicate,
+                                             op->param, op->alignment);
                     print(LetStmt::make(let->name, let->value, inner));
                     return;
                 }
@@ -1177,9 +1229,11 @@ class KernelPrinter : public IRVisitor {
             if (masked) out << "if (" << print(op->predicate) << ") ";
             out << buf << "[" << print(op->index) << "] = " << value << ";\n";
         } else if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            out << (is_kernel_buffer(op->name)     ? "loom_store_dense_global<"
-                    : local_arrays.count(op->name) ? "loom_store_lanes<"
-                                                   : "loom_store_dense<")
+            const bool aligned = proven_aligned(op->name, t.element_of(), t.lanes, op->alignment);
+            out << (local_arrays.count(op->name) ? "loom_store_lanes<"
+                    : is_kernel_buffer(op->name)
+                        ? (aligned ? "loom_store_aligned_global<" : "loom_store_dense_global<")
+                        : (aligned ? "loom_store_aligned<" : "loom_store_dense<"))
                 << type(t.element_of()) << ", " << t.lanes << ">(" << buf << ", " << print(r->base)
                 << ", " << value << ");\n";
         } else {
@@ -1455,6 +1509,9 @@ class KernelFinder : public IRVisitor {
   public:
     KernelFinder(const std::string &prefix, const Target &target)
         : prefix(prefix), target(target) {}
+    /** What the start of each buffer a kernel may take is known to be
+     * aligned to, in bytes, by name (absent: nothing known). */
+    std::map<std::string, int> start_alignment;
     CudaModule module;
     std::ostringstream source;
     bool uses_vectors = false, uses_block_reduce = false;
@@ -1525,6 +1582,7 @@ class KernelFinder : public IRVisitor {
         KernelPrinter printer(k, c_names, target);
         printer.has_threads = has_threads;
         printer.per_thread = lowered.per_thread;
+        printer.buffer_start_alignment = &start_alignment;
         for (const auto &b : free.buffers) {
             CudaKernel::Param p;
             p.name = b.first;
@@ -1590,6 +1648,24 @@ class KernelFinder : public IRVisitor {
 CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     check_gpu_loops(f.body, target);
     KernelFinder finder(f.name, target);
+    for (const LoweredArgument &a : f.args) {
+        if (a.is_buffer && a.host_alignment > 1) finder.start_alignment[a.name] = a.host_alignment;
+    }
+    // Storage allocated outside the kernels that a kernel uses is GPU memory
+    // from cuMemAlloc (OffloadGPULoops.h), which starts on 256 bytes.
+    struct HostAllocations : IRVisitor {
+        std::map<std::string, int> *alignment;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type != ForType::GPUBlock) IRVisitor::visit(op);
+        }
+        void visit(const Allocate *op) override {
+            (*alignment)[op->name] = 256;
+            IRVisitor::visit(op);
+        }
+    } allocations;
+    allocations.alignment = &finder.start_alignment;
+    f.body.accept(&allocations);
     f.body.accept(&finder);
     CudaModule m = finder.module;
     std::ostringstream s;

@@ -39,6 +39,7 @@
 #include <sstream>
 #include <vector>
 
+#include "BufferPromises.h"
 #include "IRVisitor.h"
 #include "OffloadGPULoops.h"
 #include "Scope.h"
@@ -225,6 +226,12 @@ class CodeGen_LLVM : public IRVisitor {
                         no_memory, builder->CreateICmpEQ(device, builder->getInt64(0)));
                 }
                 symbols.push(a.name + ".host_is_null", no_memory);
+                // The CPU's address, whose alignment a promise is checked on;
+                // a kernel's launch checks the GPU address it passes.
+                symbols.push(a.name + ".host_address", gpu && !host_use.count(a.name)
+                                                           ? builder->getInt64(0)
+                                                           : builder->CreatePtrToInt(host, i64_t));
+                if (a.host_alignment > 1) promised_alignment[a.name] = a;
                 buffer_descriptors[a.name] = b;
                 symbols.push(a.name + ".type.code", builder->CreateZExt(code, i32_t));
                 symbols.push(a.name + ".type.bits", builder->CreateZExt(bits, i32_t));
@@ -337,6 +344,9 @@ class CodeGen_LLVM : public IRVisitor {
     // The CPU's loads and stores by name, and each buffer argument's
     // descriptor (a stand-in when the caller passed null).
     std::map<std::string, BufferAccess> host_use;
+    // The buffer arguments with a promised alignment, checked on the GPU
+    // address at each kernel launch that passes one.
+    std::map<std::string, LoweredArgument> promised_alignment;
     std::map<std::string, Value *> buffer_descriptors;
 
     llvm::Type *i1_t, *i8_t, *i16_t, *i32_t, *i64_t, *f16_t, *f32_t, *f64_t, *void_t, *i8ptr_t;
@@ -1590,6 +1600,18 @@ class CodeGen_LLVM : public IRVisitor {
                                {i8ptr_t, i32_t, i32_t, i8ptr_t, i64_t->getPointerTo()}),
                     {b, builder->getInt32(p.read), builder->getInt32(p.written),
                      string_constant(p.name), slot}));
+                auto promise = promised_alignment.find(p.name);
+                if (promise != promised_alignment.end()) {
+                    const LoweredArgument &a = promise->second;
+                    const std::string name = p.name + ".device_address";
+                    symbols.push(name, builder->CreateAlignedLoad(i64_t, slot, llvm::Align(8)));
+                    Expr address = Variable::make(Int(64), name);
+                    codegen(AssertStmt::make(
+                        address % make_const(Int(64), a.host_alignment) == make_zero(Int(64)),
+                        host_alignment_message(a.name, a.is_output, a.host_alignment, "on the GPU",
+                                               address)));
+                    symbols.pop(name);
+                }
             } else if (p.is_buffer) {
                 builder->CreateStore(builder->CreatePtrToInt(symbols.get(p.name), i64_t), slot);
             } else {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "BoundsInference.h"
 #include "Function.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
@@ -430,6 +431,29 @@ const std::string &Func::name() const { return contents_->name; }
 bool Func::defined() const { return contents_->init.defined(); }
 int Func::dimensions() const { return static_cast<int>(contents_->args.size()); }
 int Func::outputs() const { return static_cast<int>(contents_->output_types.size()); }
+
+OutputBuffer Func::output_buffer(int i) const {
+    user_assert(defined()) << "Func " << name()
+                           << " has no definition yet; define it before asking for its "
+                              "output_buffer().";
+    user_assert(i >= 0 && i < outputs())
+        << "Func " << name() << " has " << outputs() << " output" << (outputs() == 1 ? "" : "s")
+        << ", so output_buffer(" << i << ") does not exist.";
+    std::vector<ParameterPtr> &buffers = contents_->output_buffers;
+    if (buffers.size() != contents_->output_types.size()) {
+        buffers.clear();
+        for (size_t k = 0; k < contents_->output_types.size(); k++) {
+            auto p = std::make_shared<ParameterContents>();
+            p->name = output_buffer_name(contents_, static_cast<int>(k));
+            p->type = contents_->output_types[k];
+            p->is_buffer = true;
+            p->is_output = true;
+            p->dimensions = dimensions();
+            buffers.push_back(p);
+        }
+    }
+    return OutputBuffer(buffers[i]);
+}
 
 std::vector<Var> Func::args() const {
     std::vector<Var> v;

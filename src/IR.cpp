@@ -184,7 +184,8 @@ Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
     return n;
 }
 
-Expr Load::make(Type t, const std::string &name, Expr index, Expr predicate, ParameterPtr param) {
+Expr Load::make(Type t, const std::string &name, Expr index, Expr predicate, ParameterPtr param,
+                ModulusRemainder alignment) {
     internal_assert(index.defined() && index.type().is_int()) << "Load index must be an int";
     internal_assert(t.lanes == index.type().lanes) << "Load lanes mismatch";
     if (!predicate.defined()) predicate = UIntImm::make(Bool(), 1);
@@ -198,6 +199,7 @@ Expr Load::make(Type t, const std::string &name, Expr index, Expr predicate, Par
     n->index = std::move(index);
     n->predicate = std::move(predicate);
     n->param = std::move(param);
+    n->alignment = alignment;
     return n;
 }
 
@@ -300,7 +302,7 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type,
 }
 
 Stmt Store::make(const std::string &name, Expr value, Expr index, Expr predicate,
-                 ParameterPtr param) {
+                 ParameterPtr param, ModulusRemainder alignment) {
     internal_assert(value.defined() && index.defined()) << "Store to " << name;
     internal_assert(value.type().lanes == index.type().lanes) << "Store lanes mismatch";
     if (!predicate.defined()) predicate = UIntImm::make(Bool(), 1);
@@ -314,6 +316,7 @@ Stmt Store::make(const std::string &name, Expr value, Expr index, Expr predicate
     n->index = std::move(index);
     n->predicate = std::move(predicate);
     n->param = std::move(param);
+    n->alignment = alignment;
     return n;
 }
 

@@ -127,7 +127,7 @@ Expr IRMutator::visit(const Select *op) {
 Expr IRMutator::visit(const Load *op) {
     Expr i = mutate(op->index), p = mutate(op->predicate);
     if (i.same_as(op->index) && p.same_as(op->predicate)) return op;
-    return Load::make(op->type, op->name, i, p, op->param);
+    return Load::make(op->type, op->name, i, p, op->param, op->alignment);
 }
 Expr IRMutator::visit(const Ramp *op) {
     Expr b = mutate(op->base), s = mutate(op->stride);
@@ -179,7 +179,7 @@ Stmt IRMutator::visit(const For *op) {
 Stmt IRMutator::visit(const Store *op) {
     Expr v = mutate(op->value), i = mutate(op->index), p = mutate(op->predicate);
     if (v.same_as(op->value) && i.same_as(op->index) && p.same_as(op->predicate)) return op;
-    return Store::make(op->name, v, i, p, op->param);
+    return Store::make(op->name, v, i, p, op->param, op->alignment);
 }
 Stmt IRMutator::visit(const Provide *op) {
     bool changed = false;

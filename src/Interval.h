@@ -1,4 +1,4 @@
-// Intervals of values (possibly unbounded) and (modulus, remainder) facts.
+// Intervals of values (possibly unbounded). (Modulus facts, ModulusRemainder, are in loom/IR.h.)
 #pragma once
 
 #include <cstdint>
@@ -24,13 +24,6 @@ struct Interval {
     /** The smallest interval containing both (simplified where constant). */
     static Interval make_union(const Interval &a, const Interval &b);
     static Interval make_intersection(const Interval &a, const Interval &b);
-};
-
-/** Values congruent to `remainder` modulo `modulus` (modulus 1: no fact). */
-struct ModulusRemainder {
-    int64_t modulus = 1, remainder = 0;
-    ModulusRemainder() = default;
-    ModulusRemainder(int64_t m, int64_t r) : modulus(m), remainder(r) {}
 };
 
 }  // namespace internal

@@ -9,10 +9,12 @@
 #include <set>
 #include <sstream>
 
+#include "AlignVectorAccesses.h"
 #include "ArgumentChecks.h"
 #include "BoundGPUThreadLoops.h"
 #include "Bounds.h"
 #include "BoundsInference.h"
+#include "BufferPromises.h"
 #include "CSE.h"
 #include "CodeGen_CUDA.h"
 #include "HoistKernelAllocations.h"
@@ -199,44 +201,6 @@ Stmt assume_dense_innermost(const Stmt &s, const std::vector<DenseBuffer> &buffe
     return Block::make(checks);
 }
 
-/** Substitutes each extent an input buffer fixed at compile time
- * (Dimension::set_extent) for its symbol, before bounds inference, so that
- * loops and storage sized by it become constant. */
-Stmt substitute_fixed_extents(const Stmt &s, const std::vector<ParameterPtr> &params) {
-    Stmt body = s;
-    for (const ParameterPtr &p : params) {
-        for (const auto &[dim, extent] : p->fixed_extents) {
-            body = substitute(p->name + ".extent." + std::to_string(dim),
-                              make_const(Int(32), extent), body);
-        }
-    }
-    return body;
-}
-
-/** The run-time checks that the buffers passed have the extents fixed at
- * compile time. */
-Stmt check_fixed_extents(const Stmt &s, const std::vector<ParameterPtr> &params) {
-    std::vector<Stmt> checks;
-    for (const ParameterPtr &p : params) {
-        for (const auto &[dim, extent] : p->fixed_extents) {
-            std::string k = std::to_string(dim);
-            Expr actual = int_var(p->name + ".extent." + k);
-            checks.push_back(AssertStmt::make(
-                actual == extent,
-                error_message({StringImm::make("Input buffer " + p->name + " has extent "), actual,
-                               StringImm::make(" in dimension " + k +
-                                               ", but the pipeline was compiled for exactly " +
-                                               std::to_string(extent) + " (" + p->name + ".dim(" +
-                                               k + ").set_extent(" + std::to_string(extent) +
-                                               ")). Pass a buffer of that extent, or compile "
-                                               "for this one.")})));
-        }
-    }
-    if (checks.empty()) return s;
-    checks.push_back(s);
-    return Block::make(checks);
-}
-
 }  // namespace
 
 LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleContents &schedule,
@@ -263,7 +227,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     Stmt s = schedule_functions(env);
     const std::vector<ParameterPtr> params = find_parameters(env.funcs);
-    s = substitute_fixed_extents(s, params);
+    const std::vector<ParameterPtr> promising = promising_buffers(params, outputs);
+    s = substitute_fixed_sizes(s, promising);
     debug_print("schedule_functions", s);
     check_placement(s, env);
     check_gpu_loops(s, target);
@@ -288,6 +253,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = privatize_thread_owned_storage(s, env);
     debug_print("privatize_thread_owned_storage", s);
     s = storage_flattening(s, env);
+    s = substitute_fixed_sizes(s, promising);
     debug_print("storage_flattening", s);
     s = hoist_kernel_allocations(s);
     debug_print("hoist_kernel_allocations", s);
@@ -304,7 +270,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         }
     }
     s = assume_dense_innermost(s, dense);
-    s = check_fixed_extents(s, params);
+    s = check_buffer_promises(s, promising);
     s = add_argument_checks(s, result.params, outputs);  // first of all checks at run time
 
     s = simplify(s);
@@ -331,6 +297,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = common_subexpression_elimination(s);
     debug_print("common_subexpression_elimination", s);
 
+    s = align_vector_accesses(s, promised_congruences(promising));
+    debug_print("align_vector_accesses", s);
+
     LoweredFunc f;
     f.name = name;
     f.body = s;
@@ -340,6 +309,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         a.is_buffer = p->is_buffer;
         a.type = p->type;
         a.dimensions = p->dimensions;
+        a.host_alignment = p->host_alignment;
         f.args.push_back(a);
         result.arguments.push_back({p->name,
                                     p->is_buffer ? Argument::InputBuffer : Argument::InputScalar,
@@ -350,8 +320,12 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
             LoweredArgument a;
             a.name = output_buffer_name(out, static_cast<int>(i));
             a.is_buffer = true;
+            a.is_output = true;
             a.type = out->output_types[i];
             a.dimensions = static_cast<int>(out->args.size());
+            if (out->output_buffers.size() == out->output_types.size()) {
+                a.host_alignment = out->output_buffers[i]->host_alignment;
+            }
             f.args.push_back(a);
             result.arguments.push_back({a.name, Argument::OutputBuffer, a.type, a.dimensions});
         }

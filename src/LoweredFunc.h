@@ -13,8 +13,10 @@
 //    (Handle). For the argument checks (ArgumentChecks.h) there are also
 //    `b.is_null` and `b.host_is_null` (Bool: the descriptor / its host
 //    pointer is null), `b.type.code`, `b.type.bits`, `b.type.lanes` and
-//    `b.dimensions` (Int(32), as the caller's descriptor says), and
-//    `b.dim_is_null` (Bool). Reading
+//    `b.dimensions` (Int(32), as the caller's descriptor says),
+//    `b.dim_is_null` (Bool), and `b.host_address` (Int(64)): the host
+//    pointer as an integer where the CPU code uses it, else 0 (a GPU
+//    kernel's launch checks the GPU address it passes). Reading
 //    these never faults: for a null descriptor they are all zero, and for a
 //    descriptor whose dimensions differ from the argument's (or whose dim
 //    pointer is null) every `b.min/extent/stride.K` is zero.
@@ -37,6 +39,11 @@ struct LoweredArgument {
     bool is_buffer = false;
     Type type;           // element type of a buffer, or the scalar's type
     int dimensions = 0;  // buffers only
+    // Buffers: the promised alignment in bytes of the address of the element
+    // at the mins (0: none). Code generation checks it on the address its
+    // code uses (the host's, or the GPU's for a kernel).
+    int host_alignment = 0;
+    bool is_output = false;
 };
 
 struct LoweredFunc {

@@ -1,6 +1,9 @@
 #include "loom/Param.h"
 
+#include <sstream>
+
 #include "Util.h"
+#include "loom/Func.h"
 
 namespace loom {
 
@@ -8,10 +11,15 @@ using namespace internal;
 
 namespace {
 
+const char *kind(const ParameterPtr &p) { return p->is_output ? "Output buffer " : "BufferParam "; }
+
 // The descriptor fields of a buffer are Int(32) variables named
 // "<buffer>.<field>.<dim>", the names LoweredFunc gives them, and carry the
 // parameter so that passes and the interpreter can tell them from loop vars.
 Expr dim_var(const ParameterPtr &p, const char *field, int d) {
+    user_assert(!p->is_output) << "Output buffer " << p->name << ".dim(" << d << ")." << field
+                               << "() cannot be read in the algorithm: an output buffer takes "
+                                  "promises (set_extent, set_min, ...) only.";
     return Variable::make(Int(32), p->name + "." + field + "." + std::to_string(d), p);
 }
 
@@ -21,12 +29,47 @@ Expr Dimension::min() const { return dim_var(param, "min", dim); }
 Expr Dimension::extent() const { return dim_var(param, "extent", dim); }
 Expr Dimension::stride() const { return dim_var(param, "stride", dim); }
 Expr Dimension::max() const { return min() + extent() - 1; }
+
+std::string Dimension::describe(const char *directive, int value) const {
+    std::ostringstream s;
+    s << kind(param) << param->name << ".dim(" << dim << ")." << directive << "(" << value << ")";
+    return s.str();
+}
+
 Dimension &Dimension::set_extent(int extent) {
-    user_assert(extent >= 0) << "BufferParam " << param->name << ".dim(" << dim << ").set_extent("
-                             << extent << "): an extent cannot be negative.";
+    user_assert(extent >= 0) << describe("set_extent", extent) << ": an extent cannot be negative.";
     param->fixed_extents[dim] = extent;
     return *this;
 }
+
+Dimension &Dimension::set_min(int min) {
+    param->fixed_mins[dim] = min;
+    return *this;
+}
+
+Dimension &Dimension::set_stride_multiple(int multiple) {
+    user_assert(multiple > 0) << describe("set_stride_multiple", multiple)
+                              << ": the multiple must be positive.";
+    param->stride_multiples[dim] = multiple;
+    return *this;
+}
+
+namespace {
+
+void check_host_alignment(const ParameterPtr &p, int bytes) {
+    user_assert(bytes > 0 && (bytes & (bytes - 1)) == 0)
+        << kind(p) << p->name << ".set_host_alignment(" << bytes
+        << "): the alignment must be a power of two number of bytes, such as 16.";
+    p->host_alignment = bytes;
+}
+
+Dimension dimension_of(const ParameterPtr &p, int d) {
+    user_assert(d >= 0 && d < p->dimensions) << kind(p) << p->name << " has " << p->dimensions
+                                             << " dimensions, so dim(" << d << ") does not exist.";
+    return Dimension(p, d);
+}
+
+}  // namespace
 
 BufferParam::BufferParam(Type t, int dimensions, const std::string &name) {
     param = std::make_shared<ParameterContents>();
@@ -41,12 +84,19 @@ BufferParam::BufferParam(Type t, int dimensions, const std::string &name) {
     param->dimensions = dimensions;
 }
 
-Dimension BufferParam::dim(int d) const {
-    user_assert(d >= 0 && d < param->dimensions)
-        << "BufferParam " << param->name << " has " << param->dimensions << " dimensions, so dim("
-        << d << ") does not exist.";
-    return Dimension(param, d);
+BufferParam &BufferParam::set_host_alignment(int bytes) {
+    check_host_alignment(param, bytes);
+    return *this;
 }
+
+Dimension OutputBuffer::dim(int d) const { return dimension_of(param, d); }
+
+OutputBuffer &OutputBuffer::set_host_alignment(int bytes) {
+    check_host_alignment(param, bytes);
+    return *this;
+}
+
+Dimension BufferParam::dim(int d) const { return dimension_of(param, d); }
 
 void BufferParam::set(const RawBuffer &b) {
     if (!b.defined()) {

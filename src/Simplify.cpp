@@ -582,7 +582,7 @@ Expr Simplify::visit(const Cast *op) { return rewrite_cast(op->type, mutate(op->
 Expr Simplify::visit(const Load *op) {
     Expr index = mutate(op->index), pred = mutate(op->predicate);
     if (index.same_as(op->index) && pred.same_as(op->predicate)) return op;
-    return Load::make(op->type, op->name, index, pred, op->param);
+    return Load::make(op->type, op->name, index, pred, op->param, op->alignment);
 }
 
 Expr Simplify::visit(const Ramp *op) {
@@ -753,6 +753,13 @@ Expr simplify_shallow(const Expr &e) {
         t.insert(t.end(), {op->condition.get(), op->true_value.get(), op->false_value.get()});
     if (const Cast *op = e.as<Cast>()) t.push_back(op->value.get());
     return s.mutate(e);
+}
+
+ModulusRemainder modulus_remainder(const Expr &e, const Scope<ModulusRemainder> &facts) {
+    internal_assert(e.defined() && e.type().is_int_or_uint())
+        << "modulus_remainder of a non-integer";
+    Simplify s(true, Scope<Interval>(), facts);
+    return s.info_of(s.mutate(e)).alignment;
 }
 
 bool can_prove(const Expr &e, const Scope<Interval> &bounds) {

@@ -29,6 +29,12 @@ Stmt simplify(const Stmt &s, bool remove_dead_lets = true,
               const Scope<Interval> &bounds = Scope<Interval>(),
               const Scope<ModulusRemainder> &alignment = Scope<ModulusRemainder>());
 
+/** What e (an integer) is congruent to, from the facts about its free
+ * variables: the alignment the simplifier tracks through e's arithmetic
+ * once it is simplified. */
+ModulusRemainder modulus_remainder(
+    const Expr &e, const Scope<ModulusRemainder> &facts = Scope<ModulusRemainder>());
+
 /** Whether e (a bool) simplifies to true. Never claims true wrongly. */
 bool can_prove(const Expr &e, const Scope<Interval> &bounds = Scope<Interval>());
 

@@ -279,7 +279,7 @@ Stmt Simplify::visit(const Store *op) {
     Expr value = mutate(op->value), index = mutate(op->index);
     if (value.same_as(op->value) && index.same_as(op->index) && pred.same_as(op->predicate))
         return op;
-    return Store::make(op->name, value, index, pred, op->param);
+    return Store::make(op->name, value, index, pred, op->param, op->alignment);
 }
 
 Stmt Simplify::visit(const Provide *op) {

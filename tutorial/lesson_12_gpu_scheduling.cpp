@@ -143,6 +143,36 @@ int main() {
         return 1;
     }
 
+    // The kernel tests each address because it cannot know where a row
+    // starts: `in` may be a view at any offset, with rows of any length,
+    // and beside every word it keeps a lane-by-lane path for the other
+    // case. When the caller knows better, say so, as in Halide: the
+    // buffer's first element is 16-byte aligned, its rows hold a whole
+    // number of float4s, and its columns count from 0. The pipeline checks
+    // each promise when it runs (a buffer that breaks one is refused, by
+    // name), and the compiler proves every vector aligned: the words move
+    // with no test and no second path. (GuardWithIf keeps each block's
+    // start a multiple of 512; ShiftInwards would shift the last one.)
+    BufferParam frame(Float(32), 2, "frame");
+    frame.set_host_alignment(16).dim(0).set_stride_multiple(4);
+    frame.dim(1).set_min(0);
+    Func dimmer("dimmer");
+    dimmer(y, x) = frame(y, x) * 0.5f;
+    dimmer.output_buffer().set_host_alignment(16).dim(0).set_stride_multiple(4);
+    dimmer.output_buffer().dim(1).set_min(0);
+    Schedule promised;
+    promised[dimmer]
+        .split(x, xo, xi, 512, TailStrategy::GuardWithIf)
+        .split(xi, xi, v, 4)
+        .vectorize(v)
+        .gpu_blocks(xo, y)
+        .gpu_threads(xi);
+    std::string proven = Pipeline(dimmer).compile_to_cuda(promised, gpu);
+    if (!show_lines(proven, {"loom_store_aligned_global<float, 4>(dimmer_"}) ||
+        proven.find("loom_load_aligned_readonly<float, 4>(frame_") == std::string::npos) {
+        return 1;
+    }
+
     // ---- 2d. Threads that reduce together.
     // Softmax needs each row's maximum and sum. With one block per row, mark
     // the reduction's RVar (split by the block's size) with gpu_threads:

@@ -264,7 +264,9 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             // The tile's copy: its keys and 16-byte vectors of k and v fused
             // over the block's threads (4 keys x 8 vectors of a row: one per
             // thread for half the block), loaded through the read-only cache
-            // and stored as float32: kt transposed (a scatter), vf as it is.
+            // and stored as float32: kt transposed (a scatter), vf as it is,
+            // in words proven aligned (the tile's rows of 8 floats in shared
+            // memory start on 16 bytes).
             // The fused loop's extent varies at the last tile, but has a
             // constant bound: the copy is a guarded thread loop, not a
             // refusal, and its coordinates divide by the row's 8 vectors, a
@@ -272,7 +274,7 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
             for (const auto &[func, input, store] :
                  {std::tuple<std::string, std::string, std::string>{"kt", "k",
                                                                     "loom_scatter(kt_, "},
-                  {"vf", "v", "loom_store_dense<float, 8>(vf_, "}}) {
+                  {"vf", "v", "loom_store_aligned<float, 8>(vf_, "}}) {
                 const std::string load = "loom_load_dense_readonly<__half, 8>(" + input + "_, ";
                 const size_t at = source.find(store);
                 ASSERT_NE(at, std::string::npos) << app.name() << " " << arch << ": " << store;

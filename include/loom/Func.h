@@ -62,6 +62,23 @@ class FuncRef {
     void define_update_with_identity(const Expr &e, const char *op, int identity);
 };
 
+/** The buffer a pipeline writes one output of a Func into (when the Func is
+ * a pipeline output), for the same promises an input's BufferParam takes:
+ * fixed extents and mins, stride multiples and host alignment, each
+ * checked when the pipeline runs. Its sizes cannot be read in the
+ * algorithm. */
+class OutputBuffer {
+  public:
+    explicit OutputBuffer(internal::ParameterPtr p) : param(std::move(p)) {}
+    const std::string &name() const { return param->name; }
+    int dimensions() const { return param->dimensions; }
+    Dimension dim(int d) const;
+    /** As BufferParam::set_host_alignment. */
+    OutputBuffer &set_host_alignment(int bytes);
+
+    internal::ParameterPtr param;
+};
+
 class Func {
   public:
     Func();
@@ -87,6 +104,11 @@ class Func {
     FuncRef operator()(Args &&...args) const {
         return (*this)(std::vector<Expr>{Expr(args)...});
     }
+
+    /** The buffer output `i` of this (defined) Func is written into when it
+     * is a pipeline's output, for promises about it, such as
+     * out.output_buffer().set_host_alignment(16). */
+    OutputBuffer output_buffer(int i = 0) const;
 
     /** Computes this Func over [0, sizes) with the default schedule (every
      * other Func inlined or computed at root) and returns the result. */

@@ -39,6 +39,14 @@ struct Range {
 };
 using Region = std::vector<Range>;
 
+/** Values congruent to `remainder` modulo `modulus` (modulus 1: no fact;
+ * modulus 0: exactly `remainder`). */
+struct ModulusRemainder {
+    int64_t modulus = 1, remainder = 0;
+    ModulusRemainder() = default;
+    ModulusRemainder(int64_t m, int64_t r) : modulus(m), remainder(r) {}
+};
+
 struct IntImm : ExprNode<IntImm> {
     int64_t value;
     static Expr make(Type t, int64_t value);
@@ -164,13 +172,18 @@ struct Select : ExprNode<Select> {
 
 /** A load from a flat allocation or input buffer `name` at element `index`.
  * `predicate` (a bool of the same lanes) masks lanes that must not be read;
- * masked lanes produce an unspecified value. `param` is set for inputs. */
+ * masked lanes produce an unspecified value. `param` is set for inputs.
+ * `alignment` is a proven fact about the first lane's index (in elements
+ * from the buffer's start), set by align_vector_accesses for backends that
+ * move whole aligned words; a mutation that keeps the index's value keeps
+ * it true. */
 struct Load : ExprNode<Load> {
     std::string name;
     Expr index, predicate;
     ParameterPtr param;
+    ModulusRemainder alignment;
     static Expr make(Type t, const std::string &name, Expr index, Expr predicate,
-                     ParameterPtr param = nullptr);
+                     ParameterPtr param = nullptr, ModulusRemainder alignment = {});
     static constexpr IRNodeType _node_type = IRNodeType::Load;
 };
 
@@ -290,13 +303,15 @@ struct For : StmtNode<For> {
     static constexpr IRNodeType _node_type = IRNodeType::For;
 };
 
-/** Writes `value` to flat allocation or output buffer `name` at `index`. */
+/** Writes `value` to flat allocation or output buffer `name` at `index`.
+ * `alignment` is as a Load's. */
 struct Store : StmtNode<Store> {
     std::string name;
     Expr value, index, predicate;
     ParameterPtr param;
+    ModulusRemainder alignment;
     static Stmt make(const std::string &name, Expr value, Expr index, Expr predicate,
-                     ParameterPtr param = nullptr);
+                     ParameterPtr param = nullptr, ModulusRemainder alignment = {});
     static constexpr IRNodeType _node_type = IRNodeType::Store;
 };
 

@@ -37,9 +37,19 @@ struct ParameterContents {
     bool scalar_set = false;
     // A buffer's bound value, if any.
     RawBuffer buffer;
-    // Buffers: extents fixed at compile time (Dimension::set_extent), by
-    // dimension.
-    std::map<int, int> fixed_extents;
+    // Buffers: extents and mins fixed at compile time (Dimension::set_extent,
+    // set_min), by dimension.
+    std::map<int, int> fixed_extents, fixed_mins;
+    // Buffers: promises code generation relies on, checked at run time.
+    // Strides that are multiples of these (Dimension::set_stride_multiple),
+    // by dimension, and the alignment in bytes of the element at the mins
+    // (set_host_alignment; 0: none promised).
+    std::map<int, int> stride_multiples;
+    int host_alignment = 0;
+    // The constraints of a pipeline's output buffer (Func::output_buffer)
+    // rather than an input: it holds no value and is not an argument of its
+    // own.
+    bool is_output = false;
 };
 
 std::string unique_name(const std::string &prefix);
@@ -81,8 +91,18 @@ class Dimension {
      * kernel's per-thread arrays need), and checks at run time that the
      * buffer passed has exactly this extent. */
     Dimension &set_extent(int extent);
+    /** Fixes this dimension's min at compile time, as set_extent does its
+     * extent (checked at run time). With the mins of the buffers a vector
+     * access spans known, the compiler can prove where its words fall. */
+    Dimension &set_min(int min);
+    /** Promises that this dimension's stride (in elements) is a multiple of
+     * `multiple`, as it is for rows padded or sized to whole vectors. The
+     * pipeline checks it at run time. With set_host_alignment, it lets the
+     * compiler prove that each row's vectors start on aligned words. */
+    Dimension &set_stride_multiple(int multiple);
 
   private:
+    std::string describe(const char *directive, int value) const;
     internal::ParameterPtr param;
     int dim;
 };
@@ -103,6 +123,14 @@ class BufferParam {
         param->innermost_stride_one = false;
         return *this;
     }
+    /** Promises that the buffer's element at its mins (the start of its
+     * data) has an address that is a multiple of `bytes` (a power of two),
+     * on the host and on the GPU, as allocations from Loom, PyTorch or
+     * cudaMalloc are for 16 or more. The pipeline checks it at run time
+     * (a view cropped at an odd offset fails it). Vector loads the compiler
+     * then proves aligned move whole words, with no test of the address and
+     * no lane-by-lane fallback. */
+    BufferParam &set_host_alignment(int bytes);
     /** Binds a buffer for JIT calls that do not pass one explicitly. */
     void set(const RawBuffer &b);
     const RawBuffer &get() const { return param->buffer; }

@@ -156,6 +156,44 @@ struct RowSoftmax {
     }
 };
 
+/** Each row minus its max, with both reading the row 4 floats per thread
+ * (blocks of rows, GuardWithIf tails). With `promise`, the input and the
+ * output promise what makes those vectors provably aligned: 16-byte host
+ * alignment, row strides that are multiples of 4 floats, and columns from
+ * 0. */
+struct AlignedRows {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Var x{"x"}, y{"y"}, xo{"xo"}, xi{"xi"}, xv{"xv"};
+    loom::RDom r{0, in.dim(1).extent(), "r"};
+    loom::RVar ro{"ro"}, ri{"ri"}, rv{"rv"};
+    loom::Func row_max{"row_max"}, centered{"centered"};
+    explicit AlignedRows(bool promise) {
+        row_max(y) = loom::cast<float>(-INFINITY);
+        row_max(y) = loom::max(row_max(y), in(y, r));
+        centered(y, x) = in(y, x) - row_max(y);
+        if (promise) {
+            in.set_host_alignment(16).dim(0).set_stride_multiple(4);
+            in.dim(1).set_min(0);
+            centered.output_buffer().set_host_alignment(16).dim(0).set_stride_multiple(4);
+            centered.output_buffer().dim(1).set_min(0);
+        }
+    }
+    loom::Schedule schedule(int threads = 64) const {
+        using loom::TailStrategy;
+        loom::Schedule sch;
+        sch[centered]
+            .split(x, xo, xi, threads * 4, TailStrategy::GuardWithIf)
+            .split(xi, xi, xv, 4)
+            .vectorize(xv)
+            .gpu_blocks(y)
+            .gpu_threads(xi);
+        sch[row_max].compute_at(centered, y);
+        sch[row_max].update().split(r, ro, ri, threads * 4).split(ri, ri, rv, 4);
+        sch[row_max].update().gpu_threads(ri).vectorize(rv);
+        return sch;
+    }
+};
+
 /** c(i, j) = sum over k of a(i, k) * b(k, j), times 2. */
 struct MatMul {
     loom::BufferParam a{loom::Float(32), 2, "a"}, b{loom::Float(32), 2, "b"};

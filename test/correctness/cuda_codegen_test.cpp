@@ -216,6 +216,36 @@ TEST(CudaCodegen, VectorizedThreadsMoveWholeWords) {
     EXPECT_EQ(count_of(ptx, "st.global.v4.b32"), 1) << ptx;
 }
 
+TEST(CudaCodegen, PromisedAlignmentDropsTheTestOfTheAddress) {
+    // Without promises, a vector of a row may start anywhere: each access
+    // tests its address and keeps a lane-by-lane path beside the word.
+    loom_test::AlignedRows plain(false);
+    const std::string plain_full = compile_for_every_arch(plain.centered, plain.schedule(), 1);
+    std::string src = kernels_of(plain_full);
+    // (The row max's loop, and the output's loop split at its last whole
+    // vector: words in the steady loop, and in the tail where they fit.)
+    EXPECT_EQ(count_of(src, "loom_load_dense_readonly<float, 4>(in_"), 3) << src;
+    EXPECT_EQ(count_of(src, "loom_store_dense_global<float, 4>(centered_"), 2) << src;
+    EXPECT_EQ(count_of(src, "_aligned"), 0) << src;
+    const std::string plain_ptx = loom::internal::compile_cuda(plain_full, "plain", "sm_90").ptx;
+
+    // With 16-byte starts, strides of whole vectors and columns from 0,
+    // every vector of the row max and of the output is proven aligned: the
+    // words move with no test. (The masked tails still go lane by lane.)
+    loom_test::AlignedRows promised(true);
+    const std::string full = compile_for_every_arch(promised.centered, promised.schedule(), 1);
+    src = kernels_of(full);
+    EXPECT_EQ(count_of(src, "loom_load_aligned_readonly<float, 4>(in_"), 3) << src;
+    EXPECT_EQ(count_of(src, "loom_store_aligned_global<float, 4>(centered_"), 2) << src;
+    EXPECT_EQ(count_of(src, "loom_load_dense"), 0) << src;
+    EXPECT_EQ(count_of(src, "loom_store_dense"), 0) << src;
+    // Lane-by-lane loads and stores are left in the masked tails alone.
+    const std::string ptx = loom::internal::compile_cuda(full, "promised", "sm_90").ptx;
+    EXPECT_GE(count_of(ptx, "st.global.v4.b32"), 2) << ptx;
+    EXPECT_LT(count_of(ptx, "ld.global.nc.f32"), count_of(plain_ptx, "ld.global.nc.f32")) << ptx;
+    EXPECT_LT(count_of(ptx, "st.global.f32"), count_of(plain_ptx, "st.global.f32")) << ptx;
+}
+
 TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
     // GuardWithIf leaves the last block's lanes past the end masked: they
     // are neither loaded nor stored.

@@ -257,3 +257,73 @@ TEST(FrontendErrors, BufferOfAnotherExtentThanFixed) {
     EXPECT_TRUE(
         throws_with<CompileError>([&] { in.dim(0).set_extent(-1); }, {"in.dim(0)", "negative"}));
 }
+
+TEST(FrontendErrors, BrokenBufferPromises) {
+    BufferParam in(Float(32), 2, "in");
+    in.set_host_alignment(16);
+    in.dim(0).set_stride_multiple(4);
+    in.dim(1).set_min(0);
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x) * 2.0f;
+    f.output_buffer().dim(1).set_extent(7);
+    Schedule sch;
+    sch[f].vectorize(x, 4);
+    CompiledPipeline compiled = Pipeline(f).compile(sch);
+    Buffer<float> padded({3, 8}), out({3, 7});
+    // Kept: rows of 7 in rows of 8, from column 0 of 64-byte aligned memory.
+    in.set(padded.cropped(1, 0, 7));
+    compiled.realize({out});
+    // A view one column in starts 4 bytes past the promised 16 (its min
+    // set back to 0 so that only the address is wrong).
+    RawBuffer shifted = Buffer<float>({3, 12}).cropped(1, 1, 7);
+    shifted.set_min({0, 0});
+    in.set(shifted);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { compiled.realize({out}); },
+        {"Input buffer in starts on the host at an address 4 bytes past a multiple of 16",
+         "in.set_host_alignment(16)"}));
+    in.set(Buffer<float>({3, 7}));
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { compiled.realize({out}); },
+                                  {"Input buffer in has stride 7 in dimension 0",
+                                   "not a multiple of 4", "in.dim(0).set_stride_multiple(4)"}));
+    RawBuffer from_two = padded.cropped(1, 0, 7);
+    from_two.set_min({0, 2});
+    in.set(from_two);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { compiled.realize({out}); },
+        {"Input buffer in has min 2 in dimension 1", "exactly 0", "in.dim(1).set_min(0)"}));
+    in.set(padded.cropped(1, 0, 7));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            compiled.realize({Buffer<float>({3, 6})});
+        },
+        {"Output buffer f has extent 6 in dimension 1", "exactly 7",
+         "f.output_buffer().dim(1).set_extent(7)"}));
+}
+
+TEST(FrontendErrors, BufferPromiseMistakes) {
+    BufferParam in(Float(32), 2, "in");
+    EXPECT_TRUE(throws_with<CompileError>([&] { in.set_host_alignment(12); },
+                                          {"in.set_host_alignment(12)", "power of two"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { in.dim(0).set_stride_multiple(0); },
+                                          {"in.dim(0).set_stride_multiple(0)", "positive"}));
+    Func f("f"), pair("pair");
+    Var x("x");
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)f.output_buffer(); },
+                                          {"Func f", "no definition", "output_buffer()"}));
+    f(x) = in(0, x);
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)f.output_buffer(1); },
+                                          {"Func f has 1 output", "output_buffer(1)"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { (void)f.output_buffer().dim(1); },
+                                          {"Output buffer f", "1 dimensions", "dim(1)"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { (void)f.output_buffer().dim(0).extent(); },
+        {"Output buffer f.dim(0).extent()", "cannot be read in the algorithm"}));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { f.output_buffer().set_host_alignment(3); },
+                                  {"Output buffer f.set_host_alignment(3)", "power of two"}));
+    pair(x) = Tuple(in(0, x), in(1, x));
+    EXPECT_EQ(pair.output_buffer(1).name(), "pair.1");
+}

@@ -155,6 +155,45 @@ TEST(GpuExecution, VectorizedThreads) {
     }
 }
 
+TEST(GpuExecution, PromisedAlignment) {
+    REQUIRE_GPU();
+    // Rows of 1001 floats padded to 1004 (a multiple of 4), columns from
+    // 0, in Loom's own (aligned) memory: every promise holds, and the
+    // vectors the compiler proved aligned move as whole words.
+    loom_test::AlignedRows p(true);
+    CompiledPipeline compiled = Pipeline(p.centered).compile(p.schedule(), kGpu);
+    const int rows = 37, cols = 1001;
+    auto padded_rows = [&](int columns) {
+        return random_buffer<float>({rows, columns}).cropped(1, 0, cols);
+    };
+    RawBuffer in = padded_rows(1004), out = padded_rows(1004);
+    p.in.set(in);
+    compiled.realize({out});
+    EXPECT_TRUE(buffers_match(out, interpret(p.centered, {rows, cols})));
+
+    // Each broken promise is refused, naming the buffer and the promise.
+    using loom_test::throws_with;
+    RawBuffer shifted = padded_rows(1004).cropped(1, 1, cols - 1);
+    shifted.set_min({0, 0});  // columns from 0, and 4 bytes into its memory
+    p.in.set(shifted);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { compiled.realize({padded_rows(1004).cropped(1, 0, cols - 1)}); },
+        {"Input buffer in starts on the GPU at an address 4 bytes past a multiple of 16",
+         "in.set_host_alignment(16)"}));
+    p.in.set(random_buffer<float>({rows, cols}));
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { compiled.realize({out}); },
+                                  {"Input buffer in has stride 1001 in dimension 0",
+                                   "not a multiple of 4", "in.dim(0).set_stride_multiple(4)"}));
+    p.in.set(in);
+    RawBuffer from_one = padded_rows(1004);
+    from_one.set_min({0, 1});
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { compiled.realize({from_one}); },
+                                  {"Output buffer centered has min 1 in dimension 1", "exactly 0",
+                                   "centered.output_buffer().dim(1).set_min(0)"}));
+}
+
 TEST(GpuExecution, ReductionsAcrossThreads) {
     REQUIRE_GPU();
     {
