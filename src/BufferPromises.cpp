@@ -47,9 +47,6 @@ std::vector<ParameterPtr> promising_buffers(const std::vector<ParameterPtr> &par
         if (p->is_buffer) buffers.push_back(p);
     }
     for (const FunctionPtr &f : outputs) {
-        // Promises made before the Func was redefined with another number of
-        // outputs were made about other buffers.
-        if (f->output_buffers.size() != f->output_types.size()) continue;
         for (const ParameterPtr &p : f->output_buffers) buffers.push_back(p);
     }
     return buffers;
@@ -70,7 +67,8 @@ Stmt substitute_fixed_sizes(const Stmt &s, const std::vector<ParameterPtr> &buff
 
 Stmt check_buffer_promises(const Stmt &s, const std::vector<ParameterPtr> &buffers) {
     std::vector<Stmt> checks;
-    auto fixed = [&](const ParameterPtr &p, int d, const char *field, int value) {
+    auto fixed = [&](const ParameterPtr &p, int d, const char *field, const char *directive_name,
+                     int value) {
         Expr actual = int_var(field_name(p, field, d));
         std::string k = std::to_string(d);
         checks.push_back(AssertStmt::make(
@@ -79,9 +77,7 @@ Stmt check_buffer_promises(const Stmt &s, const std::vector<ParameterPtr> &buffe
                 {StringImm::make(role(p) + " buffer " + p->name + " has " + field + " "), actual,
                  StringImm::make(
                      " in dimension " + k + ", but the pipeline was compiled for exactly " +
-                     std::to_string(value) + " (" +
-                     directive(p, d, field == std::string("min") ? "set_min" : "set_extent",
-                               value) +
+                     std::to_string(value) + " (" + directive(p, d, directive_name, value) +
                      "). Pass a buffer with that " + field + ", or compile for this one.")})));
     };
     for (const ParameterPtr &p : buffers) {
@@ -92,8 +88,10 @@ Stmt check_buffer_promises(const Stmt &s, const std::vector<ParameterPtr> &buffe
                 host_alignment_message(p->name, p->is_output, p->host_alignment, "on the host",
                                        address)));
         }
-        for (const auto &[d, extent] : p->fixed_extents) fixed(p, d, "extent", extent);
-        for (const auto &[d, min] : p->fixed_mins) fixed(p, d, "min", min);
+        for (const auto &[d, extent] : p->fixed_extents) {
+            fixed(p, d, "extent", "set_extent", extent);
+        }
+        for (const auto &[d, min] : p->fixed_mins) fixed(p, d, "min", "set_min", min);
         for (const auto &[d, multiple] : p->stride_multiples) {
             Expr actual = int_var(field_name(p, "stride", d));
             checks.push_back(AssertStmt::make(

@@ -440,8 +440,7 @@ OutputBuffer Func::output_buffer(int i) const {
         << "Func " << name() << " has " << outputs() << " output" << (outputs() == 1 ? "" : "s")
         << ", so output_buffer(" << i << ") does not exist.";
     std::vector<ParameterPtr> &buffers = contents_->output_buffers;
-    if (buffers.size() != contents_->output_types.size()) {
-        buffers.clear();
+    if (buffers.empty()) {
         for (size_t k = 0; k < contents_->output_types.size(); k++) {
             auto p = std::make_shared<ParameterContents>();
             p->name = output_buffer_name(contents_, static_cast<int>(k));

@@ -323,7 +323,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
             a.is_output = true;
             a.type = out->output_types[i];
             a.dimensions = static_cast<int>(out->args.size());
-            if (out->output_buffers.size() == out->output_types.size()) {
+            if (!out->output_buffers.empty()) {
                 a.host_alignment = out->output_buffers[i]->host_alignment;
             }
             f.args.push_back(a);
