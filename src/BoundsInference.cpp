@@ -67,7 +67,7 @@ void check_bounded(const Box &b, const std::string &func, const char *what) {
     for (size_t d = 0; d < b.size(); d++) {
         user_assert(b[d].is_bounded())
             << "Cannot infer the region of " << func << " that the pipeline " << what
-            << ": dimension " << d << " is read at an index that has no "
+            << ": dimension " << d << " is accessed at an index that has no "
             << (b[d].has_lower_bound() ? "upper" : "lower")
             << " bound (for example an index loaded from a buffer). Clamp the index, e.g. " << func
             << "(clamp(i, 0, n - 1)).";

@@ -120,6 +120,11 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
     auto check = [&](const std::string &buf, const std::string &func, const Box &box,
                      const char *role, const char *verb) {
         for (size_t d = 0; d < box.size(); d++) {
+            user_assert(box[d].is_bounded())
+                << role << " buffer " << buf << " is " << verb
+                << " at an index with no bound in dimension " << d
+                << " (for example an index loaded from a buffer). Clamp the index, e.g. "
+                << (func.empty() ? buf : func) << "(clamp(i, 0, n - 1)).";
             std::string k = std::to_string(d);
             Expr mn = simplify(box[d].min), mx = simplify(box[d].max);
             Expr bmin = int_var(buf + ".min." + k), bext = int_var(buf + ".extent." + k);
@@ -142,11 +147,6 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
         if (!p->is_buffer) continue;
         auto it = read.find(p->name);
         if (it == read.end()) continue;
-        for (size_t d = 0; d < it->second.size(); d++) {
-            user_assert(it->second[d].is_bounded())
-                << "Input buffer " << p->name << " is read at an index with no bound in dimension "
-                << d << " (for example an index loaded from another buffer). Clamp the index.";
-        }
         check(p->name, "", it->second, "Input", "read");
     }
     for (const FunctionPtr &f : env.outputs) {

@@ -15,7 +15,8 @@ namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
-/** Whether e calls Func `func` for a Tuple element other than `element`. */
+/** Whether e calls Func `func` for a Tuple element other than `element`
+ * (any element, for -1). */
 bool reads_other_element(const Expr &e, const std::string &func, int element) {
     struct Find : IRVisitor {
         const std::string *func;
@@ -131,8 +132,20 @@ class FlattenStorage : public IRMutator {
 
     Stmt visit(const Provide *op) override {
         int n = static_cast<int>(op->values.size());
+        std::vector<std::pair<std::string, Expr>> lets;
+        // A coordinate that reads the Func (a scatter through its own values)
+        // is evaluated once, before any store: each element's store would
+        // otherwise recompute it from the elements already stored.
         std::vector<Expr> args;
-        for (const Expr &a : op->args) args.push_back(mutate(a));
+        for (size_t k = 0; k < op->args.size(); k++) {
+            Expr arg = mutate(op->args[k]);
+            if (n > 1 && reads_other_element(op->args[k], op->name, -1)) {
+                std::string tmp = op->name + ".index." + std::to_string(k);
+                lets.emplace_back(tmp, arg);
+                arg = Variable::make(arg.type(), tmp);
+            }
+            args.push_back(arg);
+        }
         // An element whose value reads another element of the Tuple (argmax's
         // index reads the old maximum) is evaluated before any store, as the
         // elements are stored one after another. The others are stored as
@@ -141,7 +154,6 @@ class FlattenStorage : public IRMutator {
         // element is none, for the lanes of a vector or the threads of a
         // block that would combine it.
         std::vector<Stmt> stores;
-        std::vector<std::pair<std::string, Expr>> lets;
         for (int i = 0; i < n; i++) {
             Expr value = mutate(op->values[i]);
             std::string buf = buffer_name(op->name, i, n);

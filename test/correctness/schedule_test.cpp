@@ -400,6 +400,38 @@ TEST(Schedule, TupleAndArgmax) {
     EXPECT_TRUE(buffers_match(val, expected[1]));
 }
 
+TEST(Schedule, TupleScatterThroughItsOwnValues) {
+    // The coordinate of the update reads element 0, which the update itself
+    // changes: both elements are stored where the old values pointed.
+    const int n = 23, steps = 61;
+    BufferParam hop(Int(32), 1, "hop"), weight(Float(32), 1, "weight");
+    Var x("x");
+    RDom r(0, steps, "r");
+    Func f("f");
+    f(x) = Tuple(x, 0.0f);
+    Expr at = clamp(f(clamp(hop(r), 0, n - 1))[0], 0, n - 1);
+    f(at) = Tuple((f(at)[0] + 3) % n, f(at)[1] + weight(r));
+    Buffer<int32_t> hops = random_buffer<int32_t>({steps}, 0, n);
+    Buffer<float> weights = random_buffer<float>({steps});
+    hop.set(hops);
+    weight.set(weights);
+    std::vector<int32_t> next(n);
+    std::vector<float> total(n, 0.0f);
+    for (int i = 0; i < n; i++) next[i] = i;
+    for (int k = 0; k < steps; k++) {
+        int p = std::min(std::max(next[hops(k)], 0), n - 1);
+        next[p] = (next[p] + 3) % n;
+        total[p] += weights(k);
+    }
+    Buffer<int32_t> got_next({n});
+    Buffer<float> got_total({n});
+    Pipeline(f).realize(std::vector<RawBuffer>{got_next, got_total});
+    for (int i = 0; i < n; i++) {
+        EXPECT_EQ(got_next(i), next[i]) << "at " << i;
+        EXPECT_EQ(got_total(i), total[i]) << "at " << i;
+    }
+}
+
 TEST(Schedule, RDomWhereAndScalarParam) {
     BufferParam in(Float(32), 1, "in");
     Param<float> scale("scale");

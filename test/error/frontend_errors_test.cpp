@@ -207,6 +207,48 @@ TEST(FrontendErrors, BufferMistakes) {
         {"ws", "strides"}));
 }
 
+TEST(FrontendErrors, IndicesLoadedFromBuffersNeedBounds) {
+    // An index loaded from a buffer has no bound the compiler can see: each
+    // kind of access through one is refused with the buffer or Func and the
+    // clamp that fixes it, at compile time.
+    BufferParam in(Int(32), 1, "idx");
+    Var x("x");
+    RDom r(0, 10, "r");
+    auto lowering = [](const Func &f, const Schedule &s) {
+        return [f, s] { (void)Pipeline(f).compile_to_lowered_stmt(s); };
+    };
+    Func direct("direct");
+    direct(x) = in(in(x));
+    EXPECT_TRUE(throws_with<CompileError>(
+        lowering(direct, Schedule()),
+        {"Input buffer idx is read", "dimension 0", "idx(clamp(i, 0, n - 1))"}));
+    Func hist("hist");
+    hist(x) = 0;
+    hist(in(r)) += 1;
+    EXPECT_TRUE(throws_with<CompileError>(
+        lowering(hist, Schedule()),
+        {"Output buffer hist is written", "dimension 0", "hist(clamp(i, 0, n - 1))"}));
+    Func chase("chase");
+    chase(x) = Tuple(x, 0);
+    chase(r) = Tuple(chase(in(r))[0], chase(r)[1] + 1);
+    EXPECT_TRUE(throws_with<CompileError>(lowering(chase, Schedule()),
+                                          {"Output buffer chase.0 is read", "dimension 0"}));
+    Func counts("counts"), use("use");
+    counts(x) = 0;
+    counts(in(r)) += 1;
+    use(x) = counts(x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        lowering(use, Schedule()),
+        {"region of counts", "updates", "no lower bound", "counts(clamp(i, 0, n - 1))"}));
+    Func table("table"), lookup("lookup");
+    table(x) = x * 2;
+    lookup(x) = table(in(x));
+    Schedule rooted;
+    rooted[table].compute_root();
+    EXPECT_TRUE(throws_with<CompileError>(lowering(lookup, rooted),
+                                          {"region of table", "reads", "dimension 0"}));
+}
+
 TEST(FrontendErrors, InterpreterOutOfBoundsRead) {
     BufferParam in(Float(32), 2, "in");
     in.set(random_buffer<float>({4, 6}));
