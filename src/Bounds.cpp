@@ -448,6 +448,18 @@ class BoundsOf : public IRVisitor {
             op->args[0].accept(this);
             return;
         }
+        if (op->is_intrinsic(guarded_value) && op->args.size() == 2) {
+            Interval value = bounds(op->args[0]);
+            if (as_point_if_equal(value).is_single_point()) {
+                Min::make(op->args[0], op->args[1]).accept(this);
+                return;
+            }
+            Interval limit = bounds(op->args[1]);
+            result = value;
+            if (limit.max.defined())
+                result.max = value.max.defined() ? bmin(value.max, limit.max) : limit.max;
+            return;
+        }
         if (op->is_intrinsic(Call::abs) && op->args.size() == 1) {
             Interval a = bounds(op->args[0]);
             result = Interval();

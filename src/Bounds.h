@@ -19,6 +19,15 @@ namespace internal {
  * conservative (it may be wider than the true range, never narrower). */
 Interval bounds_of_expr_in_scope(const Expr &e, const Scope<Interval> &scope);
 
+/** guarded_value(value, limit), for bounds analysis only: the value of a
+ * let that is used only under a guard `if (value <= limit)` (a loop's tail
+ * past the end of a split). Its range is that of `value`, capped at the
+ * limit's maximum: the iterations past the limit touch nothing, so they
+ * must not move the low end either. At a single point it is
+ * min(value, limit), which keeps a region computed per iteration (at the
+ * compute_at site of a producer) its constant size. */
+constexpr const char *guarded_value = "guarded_value";
+
 /** A constant upper bound of e, if one is found: from its shape (constants,
  * sums, min and max, products and quotients by constants, differences
  * distributed over min and max so that shared terms cancel: the extent

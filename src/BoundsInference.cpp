@@ -22,8 +22,9 @@ namespace {
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
 /** For bounds analysis only: inside `let x = e; if (likely(x <= m)) body`,
- * x never exceeds m, so x = min(e, m) describes the same iterations. This
- * keeps guarded tails from widening the regions their producers compute. */
+ * the body runs only where e <= m, so x = guarded_value(e, m) (see Bounds.h)
+ * describes the iterations that touch anything. This keeps guarded tails
+ * from widening the regions their producers compute, at either end. */
 class TightenGuards : public IRMutator {
   protected:
     using IRMutator::visit;
@@ -37,7 +38,9 @@ class TightenGuards : public IRMutator {
                 if (const LE *le = c.as<LE>()) {
                     const Variable *v = le->a.as<Variable>();
                     if (v && v->name == op->name) {
-                        return LetStmt::make(op->name, min(op->value, le->b), guard->then_case);
+                        Expr value = Call::make(op->value.type(), guarded_value, {op->value, le->b},
+                                                Call::PureIntrinsic);
+                        return LetStmt::make(op->name, value, guard->then_case);
                     }
                 }
             }

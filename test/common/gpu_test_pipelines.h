@@ -178,7 +178,9 @@ struct AlignedRows {
             centered.output_buffer().dim(1).set_min(0);
         }
     }
-    loom::Schedule schedule(int threads = 64) const {
+    /** One block per row, 4 floats per thread; `staged`: the row is first
+     * copied into shared memory, and both passes read it there. */
+    loom::Schedule schedule(int threads = 64, bool staged = false) const {
         using loom::TailStrategy;
         loom::Schedule sch;
         sch[centered]
@@ -187,6 +189,15 @@ struct AlignedRows {
             .vectorize(xv)
             .gpu_blocks(y)
             .gpu_threads(xi);
+        if (staged) {
+            sch.in(in, {y, x})
+                .compute_at(centered, y)
+                .store_in(loom::MemoryType::Shared)
+                .split(x, xo, xi, threads * 4)
+                .split(xi, xi, xv, 4)
+                .vectorize(xv)
+                .gpu_threads(xi);
+        }
         sch[row_max].compute_at(centered, y);
         sch[row_max].update().split(r, ro, ri, threads * 4).split(ri, ri, rv, 4);
         sch[row_max].update().gpu_threads(ri).vectorize(rv);

@@ -244,6 +244,16 @@ TEST(CudaCodegen, PromisedAlignmentDropsTheTestOfTheAddress) {
     EXPECT_GE(count_of(ptx, "st.global.v4.b32"), 2) << ptx;
     EXPECT_LT(count_of(ptx, "ld.global.nc.f32"), count_of(plain_ptx, "ld.global.nc.f32")) << ptx;
     EXPECT_LT(count_of(ptx, "st.global.f32"), count_of(plain_ptx, "st.global.f32")) << ptx;
+
+    // Staged in shared memory, the row is copied from where the reads of
+    // both passes begin. The output's loop is guarded, and its extent is
+    // open: an empty output must not move the start of the copy, or the
+    // copy's loads could not be proven aligned.
+    src = kernels_of(compile_for_every_arch(promised.centered, promised.schedule(64, true), 1));
+    EXPECT_EQ(count_of(src, "loom_load_aligned_readonly<float, 4>(in_"), 2) << src;
+    EXPECT_GE(count_of(src, "loom_store_aligned<float, 4>(in_in_"), 2) << src;
+    EXPECT_EQ(count_of(src, "loom_load_dense"), 0) << src;
+    EXPECT_EQ(count_of(src, "loom_store_dense"), 0) << src;
 }
 
 TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {

@@ -169,7 +169,13 @@ TEST(GpuExecution, PromisedAlignment) {
     RawBuffer in = padded_rows(1004), out = padded_rows(1004);
     p.in.set(in);
     compiled.realize({out});
-    EXPECT_TRUE(buffers_match(out, interpret(p.centered, {rows, cols})));
+    const RawBuffer expected = interpret(p.centered, {rows, cols});
+    EXPECT_TRUE(buffers_match(out, expected));
+    // The same with each row staged in shared memory: the copy's words are
+    // proven aligned too.
+    RawBuffer staged_out = padded_rows(1004);
+    Pipeline(p.centered).compile(p.schedule(64, true), kGpu).realize({staged_out});
+    EXPECT_TRUE(buffers_match(staged_out, expected));
 
     // Each broken promise is refused, naming the buffer and the promise.
     using loom_test::throws_with;

@@ -212,6 +212,26 @@ TEST(Bounds, BoxesRequired) {
     EXPECT_TRUE(equal(r3["h"][0].max, Expr(18))) << r3["h"][0].max;
 }
 
+TEST(Bounds, GuardedValues) {
+    // guarded_value(e, m): a let used only where e <= m. Over a range, the
+    // low end is e's own (iterations past the limit touch nothing, however
+    // small the limit); the high end is capped at the limit.
+    Expr x = var("x"), n = var("n"), m = var("m");
+    Expr guarded = Call::make(Int(32), guarded_value, {x * 4, m}, Call::PureIntrinsic);
+    Scope<Interval> s;
+    s.push("x", Interval(Expr(0), n));
+    EXPECT_BOUNDS(guarded, s, Expr(0), simplify(min(n * 4, m)));
+    // At a single point it is min(e, m): a region computed per iteration
+    // keeps its size.
+    Expr point = Call::make(Int(32), guarded_value, {n + 3, m}, Call::PureIntrinsic);
+    EXPECT_BOUNDS(point, Scope<Interval>(), min(n + 3, m), min(n + 3, m));
+    // With no bound on the limit, the value's own range.
+    Scope<Interval> open;
+    open.push("x", Interval(Expr(0), n));
+    open.push("m", Interval(Expr(2), Expr()));
+    EXPECT_BOUNDS(guarded, open, Expr(0), n * 4);
+}
+
 TEST(Bounds, BoxUnion) {
     Box a(1), b(1);
     a[0] = Interval(Expr(0), Expr(4));
