@@ -61,6 +61,29 @@ inline void schedule_elementwise_on_gpu(loom::Schedule &sch, const loom::Func &o
         .gpu_threads(ci);
 }
 
+/** Promises that let the CUDA kernels of a row-wise app move each whole
+ * vector of a row as aligned 16-byte words, with no test of its address
+ * and no lane-by-lane fallback (BufferParam::set_host_alignment): `input`
+ * and the output of `out` start on 16 bytes, their rows hold a whole
+ * number of float4s (a stride that is a multiple of 4), and their columns
+ * count from 0; each of `per_column` (LayerNorm's gamma and beta, RMSNorm's
+ * weight) starts on 16 bytes at column 0. The pipeline checks every
+ * promise when it runs and refuses a buffer that breaks one, by name.
+ * Loom's, PyTorch's and cudaMalloc's buffers start on 16 bytes or more,
+ * so for them this asks for rows of a multiple of 4 floats, or padded to
+ * one. */
+inline void promise_aligned_rows(loom::BufferParam input, const loom::Func &out,
+                                 const std::vector<loom::BufferParam> &per_column) {
+    input.set_host_alignment(16).dim(0).set_stride_multiple(4);
+    input.dim(1).set_min(0);
+    out.output_buffer().set_host_alignment(16).dim(0).set_stride_multiple(4);
+    out.output_buffer().dim(1).set_min(0);
+    for (loom::BufferParam b : per_column) {
+        b.set_host_alignment(16);
+        b.dim(0).set_min(0);
+    }
+}
+
 /** The vector width of a generator's `vector` param for `target`: `asked`,
  * or when it is 0 the natural one, 16 floats on the CPU (a cache line) and
  * 4 on the GPU (one 16-byte access per thread). */

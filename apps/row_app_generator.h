@@ -27,12 +27,17 @@ template <typename App> class RowAppGenerator : public loom::Generator {
      * it is read from device memory once (rows up to 58,112 floats on
      * sm_90); false for longer rows. */
     loom::GeneratorParam<bool> stage_rows{"stage_rows", true};
+    /** Promise aligned rows (loom_apps::promise_aligned_rows): the library
+     * then refuses rows that are not a multiple of 4 floats long (or padded
+     * to one) and in exchange moves every whole vector untested on the GPU. */
+    loom::GeneratorParam<bool> aligned_rows{"aligned_rows", false};
 
   protected:
     std::unique_ptr<App> algo;
 
     void schedule() override {
         const int v = vector_for(get_target(), vector);
+        if (aligned_rows) algo->promise_aligned_rows();
         if (!get_target().has_feature(loom::Target::CUDA)) {
             algo->schedule_cpu(sched, rows_per_task, v);
         } else if constexpr (std::is_invocable_v<decltype(&App::schedule_gpu), const App &,

@@ -140,6 +140,13 @@ struct FlashAttentionGpuOptions {
      * every thread reads it from there (needs AttentionChain::k, v, kt and
      * vf). */
     int key_tile = 0;
+    /** key_tile 0 only. 0: each thread's dot product q.k runs over the head
+     * dimension one element at a time. N > 1 (dividing head_dim): it reads
+     * each key row in vectors of N and sums each vector's lanes before
+     * adding them up, which reassociates the sum. Worth it where the rows
+     * are promised aligned (AttentionVariant::promise_aligned_heads): the
+     * vectors are then single 16-byte loads with no test of the address. */
+    int qk_vector = 0;
 };
 
 /** FlashAttention on a GPU without tensor cores, the baseline for the tile
@@ -173,8 +180,27 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         sch.rolling_update(a.o, a.r).split(a.d, dv, dl, lanes).unroll(dv).vectorize(dl);
         sch[a.o].compute_at(a.out, dout).unroll(a.d);
         if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
-        if (a.qk.defined()) sch[a.qk].update().unroll(a.e);
+        if (a.qk.defined()) {
+            if (opt.qk_vector > 1) {
+                if (opt.head_dim % opt.qk_vector != 0) {
+                    throw CompileError("flash_attention_gpu: qk_vector " +
+                                       std::to_string(opt.qk_vector) +
+                                       " does not divide head_dim " + std::to_string(opt.head_dim) +
+                                       "; pick a divisor (8 or 4), or 0 for no vectors.");
+                }
+                RVar ev("ev"), el("el");
+                sch[a.qk].update().split(a.e, ev, el, opt.qk_vector).unroll(ev).vectorize(el);
+            } else {
+                sch[a.qk].update().unroll(a.e);
+            }
+        }
         return;
+    }
+    if (opt.qk_vector > 1) {
+        throw CompileError(
+            "flash_attention_gpu: qk_vector applies to key_tile 0 only (with key "
+            "tiles, the dot product reads the tile's keys from shared memory, "
+            "one key per register); set qk_vector to 0 or key_tile to 0.");
     }
     if (!a.k || !a.v || !a.kt.defined() || !a.vf.defined()) {
         throw CompileError("flash_attention_gpu: key_tile " + std::to_string(opt.key_tile) +

@@ -81,6 +81,26 @@ struct AttentionVariant : AttentionFuncs {
         k.dim(3).set_extent(head_dim);
         v.dim(3).set_extent(head_dim);
     }
+    /** Promises head rows that start on 16-byte words, as contiguous
+     * PyTorch tensors and Loom's own buffers of a head dimension that is
+     * a multiple of 8 have: q, k, v and the output start on 16 bytes,
+     * their strides are multiples of 8 elements, their head dimension
+     * counts from 0, and the output's is exactly `head_dim` (call
+     * fix_head_dim too). The pipeline checks each promise when it runs.
+     * The GPU schedules' vector loads of the rows then move whole words
+     * with no test of the address. */
+    void promise_aligned_heads(int head_dim) const {
+        for (loom::BufferParam b : {q, k, v}) {
+            b.set_host_alignment(16);
+            for (int d = 0; d < 3; d++) b.dim(d).set_stride_multiple(8);
+            b.dim(3).set_min(0);
+        }
+        loom::OutputBuffer o = out.output_buffer();
+        o.set_host_alignment(16);
+        for (int d = 0; d < 3; d++) o.dim(d).set_stride_multiple(8);
+        o.dim(3).set_min(0);
+        o.dim(3).set_extent(head_dim);
+    }
     /** The materialized baseline (schedules/materialized_attention.h). */
     void schedule_materialized(loom::Schedule &sch, int query_block = 16, int vector = 8) const {
         loom::schedules::materialized_attention(sch, chain(), m, l, query_block, vector);

@@ -1,6 +1,7 @@
 // Plain attention with a GPU schedule and no tensor cores
-// (schedules/flash_attention.h, flash_attention_gpu, per key and over key
-// tiles of 4 and 8 staged in shared memory): the baseline that the tensor-core
+// (schedules/flash_attention.h, flash_attention_gpu, per key, per key with
+// aligned head rows promised and the q.k dot product in vectors, and over
+// key tiles of 4 and 8 staged in shared memory): the baseline that the tensor-core
 // tile programs will be measured against. Prints TFLOP/s (4 *
 // batch * heads * Lq * Lk * head_dim flops per call) for float32 and
 // float16 inputs, and the fraction of the GPU's float32 FMA peak (SMs x
@@ -61,12 +62,18 @@ double output_at(const RawBuffer &out, size_t i) {
 struct Kernel {
     attention::AttentionVariant app;
     CompiledPipeline compiled;
-    Kernel(Type t, int key_tile) : app(attention::Variant::Global, t) {
+    /** `aligned`: with the promises of promise_aligned_heads, and the q.k
+     * dot product read in vectors of 8 (key_tile 0 only). */
+    Kernel(Type t, int key_tile, bool aligned) : app(attention::Variant::Global, t) {
         app.fix_head_dim(kHeadDim);
         Schedule sch;
         schedules::FlashAttentionGpuOptions opt;
         opt.head_dim = kHeadDim;
         opt.key_tile = key_tile;
+        if (aligned) {
+            app.promise_aligned_heads(kHeadDim);
+            opt.qk_vector = 8;
+        }
         schedules::flash_attention_gpu(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
@@ -129,24 +136,31 @@ int main(int argc, char **argv) {
     const Case cases[] = {{"float32", Float(32), 1e-4}, {"float16", Float(16), 2e-3}};
     // key_tile 0: each thread reads every key and value itself; 4 and 8:
     // tiles of that many keys copied into shared memory once per block.
-    const int key_tiles[] = {0, 4, 8};
+    // "0a": key_tile 0 with aligned head rows promised and q.k in vectors.
+    struct Config {
+        int key_tile;
+        bool aligned;
+    };
+    const Config configs[] = {{0, false}, {0, true}, {4, false}, {8, false}};
     bool ok = true;
     struct Entry {
         const Case *c;
-        int key_tile;
+        std::string key_tile;
         std::unique_ptr<Kernel> kernel;
     };
     std::vector<Entry> kernels;
-    for (int key_tile : key_tiles) {
+    for (const Config &config : configs) {
+        const std::string key_tile = std::to_string(config.key_tile) + (config.aligned ? "a" : "");
         for (const Case &c : cases) {
-            kernels.push_back({&c, key_tile, std::make_unique<Kernel>(c.type, key_tile)});
+            kernels.push_back(
+                {&c, key_tile, std::make_unique<Kernel>(c.type, config.key_tile, config.aligned)});
             // 77 queries: a full block of 64 and a partial one.
             const double err = check(*kernels.back().kernel, 2, 3, 77, 301);
             const bool good = err <= c.tolerance;
             std::printf(
-                "check %-8s key_tile %d: max relative error %.2e vs the float64 "
+                "check %-8s key_tile %-2s: max relative error %.2e vs the float64 "
                 "reference: %s\n",
-                c.name, key_tile, err, good ? "ok" : "WRONG");
+                c.name, key_tile.c_str(), err, good ? "ok" : "WRONG");
             ok = ok && good;
         }
     }
@@ -163,10 +177,13 @@ int main(int argc, char **argv) {
             const double s =
                 loom_bench::seconds_per_call([&] { k.compiled.realize({out}); }, cu, reps, 3);
             const double flops = 4.0 * B * H * double(L) * L * kHeadDim;
-            std::printf("%-8s %8d %6d %10.3f %10.2f %11.1f%%\n", e.c->name, e.key_tile, L, s * 1e3,
-                        flops / s / 1e12, 100 * flops / s / peak);
+            std::printf("%-8s %8s %6d %10.3f %10.2f %11.1f%%\n", e.c->name, e.key_tile.c_str(), L,
+                        s * 1e3, flops / s / 1e12, 100 * flops / s / peak);
         }
     }
-    std::printf("\n(batch %d, %d heads, head_dim %d, Lq = Lk; no tensor cores)\n", B, H, kHeadDim);
+    std::printf(
+        "\n(batch %d, %d heads, head_dim %d, Lq = Lk; no tensor cores; key_tile 0a: "
+        "aligned rows promised, q.k in vectors of 8)\n",
+        B, H, kHeadDim);
     return 0;
 }

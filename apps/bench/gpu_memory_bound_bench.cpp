@@ -1,7 +1,9 @@
 // Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
-// staged in shared memory, and without). Bandwidth counts the bytes
+// staged in shared memory, and without; and each kernel again with the
+// promises of loom_apps::promise_aligned_rows, which let it move its
+// vectors as aligned words with no test of the address). Bandwidth counts the bytes
 // a kernel must move (its input read once, its output written once), so a
 // kernel that reads a row twice is not credited for the second read. The
 // peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
@@ -10,8 +12,9 @@
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
 // Every kernel is first checked against the same pipeline on the CPU (small
-// sizes). --quick stops there: the correctness run, which CTest runs with
-// the label gpu. Without a GPU it says why and exits with 77 (skipped).
+// sizes, rows of 3001 floats padded to 3004 as the promises ask). --quick stops there: the
+// correctness run, which CTest runs with the label gpu. Without a GPU it says why and exits with 77
+// (skipped).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,10 +57,68 @@ Buffer<float> pseudo_random(const std::vector<int> &shape, uint32_t seed) {
 /** One benchmarked kernel: its output Func, GPU schedule and inputs. */
 struct Case {
     std::string name;
+    BufferParam input;
     Func out;
     Schedule gpu;
-    std::function<void(int rows, int cols)> bind;  // sets the inputs
+    std::function<void(int rows, int cols)> bind;  // sets the other inputs
 };
+
+/** The memory-bound kernels over `in`: a copy, the elementwise chain, and
+ * softmax, LayerNorm and RMSNorm with each row staged in shared memory (and,
+ * with `unstaged_too`, without). `suffix` names the set. With `aligned`,
+ * every buffer makes the promises of loom_apps::promise_aligned_rows. */
+void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bool unstaged_too,
+               const std::string &suffix) {
+    Var r("r"), c("c");
+    Case copy{"copy (Loom)" + suffix, in, Func("copied"), Schedule(), nullptr};
+    copy.out(r, c) = in(r, c);
+    loom_apps::schedule_elementwise_on_gpu(copy.gpu, copy.out, r, c, 256, 4);
+    if (aligned) loom_apps::promise_aligned_rows(in, copy.out, {});
+    cases.push_back(copy);
+    elementwise::SiluChain chain(in);
+    if (aligned) chain.promise_aligned_rows();
+    Case silu{"elementwise chain" + suffix, in, chain.out, Schedule(), nullptr};
+    chain.schedule_gpu(silu.gpu);
+    cases.push_back(silu);
+    softmax::Softmax sm(in);
+    layernorm::LayerNorm ln(in);
+    rmsnorm::RmsNorm rms(in);
+    if (aligned) {
+        sm.promise_aligned_rows();
+        ln.promise_aligned_rows();
+        rms.promise_aligned_rows();
+    }
+    // Staged: each row read from device memory once (the default);
+    // unstaged: once per pass over it.
+    for (bool staged : {true, false}) {
+        if (!staged && !unstaged_too) continue;
+        const std::string name = (staged ? "" : " (unstaged)") + suffix;
+        Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr};
+        sm.schedule_gpu(s.gpu, 256, 4, staged);
+        cases.push_back(s);
+        Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr};
+        ln.schedule_gpu(l.gpu, 256, 4, staged);
+        l.bind = [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
+            gamma.set(pseudo_random({cols}, 7));
+            beta.set(pseudo_random({cols}, 8));
+        };
+        cases.push_back(l);
+        Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr};
+        rms.schedule_gpu(n.gpu, 256, 4, staged);
+        n.bind = [weight = rms.weight](int, int cols) mutable {
+            Buffer<float> w({cols});
+            for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
+            weight.set(w);
+        };
+        cases.push_back(n);
+    }
+}
+
+/** A rows x cols matrix whose rows are padded to a multiple of 4 floats,
+ * as aligned rows must be. */
+Buffer<float> padded_rows(int rows, int cols, uint32_t seed) {
+    return Buffer<float>(pseudo_random({rows, (cols + 3) / 4 * 4}, seed).cropped(1, 0, cols));
+}
 
 }  // namespace
 
@@ -71,58 +132,20 @@ int main(int argc, char **argv) {
     const Target gpu("host-cuda");
     std::printf("GPU: sm_%d\n", capability);
 
-    BufferParam in(Float(32), 2, "in");
-    Var r("r"), c("c");
-
+    BufferParam in(Float(32), 2, "in"), aligned_in(Float(32), 2, "in");
     std::vector<Case> cases;
-    {
-        Case k{"copy (Loom)", Func("copied"), Schedule(), nullptr};
-        k.out(r, c) = in(r, c);
-        loom_apps::schedule_elementwise_on_gpu(k.gpu, k.out, r, c, 256, 4);
-        cases.push_back(k);
-    }
-    elementwise::SiluChain chain(in);
-    {
-        Case k{"elementwise chain", chain.out, Schedule(), nullptr};
-        chain.schedule_gpu(k.gpu);
-        cases.push_back(k);
-    }
-    // The row apps twice: each row staged in shared memory (read from
-    // device memory once, the default) and not (once per pass over it).
-    softmax::Softmax sm(in);
-    layernorm::LayerNorm ln(in);
-    rmsnorm::RmsNorm rms(in);
-    for (bool staged : {true, false}) {
-        const std::string passes = staged ? "" : " (unstaged)";
-        Case s{"row softmax" + passes, sm.out, Schedule(), nullptr};
-        sm.schedule_gpu(s.gpu, 256, 4, staged);
-        cases.push_back(s);
-        Case l{"LayerNorm" + passes, ln.out, Schedule(), nullptr};
-        ln.schedule_gpu(l.gpu, 256, 4, staged);
-        l.bind = [&](int, int cols) {
-            ln.gamma.set(pseudo_random({cols}, 7));
-            ln.beta.set(pseudo_random({cols}, 8));
-        };
-        cases.push_back(l);
-        Case r{"RMSNorm" + passes, rms.out, Schedule(), nullptr};
-        rms.schedule_gpu(r.gpu, 256, 4, staged);
-        r.bind = [&](int, int cols) {
-            Buffer<float> w({cols});
-            for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
-            rms.weight.set(w);
-        };
-        cases.push_back(r);
-    }
+    add_cases(cases, in, false, true, "");
+    add_cases(cases, aligned_in, true, false, " (aligned)");
 
     // Correctness: each kernel on the GPU against the same pipeline on the
     // CPU, at sizes that are no multiple of the blocks.
     bool ok = true;
     for (Case &k : cases) {
         const int rows = 37, cols = 3001;
-        in.set(pseudo_random({rows, cols}, 1));
+        k.input.set(padded_rows(rows, cols, 1));
         if (k.bind) k.bind(rows, cols);
-        Buffer<float> expected(Pipeline(k.out).realize({rows, cols}));
-        Buffer<float> actual({rows, cols});
+        Buffer<float> expected = padded_rows(rows, cols, 2), actual = padded_rows(rows, cols, 3);
+        Pipeline(k.out).realize(std::vector<RawBuffer>{expected});
         Pipeline(k.out).compile(k.gpu, gpu).realize({actual});
         // Relative differences, with values under 1% of the largest counted
         // as that size: near zero the GPU's and the CPU's rounding (a tree
@@ -140,7 +163,7 @@ int main(int argc, char **argv) {
         }
         const bool good = worst < 1e-4;
         ok = ok && good;
-        std::printf("%-24s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
+        std::printf("%-28s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
                     good ? "ok" : "MISMATCH");
     }
     if (!ok) return 1;
@@ -158,14 +181,14 @@ int main(int argc, char **argv) {
     const double copy_bw = bytes / copy / 1e9;
     std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
                 bytes / 1e9);
-    std::printf("%-24s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
-    std::printf("%-24s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
-    in.set(input);
+    std::printf("%-28s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
+    std::printf("%-28s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
     for (Case &k : cases) {
+        k.input.set(input);
         if (k.bind) k.bind(rows, cols);
         CompiledPipeline p = Pipeline(k.out).compile(k.gpu, gpu);
         const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
-        std::printf("%-24s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
+        std::printf("%-28s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
                     copy / t);
     }
     return 0;

@@ -34,6 +34,9 @@ struct SiluChain {
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
         loom_apps::schedule_elementwise_on_gpu(sch, out, r, c, threads, vector);
     }
+    /** The promises of loom_apps::promise_aligned_rows: the GPU
+     * schedule's vectors then move as aligned words, untested. */
+    void promise_aligned_rows() const { loom_apps::promise_aligned_rows(input, out, {}); }
 };
 
 }  // namespace elementwise

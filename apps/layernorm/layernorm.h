@@ -68,6 +68,11 @@ struct LayerNorm {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_x, sum_sq}, {mean, inv_std},
                                         threads, vector, stage_rows);
     }
+    /** The promises of loom_apps::promise_aligned_rows, with gamma and beta: the GPU
+     * schedule's vectors then move as aligned words, untested. */
+    void promise_aligned_rows() const {
+        loom_apps::promise_aligned_rows(input, out, {gamma, beta});
+    }
     loom::Schedule cpu_schedule() const {
         loom::Schedule sch;
         schedule_cpu(sch);

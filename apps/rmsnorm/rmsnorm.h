@@ -52,6 +52,9 @@ struct RmsNorm {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_sq}, {inv_rms}, threads,
                                         vector, stage_rows);
     }
+    /** The promises of loom_apps::promise_aligned_rows, with the weight: the GPU
+     * schedule's vectors then move as aligned words, untested. */
+    void promise_aligned_rows() const { loom_apps::promise_aligned_rows(input, out, {weight}); }
 };
 
 }  // namespace rmsnorm

@@ -52,6 +52,9 @@ struct Softmax {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {}, threads,
                                         vector, stage_rows);
     }
+    /** The promises of loom_apps::promise_aligned_rows: the GPU
+     * schedule's vectors then move as aligned words, untested. */
+    void promise_aligned_rows() const { loom_apps::promise_aligned_rows(input, out, {}); }
     loom::Schedule cpu_schedule() const {
         loom::Schedule sch;
         schedule_cpu(sch);

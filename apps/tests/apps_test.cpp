@@ -201,6 +201,65 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
     }
 }
 
+TEST(Apps, AlignedRowsMoveEveryWholeVectorUntested) {
+    // With the promises of promise_aligned_rows, no access of any app's GPU
+    // kernels is left that tests its address: every whole vector moves as
+    // aligned words (the staged rows' copies included).
+    softmax::Softmax sm;
+    layernorm::LayerNorm ln;
+    rmsnorm::RmsNorm rms;
+    elementwise::SiluChain chain;
+    sm.promise_aligned_rows();
+    ln.promise_aligned_rows();
+    rms.promise_aligned_rows();
+    chain.promise_aligned_rows();
+    Schedule sm_gpu, ln_gpu, rms_gpu, chain_gpu;
+    sm.schedule_gpu(sm_gpu);
+    ln.schedule_gpu(ln_gpu);
+    rms.schedule_gpu(rms_gpu);
+    chain.schedule_gpu(chain_gpu);
+    for (auto [out, sch] : {std::pair<Func, Schedule>{sm.out, sm_gpu},
+                            {ln.out, ln_gpu},
+                            {rms.out, rms_gpu},
+                            {chain.out, chain_gpu}}) {
+        const std::string source =
+            compile_to_cuda_text(out, sch, Target("host-cuda-sm_90a")).source;
+        const std::string kernels = source.substr(source.find("__global__"));
+        EXPECT_EQ(kernels.find("loom_load_dense"), std::string::npos) << kernels;
+        EXPECT_EQ(kernels.find("loom_store_dense"), std::string::npos) << kernels;
+        EXPECT_NE(kernels.find("loom_store_aligned_global<float, 4>(out_"), std::string::npos)
+            << kernels;
+    }
+
+    // The promises hold for rows padded to a multiple of 4 floats, and the
+    // result is the reference's; rows that are not padded are refused.
+    const int R = 13, C = 99, padded = 100;
+    Buffer<float> in(random_buffer({R, padded}, -20, 20, 21).cropped(1, 0, C));
+    Buffer<float> out(Buffer<float>({R, padded}).cropped(1, 0, C));
+    sm.input.set(in);
+    Pipeline(sm.out).compile(sm.cpu_schedule()).realize({out});
+    std::vector<float> dense(size_t(R) * C), ref(size_t(R) * C);
+    for (int i = 0; i < R; i++) {
+        for (int j = 0; j < C; j++) dense[size_t(i) * C + j] = in(i, j);
+    }
+    softmax::reference(dense.data(), ref.data(), R, C);
+    double worst = 0;
+    for (int i = 0; i < R; i++) {
+        for (int j = 0; j < C; j++)
+            worst = std::max(worst, double(std::abs(out(i, j) - ref[size_t(i) * C + j])));
+    }
+    EXPECT_LE(worst, 1e-6);
+    sm.input.set(random_buffer({R, C}, -20, 20, 22));
+    try {
+        Pipeline(sm.out).compile(sm.cpu_schedule()).realize({out});
+        ADD_FAILURE() << "rows of 99 floats were accepted";
+    } catch (const RuntimeError &e) {
+        EXPECT_NE(std::string(e.what()).find("input.dim(0).set_stride_multiple(4)"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
     // flash_attention_gpu with a key_tile: per tile the block copies the
     // keys and values into shared memory, between barriers; each thread
@@ -352,4 +411,48 @@ TEST(Apps, GpuAttentionCompilesThroughNvrtcWithStateInRegisters) {
             }
         }
     }
+}
+
+TEST(Apps, GpuAttentionWithAlignedHeadRowsReadsWholeWords) {
+    // With promise_aligned_heads, each key row of the q.k dot product
+    // (qk_vector 8) and each value row of the weighted sum is read as
+    // aligned words, and no load left tests its address; the running state
+    // stays in registers.
+    for (Type t : {Float(16), Float(32)}) {
+        attention::AttentionVariant app(attention::Variant::Causal, t);
+        app.fix_head_dim(64);
+        app.promise_aligned_heads(64);
+        Schedule sch;
+        schedules::FlashAttentionGpuOptions opt;
+        opt.qk_vector = 8;
+        schedules::flash_attention_gpu(sch, app.chain(), opt);
+        const CudaText cuda = compile_to_cuda_text(app.out, sch, Target("host-cuda-sm_90a"));
+        const std::string kernels = cuda.source.substr(cuda.source.find("__global__"));
+        const std::string elem = t == Float(16) ? "__half" : "float";
+        for (const char *buffer : {"k_", "v_"}) {
+            const std::string piece = "loom_load_aligned_readonly<" + elem + ", 8>(" + buffer;
+            EXPECT_NE(kernels.find(piece), std::string::npos) << piece << "\n" << kernels;
+        }
+        EXPECT_EQ(kernels.find("loom_load_dense"), std::string::npos) << kernels;
+        EXPECT_EQ(cuda.ptx.find(".local"), std::string::npos) << elem;
+    }
+
+    // qk_vector must divide the head dimension, and applies per key only.
+    attention::AttentionVariant app(attention::Variant::Global, Float(32));
+    app.fix_head_dim(64);
+    auto refused = [&](int key_tile, int qk_vector, const std::string &part) {
+        Schedule sch;
+        schedules::FlashAttentionGpuOptions opt;
+        opt.key_tile = key_tile;
+        opt.qk_vector = qk_vector;
+        try {
+            schedules::flash_attention_gpu(sch, app.chain(), opt);
+        } catch (const CompileError &e) {
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+            return;
+        }
+        ADD_FAILURE() << "key_tile " << key_tile << ", qk_vector " << qk_vector << " accepted";
+    };
+    refused(0, 6, "qk_vector 6 does not divide head_dim 64");
+    refused(8, 8, "qk_vector applies to key_tile 0 only");
 }
