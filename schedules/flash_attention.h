@@ -178,7 +178,7 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
         Var dv("dv"), dl("dl");
         sch.rolling_update(a.o, a.r).split(a.d, dv, dl, lanes).unroll(dv).vectorize(dl);
-        sch[a.o].compute_at(a.out, dout).unroll(a.d);
+        sch[a.o].compute_at(a.out, dout);
         if (a.qf.defined()) sch[a.qf].compute_at(a.out, dout).unroll(a.c);
         if (a.qk.defined()) {
             if (opt.qk_vector > 1) {
@@ -225,7 +225,7 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
         .gpu_threads(a.i)
         .unroll(ri)
         .unroll(a.d);
-    sch[a.o].compute_at(a.out, dout).gpu_threads(a.i).unroll(a.d).store_in(MemoryType::Register);
+    sch[a.o].compute_at(a.out, dout).store_in(MemoryType::Register);
     if (a.qf.defined()) {
         sch[a.qf]
             .compute_at(a.out, dout)

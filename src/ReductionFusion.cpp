@@ -921,6 +921,15 @@ class Rewriter {
 
     /** rolling_update: the whole domain rolled into the members. */
     void rolling_update() {
+        // The members are computed together where the leader is, in one
+        // loop nest: the leader's rolling stage (the one rolling_update
+        // returns), whose splits and loop types the pure definitions
+        // follow. A schedule of their own would be dropped.
+        for (const Member &m : chain.members) {
+            if (m.name != chain.leader) refuse_dropped_placement(m);
+            refuse_dropped_loops(m, 0);
+            refuse_dropped_loops(m, 1);
+        }
         create_fused_functions();
         std::map<std::string, FunctionPtr> target;
         for (const Member &m : chain.members) target[m.name] = m.fused;
@@ -930,6 +939,9 @@ class Rewriter {
     /** split_k: each chunk rolled into partials over (Vars, chunk), then
      * one combine per member. */
     void split_k() {
+        // Each member's own schedule places and loops its combine; the
+        // chunks' rolling pass is the partial's stage that split_k returns.
+        for (const Member &m : chain.members) refuse_dropped_loops(m, 1);
         Expr chunks = d.chunks;
         const std::string &c = d.chunk_var;
         create_fused_functions();
@@ -1378,6 +1390,61 @@ class Rewriter {
     std::string what;
     std::string r;
     Expr r_min, r_extent, predicate;
+
+    /** Refuses loop directives (splits, reorders, loop types) the user gave
+     * to `stage` of member m where the fusion replaces them. A stage whose
+     * loops are the default ones carries no directive. The leader's update
+     * is the stage rolling_update returns: its directives are the pass's. */
+    void refuse_dropped_loops(const Member &m, int stage) {
+        if (stage == 1 && m.name == chain.leader && d.kind == FusionDirective::RollingUpdate)
+            return;
+        auto it = s.funcs.find(m.name);
+        if (it == s.funcs.end() || static_cast<int>(it->second.stages.size()) <= stage) return;
+        const StageSchedule &given = it->second.stages[stage];
+        const StageSchedule plain = default_stage_schedule(m.f, stage);
+        bool same = given.splits.empty() && given.dims.size() == plain.dims.size();
+        for (size_t i = 0; same && i < given.dims.size(); i++) {
+            same = given.dims[i].var == plain.dims[i].var &&
+                   given.dims[i].for_type == plain.dims[i].for_type;
+        }
+        if (same || (given.dims.empty() && given.splits.empty())) return;
+        std::string where = stage == 0 ? "sch[" + m.name + "]" : "sch[" + m.name + "].update()";
+        if (d.kind == FusionDirective::SplitK) {
+            user_error << what << ": the update of " << m.name
+                       << " runs as part of each chunk's rolling pass, so the loop directives "
+                       << "given to " << where << " would be ignored. Schedule the pass on the "
+                       << "stage split_k returns (" << d.partial << "'s update); "
+                       << "sch[" << m.name << "] itself schedules " << m.name << "'s combine.";
+        }
+        if (m.name == chain.leader) {
+            user_error << what << ": the pure definition of " << m.name
+                       << " runs with the loops of the stage rolling_update returns (its splits "
+                       << "of " << m.name << "'s Vars and their loop types), so the loop "
+                       << "directives given to " << where << " would be ignored. Give them to "
+                       << "the stage rolling_update returns.";
+        }
+        user_error << what << ": " << m.name << " is fused into " << chain.leader << "'s pass over "
+                   << r << " and computed with it, in its loops, so the "
+                   << "loop directives given to " << where
+                   << " would be ignored. Remove them, and schedule the stage rolling_update "
+                   << "returns.";
+    }
+
+    /** Refuses a placement (compute_at, compute_root, store_in) given to a
+     * member other than the leader, which rolling_update computes where
+     * the leader is. */
+    void refuse_dropped_placement(const Member &m) {
+        auto it = s.funcs.find(m.name);
+        if (it == s.funcs.end()) return;
+        const FuncSchedule &fs = it->second;
+        user_assert(!fs.compute_level_set && !fs.store_level_set &&
+                    fs.memory_type == MemoryType::Auto)
+            << what << ": " << m.name << " is fused into " << chain.leader << "'s pass over " << r
+            << " and computed where " << chain.leader << " is, so its own placement ("
+            << (fs.memory_type != MemoryType::Auto ? "store_in"
+                                                   : "compute_at " + fs.compute_level.to_string())
+            << ") would be ignored. Remove it, and place " << chain.leader << " instead.";
+    }
 
     StageSchedule user_stage(const std::string &func, int stage) {
         auto it = s.funcs.find(func);

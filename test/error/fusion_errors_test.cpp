@@ -190,3 +190,60 @@ TEST(FusionErrors, DependentThatDoesNotVanishWhereTheMaxIsMasked) {
     ok.rolling_update(l2, a.r);
     EXPECT_NO_THROW(Pipeline(out2).compile(ok));
 }
+
+TEST(FusionErrors, DirectivesTheFusedLoopsWouldDrop) {
+    // The fused chain runs in the loops of the stage rolling_update (or
+    // split_k) returns: a schedule given to a member's own loops, or a
+    // placement given to a member other than the one fused, would be
+    // ignored, so it is refused with the stage to use instead.
+    Rows a;
+    a.m = Func("mx");
+    a.m(a.i) = -std::numeric_limits<float>::infinity();
+    a.m(a.i) = max(a.m(a.i), a.x(a.i, a.r));
+    a.l(a.i) = 0.0f;
+    a.l(a.i) += exp(a.x(a.i, a.r) - a.m(a.i));
+    a.out(a.i) = a.l(a.i);
+    Var io("io"), ii("ii"), c("c");
+    {
+        Schedule sch;
+        sch.rolling_update(a.l, a.r);
+        sch[a.l].compute_root().vectorize(a.i, 4);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { a.compile(sch); }, {"rolling_update(l, r.x)", "pure definition of l", "sch[l]",
+                                      "Give them to the stage rolling_update returns"}));
+    }
+    {
+        Schedule sch;
+        sch.rolling_update(a.l, a.r);
+        sch[a.m].compute_root();
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { a.compile(sch); },
+            {"mx is fused into l's pass over r.x", "compute_at root", "place l instead"}));
+    }
+    {
+        Schedule sch;
+        sch.rolling_update(a.l, a.r);
+        sch[a.m].update().split(a.i, io, ii, 2);
+        EXPECT_TRUE(throws_with<CompileError>([&] { a.compile(sch); },
+                                              {"mx is fused into l's pass", "sch[mx].update()"}));
+    }
+    {
+        Schedule sch;
+        sch.split_k(a.l, a.r, 2, c).compute_root();
+        sch[a.l].update().split(a.i, io, ii, 2);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { a.compile(sch); },
+            {"split_k(l, r.x)", "each chunk's rolling pass", "sch[l].update()", "l_partial"}));
+    }
+    // Without them, each compiles; and split_k's members keep their own
+    // placement and loops, which schedule their combines.
+    Schedule rolled;
+    rolled.rolling_update(a.l, a.r);
+    rolled[a.l].compute_root();
+    EXPECT_NO_THROW(a.compile(rolled));
+    Schedule chunked;
+    chunked.split_k(a.l, a.r, 2, c).compute_root();
+    chunked[a.l].compute_root().vectorize(a.i, 4);
+    chunked[a.m].compute_root().vectorize(a.i, 4);
+    EXPECT_NO_THROW(a.compile(chunked));
+}
