@@ -6,22 +6,51 @@
 # (apps/bench/torch_compare.py, with python3 or $LOOM_PYTHON), and writes a
 # report.
 #
-#   scripts/gpu-check.sh [report-file]     (default: $LOOM_BUILD_DIR/gpu-check-report.txt)
+#   scripts/gpu-check.sh [--only PHASES] [report-file]
+#
+# PHASES, comma-separated (default: all of them, in this order): tests,
+# sanitizer, bench, torch. Each phase fits one call of a lent machine (ten
+# minutes); run them in separate calls where the whole does not. The report
+# goes to report-file (default: $LOOM_BUILD_DIR/gpu-check-report.txt), or,
+# with --only, to gpu-check-<phases>.txt there.
 #
 # Builds Loom first (scripts/common.sh) unless LOOM_BUILD_DIR already holds a
-# build: on a GPU machine without LLVM, build elsewhere and bring the build
-# directory (libloom.so carries LLVM inside it; nothing needs libLLVM at run
-# time). Exits non-zero if a test or the sanitizer fails.
+# build. On a GPU machine without LLVM, build elsewhere and bring what the
+# check needs: scripts/gpu-bundle.sh packs it into .gpu-bundle (about 50 MB;
+# libloom.so carries LLVM inside it, so nothing needs libLLVM at run time),
+# and `scripts/gpu-bundle.sh unpack` there makes it a build directory again.
+# Exits non-zero if a test or the sanitizer fails.
 set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+phases="tests,sanitizer,bench,torch"
+if [[ "${1:-}" == "--only" ]]; then
+  phases="${2:?--only needs a comma-separated list: tests,sanitizer,bench,torch}"
+  shift 2
+  for p in ${phases//,/ }; do
+    case "$p" in
+    tests | sanitizer | bench | torch) ;;
+    *)
+      echo "gpu-check: unknown phase '$p'; the phases are tests, sanitizer, bench, torch" >&2
+      exit 2
+      ;;
+    esac
+  done
+fi
+runs() { [[ ",$phases," == *",$1,"* ]]; }
 
 if [[ ! -x "$LOOM_BUILD_DIR/test/loom_test_gpu" ]]; then
   loom_install_deps
   loom_configure
   loom_build
 fi
-report="${1:-$LOOM_BUILD_DIR/gpu-check-report.txt}"
+# A carried build keeps the RUNPATH of where it was built.
+export LD_LIBRARY_PATH="$LOOM_BUILD_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+default_report="$LOOM_BUILD_DIR/gpu-check-report.txt"
+[[ "$phases" == "tests,sanitizer,bench,torch" ]] ||
+  default_report="$LOOM_BUILD_DIR/gpu-check-${phases//,/-}.txt"
+report="${1:-$default_report}"
 report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
 cd "$LOOM_BUILD_DIR" || exit 1
 status=0
@@ -34,62 +63,70 @@ status=0
     || echo "nvidia-smi failed: no GPU or no driver"
 } >"$report"
 
-loom_log "gpu tests"
-{
-  echo
-  echo "## Tests (ctest -L '^gpu$')"
-  # The label exactly: gpu_on_cpu (the same tests on the CPU stand-in) runs
-  # in every test run already.
-  ctest -L '^gpu$' --output-on-failure 2>&1 | tail -n 40
-} >>"$report"
-grep -q "100% tests passed" "$report" || status=1
-if grep -q "(Skipped)" "$report"; then
-  echo "(tests were skipped: this machine has no usable GPU)" >>"$report"
-  status=1
+if runs tests; then
+  loom_log "gpu tests"
+  {
+    echo
+    echo "## Tests (ctest -L '^gpu$')"
+    # The label exactly: gpu_on_cpu (the same tests on the CPU stand-in) runs
+    # in every test run already.
+    ctest -L '^gpu$' --output-on-failure 2>&1 | tail -n 40
+  } >>"$report"
+  grep -q "100% tests passed" "$report" || status=1
+  if grep -q "(Skipped)" "$report"; then
+    echo "(tests were skipped: this machine has no usable GPU)" >>"$report"
+    status=1
+  fi
 fi
 
-loom_log "compute-sanitizer"
-sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
-{
-  echo
-  echo "## compute-sanitizer --tool memcheck test/loom_test_gpu"
-  if [[ -x "$sanitizer" ]]; then
-    "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 | tail -n 25
-    echo "exit status: ${PIPESTATUS[0]}"
-  else
-    echo "compute-sanitizer not found"
-  fi
-} >>"$report"
-grep -q "^exit status: 0$" "$report" || status=1
+if runs sanitizer; then
+  loom_log "compute-sanitizer"
+  sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  {
+    echo
+    echo "## compute-sanitizer --tool memcheck test/loom_test_gpu"
+    if [[ -x "$sanitizer" ]]; then
+      "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 | tail -n 25
+      echo "exit status: ${PIPESTATUS[0]}"
+    else
+      echo "compute-sanitizer not found"
+    fi
+  } >>"$report"
+  grep -q "^exit status: 0$" "$report" || status=1
+fi
 
-loom_log "GPU benchmarks"
-{
-  echo
-  echo "## Benchmarks"
-  found=0
-  for bench in apps/bench/*gpu*; do
-    [[ -x "$bench" ]] || continue
-    found=1
-    echo "### $bench"
-    "$bench" 2>&1 | tail -n 60
-  done
-  [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
-} >>"$report"
+if runs bench; then
+  loom_log "GPU benchmarks"
+  {
+    echo
+    echo "## Benchmarks"
+    found=0
+    for bench in apps/bench/*gpu*; do
+      [[ -x "$bench" ]] || continue
+      found=1
+      echo "### $bench"
+      "$bench" 2>&1 | tail -n 60
+    done
+    [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
+  } >>"$report"
+fi
 
-loom_log "PyTorch comparison"
-{
-  echo
-  echo "## Loom vs PyTorch eager and torch.compile (apps/bench/torch_compare.py)"
-  lib="apps/bench/libloom_torch_kernels.so"
-  if [[ -f "$lib" ]]; then
-    "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
-      2>&1 | grep -v "Warning\|warn(" | tail -n 60
-    echo "torch_compare exit status: ${PIPESTATUS[0]}"
-  else
-    echo "(libloom_torch_kernels.so is not built)"
-  fi
-} >>"$report"
-grep -q "^torch_compare exit status: [1-9]" "$report" && status=1
+if runs torch; then
+  loom_log "PyTorch comparison"
+  {
+    echo
+    echo "## Loom vs PyTorch eager and torch.compile (apps/bench/torch_compare.py)"
+    lib="apps/bench/libloom_torch_kernels.so"
+    if [[ -f "$lib" ]]; then
+      "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
+        2>&1 | grep -v "Warning\|warn(" | tail -n 60
+      echo "torch_compare exit status: ${PIPESTATUS[0]}"
+    else
+      echo "(libloom_torch_kernels.so is not built)"
+    fi
+  } >>"$report"
+  grep -q "^torch_compare exit status: [1-9]" "$report" && status=1
+fi
 
 cat "$report"
 loom_log "report: $report"
