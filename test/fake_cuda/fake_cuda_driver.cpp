@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -16,7 +17,8 @@ namespace {
 
 typedef int CUresult;
 const CUresult kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100, kInvalidImage = 200,
-               kNoBinaryForGpu = 209, kInvalidPtx = 218, kNotFound = 500, kLaunchFailed = 719;
+               kNoBinaryForGpu = 209, kInvalidPtx = 218, kNotFound = 500, kIllegalAddress = 700,
+               kLaunchFailed = 719;
 
 struct Module {
     std::string image;    // the cubin or PTX, to find kernels in
@@ -102,6 +104,43 @@ Mapping mapping_of(unsigned long long p, size_t bytes) {
     m.length = (data_pages + 1) * page_size();
     m.base = p ? p + m.data_bytes - data_pages * page_size() : 0;
     return m;
+}
+
+/** The bytes of an allocation's pages that are not its data (before it,
+ * and after it up to the guard page: CUDA's rounding to 16 bytes leaves no
+ * fault there) hold this; a kernel that writes them wrote out of bounds. */
+const unsigned char kCanary = 0x5A;
+
+/** Where a kernel wrote outside an allocation, within its pages: a
+ * description of the first such allocation, or "" if none. (Out-of-bounds
+ * reads there are not seen; farther ones fault at the guard page.) */
+std::string writes_outside_allocations() {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (const auto &a : s.allocations) {
+        const Mapping m = mapping_of(a.first, a.second);
+        const unsigned char *base = reinterpret_cast<const unsigned char *>(m.base);
+        const unsigned char *data = reinterpret_cast<const unsigned char *>(a.first);
+        const unsigned char *end = data + m.data_bytes;
+        size_t before = 0, after = 0;
+        for (const unsigned char *q = base; q < data; q++) {
+            if (*q != kCanary) before = std::max<size_t>(before, data - q);
+        }
+        for (const unsigned char *q = data + a.second; q < end; q++) {
+            if (*q != kCanary) after = q - (data + a.second) + 1;
+        }
+        if (before == 0 && after == 0) continue;
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "wrote %zu bytes %s a device allocation of %zu bytes at 0x%llx",
+                 before ? before : after, before ? "before the start of" : "past the end of",
+                 a.second, a.first);
+        // Reported once.
+        memset(const_cast<unsigned char *>(base), kCanary, data - base);
+        memset(const_cast<unsigned char *>(data + a.second), kCanary, end - (data + a.second));
+        return what;
+    }
+    return "";
 }
 
 CUresult take_pending_error() {
@@ -279,8 +318,10 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
     char *end = static_cast<char *>(base) + m.length - page_size();
     mprotect(end, page_size(), PROT_NONE);
     char *data = end - m.data_bytes;
-    // Garbage, as fresh device memory would hold.
+    // Garbage, as fresh device memory would hold, between canaries.
+    memset(base, kCanary, data - static_cast<char *>(base));
     memset(data, 0xA5, bytes);
+    memset(data + bytes, kCanary, m.data_bytes - bytes);
     *p = reinterpret_cast<unsigned long long>(data);
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -455,6 +496,15 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
         {
             std::lock_guard<std::mutex> run(cpu_run_mutex);
             failed = f->cpu(&shape, args, error, sizeof(error));
+        }
+        std::string outside;
+        if (!failed) outside = writes_outside_allocations();
+        if (!outside.empty()) {
+            const std::string message = "kernel " + f->name + ": " + outside;
+            fprintf(stderr, "fake CUDA driver: %s\n", message.c_str());
+            std::lock_guard<std::mutex> lock(s.mutex);
+            s.pending_error = kIllegalAddress;
+            s.kernel_error = message;
         }
         if (failed) {
             const std::string message = "kernel " + f->name + ": " + error;
