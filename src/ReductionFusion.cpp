@@ -1437,12 +1437,18 @@ class Rewriter {
         auto it = s.funcs.find(m.name);
         if (it == s.funcs.end()) return;
         const FuncSchedule &fs = it->second;
+        auto directive = [](const char *kind, const LoopLevel &level) {
+            if (level.is_root()) return std::string(kind) + "_root()";
+            if (level.is_inlined()) return std::string(kind) + "_inline()";
+            return std::string(kind) + "_at(" + level.func + ", " + level.var + ")";
+        };
+        std::string given = fs.memory_type != MemoryType::Auto ? "store_in()"
+                            : fs.compute_level_set ? directive("compute", fs.compute_level)
+                                                   : directive("store", fs.store_level);
         user_assert(!fs.compute_level_set && !fs.store_level_set &&
                     fs.memory_type == MemoryType::Auto)
             << what << ": " << m.name << " is fused into " << chain.leader << "'s pass over " << r
-            << " and computed where " << chain.leader << " is, so its own placement ("
-            << (fs.memory_type != MemoryType::Auto ? "store_in"
-                                                   : "compute_at " + fs.compute_level.to_string())
+            << " and computed where " << chain.leader << " is, so its own placement (" << given
             << ") would be ignored. Remove it, and place " << chain.leader << " instead.";
     }
 

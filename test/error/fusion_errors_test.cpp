@@ -218,7 +218,7 @@ TEST(FusionErrors, DirectivesTheFusedLoopsWouldDrop) {
         sch[a.m].compute_root();
         EXPECT_TRUE(throws_with<CompileError>(
             [&] { a.compile(sch); },
-            {"mx is fused into l's pass over r.x", "compute_at root", "place l instead"}));
+            {"mx is fused into l's pass over r.x", "(compute_root())", "place l instead"}));
     }
     {
         Schedule sch;
