@@ -1037,11 +1037,21 @@ class KernelPrinter : public IRVisitor {
         }
     }
     void visit(const Let *op) override {
-        // An expression with a local: an immediately invoked lambda.
-        std::string value = print(op->value);
-        Local n(*this, op->name);
-        expr_out << "([&]() { const " << type(op->value.type()) << " " << n.name() << " = " << value
-                 << "; return " << print(op->body) << "; }())";
+        // An expression with locals: an immediately invoked lambda, which
+        // declares a chain of lets one after another.
+        std::vector<std::unique_ptr<Local>> locals;
+        std::string declarations;
+        Expr e = op;
+        while (const Let *let = e.as<Let>()) {
+            std::string value = print(let->value);
+            locals.push_back(std::make_unique<Local>(*this, let->name));
+            declarations += "const " + type(let->value.type()) + " " + locals.back()->name() +
+                            " = " + value + "; ";
+            e = let->body;
+        }
+        std::string body = print(e);
+        expr_out << "([&]() { " << declarations << "return " << body << "; }())";
+        while (!locals.empty()) locals.pop_back();  // innermost first: each restores its outer name
     }
     void visit(const Call *op) override {
         if (lanewise(Expr(op))) return;
@@ -1121,19 +1131,15 @@ class KernelPrinter : public IRVisitor {
 
     // ---- statements
     void visit(const LetStmt *op) override {
-        pad();
-        out << "{\n";
-        indent++;
+        // Declared in the enclosing block, so that a chain of lets reads as
+        // a sequence of declarations rather than a staircase of blocks.
         std::string value = print(op->value);
-        Local n(*this, op->name);
+        Local n(*this, op->name, true);
         pad();
         out << "const " << type(op->value.type()) << " " << n.name() << " = " << value << ";\n";
         kernel_lets.emplace_back(op->name, op->value);
         print(op->body);
         kernel_lets.pop_back();
-        indent--;
-        pad();
-        out << "}\n";
     }
     void visit(const AssertStmt *op) override {
         // A failed check inside a kernel stops it; the launch reports the
@@ -1163,6 +1169,7 @@ class KernelPrinter : public IRVisitor {
             pad();
             out << "{\n";
             indent++;
+            open_block();
             // Loops of one block may have fewer threads than it has.
             const bool guarded = !block && thread_extent(op) < kernel.block[dim];
             if (guarded) {
@@ -1181,6 +1188,7 @@ class KernelPrinter : public IRVisitor {
                 pad();
                 out << "}\n";
             }
+            close_block();
             indent--;
             pad();
             out << "}\n";
@@ -1193,7 +1201,9 @@ class KernelPrinter : public IRVisitor {
         out << "for (int " << n << " = " << mn << ", " << n << "_end = " << n << " + " << ext
             << "; " << n << " < " << n << "_end; " << n << "++) {\n";
         indent++;
+        open_block();
         print(op->body);
+        close_block();
         // The next iteration's threads may overwrite shared storage this
         // one's are still reading, or read what this one's wrote. A loop of
         // a pure definition that only writes (a copy into shared memory)
@@ -1340,7 +1350,9 @@ class KernelPrinter : public IRVisitor {
             out << type(op->type) << " " << n.name() << "[" << std::max<int64_t>(size, 1) << "];\n";
             local_arrays.insert(op->name);
         }
+        open_block();
         print(op->body);
+        close_block();
         local_arrays.erase(op->name);
         indent--;
         pad();
@@ -1362,13 +1374,17 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "if (" << print(op->condition) << ") {\n";
         indent++;
+        open_block();
         print(op->then_case);
+        close_block();
         indent--;
         if (op->else_case.defined()) {
             pad();
             out << "} else {\n";
             indent++;
+            open_block();
             print(op->else_case);
+            close_block();
             indent--;
         }
         pad();
@@ -1408,9 +1424,13 @@ class KernelPrinter : public IRVisitor {
      * lambda parameter) to a fresh C name while it lives. The IR may define
      * a name again inside its own scope (let x = x * 4 inside the loop x);
      * C++ would read the same spelling as the new variable itself. */
+    /** The C name of `n` while this lives. `flat`: declared in the
+     * enclosing C++ block rather than in a block of its own, so the C name
+     * stays taken until that block closes (close_block), not only until
+     * the IR's scope of `n` ends. */
     class Local {
       public:
-        Local(KernelPrinter &p, const std::string &n) : p(p), n(n) {
+        Local(KernelPrinter &p, const std::string &n, bool flat = false) : p(p), n(n), flat(flat) {
             auto it = p.c_names.find(n);
             shadows = it != p.c_names.end();
             if (shadows) previous = it->second;
@@ -1418,7 +1438,9 @@ class KernelPrinter : public IRVisitor {
             p.c_names[n] = c;
         }
         ~Local() {
-            p.used.erase(c);  // free for later, disjoint scopes
+            // Free for later, disjoint scopes.
+            if (flat) p.c_block_names.back().push_back(c);
+            else p.used.erase(c);
             if (shadows) p.c_names[n] = previous;
             else p.c_names.erase(n);
         }
@@ -1429,8 +1451,15 @@ class KernelPrinter : public IRVisitor {
       private:
         KernelPrinter &p;
         std::string n, c, previous;
-        bool shadows = false;
+        bool flat, shadows = false;
     };
+    /** Per open C++ block, the C names declared flat in it. */
+    std::vector<std::vector<std::string>> c_block_names{{}};
+    void open_block() { c_block_names.emplace_back(); }
+    void close_block() {
+        for (const std::string &c : c_block_names.back()) used.erase(c);
+        c_block_names.pop_back();
+    }
     std::string unique_c_name(const std::string &n) {
         std::string c = c_identifier(n);
         if (c.empty() || std::isdigit(static_cast<unsigned char>(c[0]))) c = "_" + c;

@@ -4,6 +4,8 @@
 // (Running the kernels needs a device; those tests carry the label gpu.)
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -254,6 +256,39 @@ TEST(CudaCodegen, PromisedAlignmentDropsTheTestOfTheAddress) {
     EXPECT_GE(count_of(src, "loom_store_aligned<float, 4>(in_in_"), 2) << src;
     EXPECT_EQ(count_of(src, "loom_load_dense"), 0) << src;
     EXPECT_EQ(count_of(src, "loom_store_dense"), 0) << src;
+}
+
+TEST(CudaCodegen, LetsAreDeclaredInTheBlockTheyAreIn) {
+    // A chain of lets reads as a run of declarations: no block is opened
+    // for a let alone (blocks open for loops, ifs, allocations, and the
+    // GPU loops' index variables), so the nesting follows the loops. (That
+    // the names stay distinct where sibling scopes meet in one block, every
+    // kernel's compilation through NVRTC checks.)
+    loom_test::AlignedRows rows(true);
+    const std::string src =
+        kernels_of(compile_for_every_arch(rows.centered, rows.schedule(64, true), 1));
+    std::istringstream lines(src);
+    std::string line, previous;  // without their indentation
+    size_t previous_indent = 0;
+    int runs = 0;
+    while (std::getline(lines, line)) {
+        const size_t indent = line.find_first_not_of(' ');
+        if (indent == std::string::npos) continue;
+        const std::string text = line.substr(indent);
+        if (text.compare(0, 6, "const ") == 0) {
+            EXPECT_FALSE(previous == "{" && text.find("Idx.") == std::string::npos)
+                << "a block opened for the let " << text << "\n"
+                << src;
+            if (previous.compare(0, 6, "const ") == 0 && previous_indent == indent) runs++;
+        }
+        previous = text;
+        previous_indent = indent;
+    }
+    EXPECT_GE(runs, 3) << src;
+    // A chain of lets inside an expression is one lambda's declarations,
+    // not lambdas returning lambdas.
+    EXPECT_NE(src.find("([&]() { const int"), std::string::npos) << src;
+    EXPECT_EQ(src.find("return ([&]()"), std::string::npos) << src;
 }
 
 TEST(CudaCodegen, VectorTailsAreMaskedAndLocalVectorsStayInRegisters) {
