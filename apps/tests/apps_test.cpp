@@ -168,23 +168,40 @@ TEST(Apps, Attention) {
 // The GPU schedules (one block per row, reductions across the block's
 // threads, vectorized output rows) compiled through NVRTC for sm_80 and
 // sm_90a: no GPU needed. gpu_memory_bound_bench runs them on one.
-TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
+/** The memory-bound apps with their GPU schedules; `aligned`: with the
+ * promises of promise_aligned_rows. */
+struct GpuRowApps {
     softmax::Softmax sm;
     layernorm::LayerNorm ln;
     rmsnorm::RmsNorm rms;
     elementwise::SiluChain chain;
     Schedule sm_gpu, ln_gpu, rms_gpu, chain_gpu;
-    sm.schedule_gpu(sm_gpu);
-    ln.schedule_gpu(ln_gpu);
-    rms.schedule_gpu(rms_gpu);
-    chain.schedule_gpu(chain_gpu);
+    explicit GpuRowApps(bool aligned) {
+        if (aligned) {
+            sm.promise_aligned_rows();
+            ln.promise_aligned_rows();
+            rms.promise_aligned_rows();
+            chain.promise_aligned_rows();
+        }
+        sm.schedule_gpu(sm_gpu);
+        ln.schedule_gpu(ln_gpu);
+        rms.schedule_gpu(rms_gpu);
+        chain.schedule_gpu(chain_gpu);
+    }
+    /** Each app's output and GPU schedule, with its number of row reductions. */
+    std::vector<std::tuple<Func, Schedule, int>> kernels() const {
+        return {{sm.out, sm_gpu, 2},
+                {ln.out, ln_gpu, 2},
+                {rms.out, rms_gpu, 1},
+                {chain.out, chain_gpu, 0}};
+    }
+};
+
+TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
+    const GpuRowApps apps(false);
     for (const char *arch : {"sm_80", "sm_90a"}) {
         const Target target(std::string("host-cuda-") + arch);
-        // Each with its number of row reductions.
-        for (auto [out, sch, reductions] : {std::tuple<Func, Schedule, int>{sm.out, sm_gpu, 2},
-                                            {ln.out, ln_gpu, 2},
-                                            {rms.out, rms_gpu, 1},
-                                            {chain.out, chain_gpu, 0}}) {
+        for (auto [out, sch, reductions] : apps.kernels()) {
             const CudaText cuda = compile_to_cuda_text(out, sch, target);
             const std::string &text = cuda.ptx, &source = cuda.source;
             // Only the row reductions combine partials across threads, once
@@ -205,23 +222,8 @@ TEST(Apps, AlignedRowsMoveEveryWholeVectorUntested) {
     // With the promises of promise_aligned_rows, no access of any app's GPU
     // kernels is left that tests its address: every whole vector moves as
     // aligned words (the staged rows' copies included).
-    softmax::Softmax sm;
-    layernorm::LayerNorm ln;
-    rmsnorm::RmsNorm rms;
-    elementwise::SiluChain chain;
-    sm.promise_aligned_rows();
-    ln.promise_aligned_rows();
-    rms.promise_aligned_rows();
-    chain.promise_aligned_rows();
-    Schedule sm_gpu, ln_gpu, rms_gpu, chain_gpu;
-    sm.schedule_gpu(sm_gpu);
-    ln.schedule_gpu(ln_gpu);
-    rms.schedule_gpu(rms_gpu);
-    chain.schedule_gpu(chain_gpu);
-    for (auto [out, sch] : {std::pair<Func, Schedule>{sm.out, sm_gpu},
-                            {ln.out, ln_gpu},
-                            {rms.out, rms_gpu},
-                            {chain.out, chain_gpu}}) {
+    GpuRowApps apps(true);
+    for (auto [out, sch, reductions] : apps.kernels()) {
         const std::string source =
             compile_to_cuda_text(out, sch, Target("host-cuda-sm_90a")).source;
         const std::string kernels = source.substr(source.find("__global__"));
@@ -236,6 +238,7 @@ TEST(Apps, AlignedRowsMoveEveryWholeVectorUntested) {
     const int R = 13, C = 99, padded = 100;
     Buffer<float> in(random_buffer({R, padded}, -20, 20, 21).cropped(1, 0, C));
     Buffer<float> out(Buffer<float>({R, padded}).cropped(1, 0, C));
+    softmax::Softmax &sm = apps.sm;
     sm.input.set(in);
     Pipeline(sm.out).compile(sm.cpu_schedule()).realize({out});
     std::vector<float> dense(size_t(R) * C), ref(size_t(R) * C);
