@@ -1,20 +1,21 @@
 // Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
-// staged in shared memory, and without; and each kernel again with the
-// promises of loom_apps::promise_aligned_rows, which let it move its
-// vectors as aligned words with no test of the address). Bandwidth counts the bytes
-// a kernel must move (its input read once, its output written once), so a
-// kernel that reads a row twice is not credited for the second read. The
-// peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
-// kernel with the same vectorized schedule as the elementwise chain.
+// staged in shared memory, and without; and the copy, the chain and the
+// staged row apps again with the promises of loom_apps::promise_aligned_rows,
+// which let them move their vectors as aligned words with no test of the
+// address). Bandwidth counts the bytes a kernel must move (its input read
+// once, its output written once), so a kernel that reads a row twice is not
+// credited for the second read. The peers are cuMemcpyDtoD (the driver's
+// device-to-device copy) and a Loom copy kernel with the same vectorized
+// schedule as the elementwise chain.
 //
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
 // Every kernel is first checked against the same pipeline on the CPU (small
-// sizes, rows of 3001 floats padded to 3004 as the promises ask). --quick stops there: the
-// correctness run, which CTest runs with the label gpu. Without a GPU it says why and exits with 77
-// (skipped).
+// sizes: rows of 3001 floats, padded to 3004 as the promises ask). --quick
+// stops there: the correctness run, which CTest runs with the label gpu.
+// Without a GPU it says why and exits with 77 (skipped).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
