@@ -11,7 +11,11 @@ them against PyTorch eager, torch.compile and a plain copy in the same run:
         [--reps N] [--no-compile]
 
 Every kernel is first checked against PyTorch eager at a size that is no
-multiple of any block; --quick stops there. Bandwidth counts the bytes a
+multiple of any block; --quick stops there. The GPU kernels come twice, the
+second time with aligned rows promised (loom_<app>_cuda_aligned, generator
+param aligned_rows=true): checked at rows of 4096 floats and seen to refuse
+rows of 3001, and timed as "Loom, aligned" where the rows are a multiple of
+4 floats. Bandwidth counts the bytes a
 kernel must move (its input read once, its output written once), like
 apps/bench/gpu_memory_bound_bench. On the GPU everything runs on PyTorch's
 current stream (loom_cuda_set_stream) and is timed with CUDA events; on the
@@ -115,8 +119,13 @@ class Library:
         message = self.lib.loom_last_error_message()
         return message.decode() if message else "(no message)"
 
-    def kernel(self, app, device):
-        return Kernel(self, "loom_%s_%s" % (app, device))
+    def kernel(self, app, device, aligned=False):
+        return Kernel(self, "loom_%s_%s%s" % (app, device, "_aligned" if aligned else ""))
+
+    def has_aligned(self, app, device):
+        """Whether the library has the app with aligned rows promised
+        (generator param aligned_rows=true) for the device."""
+        return hasattr(self.lib, "loom_%s_%s_aligned_argv" % (app, device))
 
 
 class Kernel:
@@ -222,13 +231,13 @@ def make_inputs(torch, app, x, generator):
 TOLERANCE = {"rtol": 2e-4, "atol": 2e-5}
 
 
-def check(torch, library, app, device, rows, cols, generator):
+def check(torch, library, app, device, rows, cols, generator, aligned=False):
     """Loom's kernel against PyTorch eager; the worst error, or raises."""
     x = random_tensor(torch, (rows, cols), -4.0, 4.0, device, generator)
     inputs = make_inputs(torch, app, x, generator)
     expected = torch_kernels(torch)[app](*inputs)
     actual = torch.full_like(expected, float("nan"))
-    library.kernel(app, device).bind(*inputs, actual)()
+    library.kernel(app, device, aligned).bind(*inputs, actual)()
     if device == "cuda":
         torch.cuda.synchronize()
     torch.testing.assert_close(actual, expected, **TOLERANCE,
@@ -287,11 +296,18 @@ def benchmark(torch, library, device, rows, cols, timer, compile_too, generator)
         loom_call = library.kernel(app, device).bind(*inputs, loom_out)
         rows_of_table = [("Loom (AOT)", timer(loom_call))]
         expected = torch_fn(*inputs)
-        try:
-            torch.testing.assert_close(loom_out, expected, **TOLERANCE)
-        except AssertionError as e:
-            print("%s: Loom differs from PyTorch at this size: %s" % (app, e))
-            ok = False
+        outputs = [loom_out]
+        if library.has_aligned(app, device) and cols % 4 == 0:
+            aligned_out = torch.empty_like(x)
+            aligned_call = library.kernel(app, device, True).bind(*inputs, aligned_out)
+            rows_of_table.append(("Loom, aligned", timer(aligned_call)))
+            outputs.append(aligned_out)
+        for output in outputs:
+            try:
+                torch.testing.assert_close(output, expected, **TOLERANCE)
+            except AssertionError as e:
+                print("%s: Loom differs from PyTorch at this size: %s" % (app, e))
+                ok = False
         rows_of_table.append(("torch eager", timer(lambda: torch_fn(*inputs))))
         if compile_too:
             try:
@@ -357,6 +373,18 @@ def main():
         for rows, cols in ((37, 3001), (5, 4096)):
             worst = check(torch, library, app, args.device, rows, cols, generator)
             print("  %-11s %5d x %-5d worst absolute difference %.2e" % (app, rows, cols, worst))
+        if library.has_aligned(app, args.device):
+            # Rows of a multiple of 4 floats; others are refused, by name.
+            worst = check(torch, library, app, args.device, 5, 4096, generator, aligned=True)
+            print("  %-11s %5d x %-5d worst absolute difference %.2e (aligned rows)"
+                  % (app, 5, 4096, worst))
+            try:
+                check(torch, library, app, args.device, 37, 3001, generator, aligned=True)
+            except RuntimeError as e:
+                if "set_stride_multiple(4)" not in str(e):
+                    raise
+            else:
+                raise AssertionError("%s with aligned rows took rows of 3001 floats" % app)
     if args.quick:
         return 0
 

@@ -2,6 +2,8 @@
  * CPU and for a GPU (apps/CMakeLists.txt links their static libraries in
  * whole), for apps/bench/torch_compare.py. This file only names them. */
 
-/** The apps in the library, comma-separated: each is loom_<app>_cpu and
- * loom_<app>_cuda, with its _argv and _metadata entry points. */
+/** The apps in the library, comma-separated: each is loom_<app>_cpu,
+ * loom_<app>_cuda and loom_<app>_cuda_aligned (aligned rows promised: rows
+ * of a multiple of 4 floats), with their _argv and _metadata entry
+ * points. */
 const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }
