@@ -22,6 +22,7 @@ int cuCtxSynchronize(void);
 int cuMemAlloc_v2(unsigned long long *p, size_t bytes);
 int cuMemFree_v2(unsigned long long p);
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes);
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes);
 int cuModuleLoadData(void **module, const void *image);
 int cuModuleGetFunction(void **function, void *module, const char *name);
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -43,6 +44,20 @@ extern "C" __global__ void __launch_bounds__(48) rotate(int *__restrict__ out_) 
     values[t] = 100 * blockIdx.x + t;
     __syncthreads();
     out_[blockIdx.x * n + t] = values[(t + 1) % n];
+}
+// rotate without its barrier: thread t reads what thread t - 1 writes.
+// Which value it gets depends on which thread runs first, a race.
+extern "C" __global__ void __launch_bounds__(48) rotate_racing(int *__restrict__ out_) {
+    extern __shared__ __align__(16) unsigned char loom_shared_memory[];
+    int *values = reinterpret_cast<int *>(loom_shared_memory);
+    const int t = threadIdx.x, n = blockDim.x;
+    values[t] = 100 * blockIdx.x + t;
+    out_[blockIdx.x * n + t] = values[(t + n - 1) % n];
+}
+// Each block reads the element the block before it writes: a race between
+// blocks, which no barrier orders.
+extern "C" __global__ void __launch_bounds__(1) chain_racing(int *__restrict__ out_) {
+    out_[blockIdx.x + 1] = out_[blockIdx.x] + 1;
 }
 // Each warp's sum by shuffles; the last warp of 48 threads has 16 lanes.
 extern "C" __global__ void __launch_bounds__(48) warp_sums(int *__restrict__ out_) {
@@ -127,6 +142,38 @@ TEST_F(KernelsOnCpu, ThreadsMeetAtBarriersOverSharedMemory) {
             EXPECT_EQ(got[b * threads + t], static_cast<int>(100 * b + (t + 1) % threads))
                 << "block " << b << " thread " << t;
         }
+    }
+}
+
+TEST_F(KernelsOnCpu, ReversedOrderShowsRaces) {
+    // Lowest first, thread t - 1 has written what thread t reads, and block
+    // b - 1 what block b reads: the races compute what the kernels meant.
+    // Highest first (LOOM_FAKE_CUDA_REVERSED, as the on_cpu_reversed.* runs
+    // of the GPU tests set it) they read the shared memory's fill (-1) and
+    // the buffer's old value (0).
+    const unsigned blocks = 2, threads = 48;
+    for (bool reversed : {false, true}) {
+        SCOPED_TRACE(reversed ? "reversed" : "in order");
+        if (reversed) setenv("LOOM_FAKE_CUDA_REVERSED", "1", 1);
+        unsigned long long out = device_ints(blocks * threads);
+        ASSERT_EQ(run("rotate_racing", blocks, threads, out, threads * sizeof(int)), 0);
+        std::vector<int> got = host_ints(out, blocks * threads);
+        int meant = 0;
+        for (unsigned b = 0; b < blocks; b++) {
+            for (unsigned t = 1; t < threads; t++)
+                meant += got[b * threads + t] == static_cast<int>(100 * b + t - 1);
+        }
+        EXPECT_EQ(meant, reversed ? 0 : static_cast<int>(blocks * (threads - 1)));
+        EXPECT_EQ(got[threads + 1], reversed ? -1 : 100);
+
+        const unsigned chain = 5;
+        unsigned long long links = device_ints(chain + 1);
+        std::vector<int> zeros(chain + 1, 0);
+        ASSERT_EQ(cuMemcpyHtoD_v2(links, zeros.data(), zeros.size() * sizeof(int)), 0);
+        ASSERT_EQ(run("chain_racing", chain, 1, links), 0);
+        EXPECT_EQ(host_ints(links, chain + 1), reversed ? std::vector<int>({0, 1, 1, 1, 1, 1})
+                                                        : std::vector<int>({0, 1, 2, 3, 4, 5}));
+        unsetenv("LOOM_FAKE_CUDA_REVERSED");
     }
 }
 

@@ -14,6 +14,13 @@
 // thread-dependent condition), and a kernel's __trap. Dynamic shared memory
 // starts each block filled with 0xff bytes (NaN floats), so that reading it
 // before writing it shows.
+//
+// Between two barriers a GPU's threads run in no defined order, and a
+// kernel whose result depends on that order has a race (a missing
+// barrier). The stand-in runs them in one order, lowest thread first, or,
+// when the launch asks, highest first, and its blocks the same way: a race
+// gives different results in the two orders, and the tests that run both
+// compare each with the interpreter.
 #pragma once
 
 #include <math.h>
@@ -73,6 +80,7 @@ struct Block {
     Thread threads[kMaxThreads];
     int count = 0;
     ucontext_t scheduler;
+    bool reversed = false;  // highest thread first
     char *stacks = nullptr;
     // Each lane's value in a shuffle, up to 8 bytes.
     unsigned char slots[kMaxThreads][8];
@@ -200,8 +208,8 @@ inline bool run_block() {
     }
     for (;;) {
         bool any_left = false;
-        for (int t = 0; t < block->count; t++) {
-            Thread &th = block->threads[t];
+        for (int k = 0; k < block->count; k++) {
+            Thread &th = block->threads[block->reversed ? block->count - 1 - k : k];
             if (th.state != ThreadState::Runnable) continue;
             current = &th;
             swapcontext(&block->scheduler, &th.context);
@@ -214,8 +222,10 @@ inline bool run_block() {
     }
 }
 
+/** As fake_cuda::LaunchShape in run_on_cpu.h. */
 struct Shape {
     unsigned grid[3], block[3], shared_bytes;
+    unsigned reversed;  // run the threads and the blocks highest first
 };
 
 /** Runs the grid of `body` (one call per thread); 0, or 1 with `error`. */
@@ -243,10 +253,13 @@ inline int run_grid(void (*body)(void *), void *arg, const Shape &shape, char *e
         }
         block->stacks = static_cast<char *>(m);
     }
-    for (unsigned z = 0; z < grid_dim.z; z++) {
-        for (unsigned y = 0; y < grid_dim.y; y++) {
-            for (unsigned x = 0; x < grid_dim.x; x++) {
-                block_index = {x, y, z};
+    block->reversed = shape.reversed != 0;
+    const unsigned gx = grid_dim.x, gy = grid_dim.y, gz = grid_dim.z;
+    for (unsigned z = 0; z < gz; z++) {
+        for (unsigned y = 0; y < gy; y++) {
+            for (unsigned x = 0; x < gx; x++) {
+                block_index =
+                    shape.reversed ? uint3{gx - 1 - x, gy - 1 - y, gz - 1 - z} : uint3{x, y, z};
                 memset(loom_shared_memory, 0xff, shape.shared_bytes);
                 if (!run_block()) {
                     snprintf(error, error_size, "%s", block->error);

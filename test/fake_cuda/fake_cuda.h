@@ -13,7 +13,10 @@
 // that faults (a __trap, a barrier not every thread reaches) makes the next
 // wait fail with CUDA_ERROR_LAUNCH_FAILED, and fake_cuda_kernel_error says
 // why. Each allocation ends at a page that faults, so an access past its
-// end stops the process there.
+// end stops the process there. With LOOM_FAKE_CUDA_REVERSED=1 (read at
+// each launch) the threads between two barriers, and the blocks, run
+// highest first: a kernel with a race computes something else than in the
+// default order.
 #pragma once
 
 #include <dlfcn.h>

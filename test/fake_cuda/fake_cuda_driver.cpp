@@ -30,10 +30,12 @@ struct Function {
     fake_cuda::CpuKernel cpu = nullptr;
 };
 
-bool run_kernels_by_default() {
-    const char *run = getenv("LOOM_FAKE_CUDA_RUN_KERNELS");
-    return run && *run && strcmp(run, "0") != 0;
+bool env_flag(const char *name) {
+    const char *value = getenv(name);
+    return value && *value && strcmp(value, "0") != 0;
 }
+
+bool run_kernels_by_default() { return env_flag("LOOM_FAKE_CUDA_RUN_KERNELS"); }
 
 struct State {
     std::mutex mutex;
@@ -490,7 +492,9 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     const Function *f = static_cast<Function *>(function);
     if (hook) hook(f->name.c_str(), grid, block, shared, args, user);
     if (f->cpu) {
-        const fake_cuda::LaunchShape shape = {{gx, gy, gz}, {bx, by, bz}, shared};
+        // Read at each launch, so that a test can run a kernel in both orders.
+        const unsigned reversed = env_flag("LOOM_FAKE_CUDA_REVERSED");
+        const fake_cuda::LaunchShape shape = {{gx, gy, gz}, {bx, by, bz}, shared, reversed};
         char error[1024] = "";
         int failed;
         {

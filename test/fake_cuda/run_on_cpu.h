@@ -10,6 +10,7 @@ namespace fake_cuda {
 /** A launch's shape, as loom_cpu::Shape in cuda_on_cpu.h. */
 struct LaunchShape {
     unsigned grid[3], block[3], shared_bytes;
+    unsigned reversed;  // run the threads and the blocks highest first
 };
 
 /** A kernel compiled for the CPU: 0 when the launch ran, else 1 with a

@@ -30,7 +30,7 @@ if [[ "$(count "$build")" != "$(count "$bundle")" ]]; then
   exit 1
 fi
 cd "$bundle"
-LD_LIBRARY_PATH="$bundle" ctest -L gpu_on_cpu -R 'GpuExecution.ElementwiseWithAScalar$' \
+LD_LIBRARY_PATH="$bundle" ctest -L gpu_on_cpu -R '^on_cpu.GpuExecution.ElementwiseWithAScalar$' \
   --output-on-failure | tee "$bundle/run.log"
 grep -q "100% tests passed, 0 tests failed out of 1" "$bundle/run.log"
 echo "ok: $(count "$bundle") from the bundle"
