@@ -1,8 +1,10 @@
 // A stand-in for the CUDA driver (libcuda.so.1) that runs without a GPU, for
 // testing Loom's CUDA runtime: device memory is host memory, copies are
 // memcpy, and a launch calls a hook set by the test. Every entry point
-// counts its calls and can be told to fail. Loom's runtime loads it through
-// LOOM_CUDA_DRIVER.
+// counts its calls and can be told to fail. Launches keep a GPU's limits:
+// at most 1024 threads a block, and dynamic shared memory past 48 KiB only
+// up to what cuFuncSetAttribute allowed the function. Loom's runtime loads
+// it through LOOM_CUDA_DRIVER.
 //
 // Told to run kernels (LOOM_FAKE_CUDA_RUN_KERNELS=1, or
 // fake_cuda_run_kernels), it refuses cubins and PTX, as a driver for another

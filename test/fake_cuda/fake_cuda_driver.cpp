@@ -28,6 +28,9 @@ struct Module {
 struct Function {
     std::string name;
     fake_cuda::CpuKernel cpu = nullptr;
+    // A launch may ask for this much dynamic shared memory; more needs
+    // cuFuncSetAttribute first, as on a GPU.
+    int max_dynamic_shared = 48 * 1024;
 };
 
 bool env_flag(const char *name) {
@@ -465,10 +468,13 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
     return 0;
 }
 
-CUresult cuFuncSetAttribute(void *, int attribute, int value) {
+CUresult cuFuncSetAttribute(void *function, int attribute, int value) {
     ENTER("cuFuncSetAttribute");
-    // The dynamic shared memory an sm_90 block may have at most.
-    if (attribute == 8 && value > 227 * 1024) return kInvalidValue;
+    if (attribute == 8) {  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        // The dynamic shared memory an sm_90 block may have at most.
+        if (!function || value < 0 || value > 227 * 1024) return kInvalidValue;
+        static_cast<Function *>(function)->max_dynamic_shared = value;
+    }
     return 0;
 }
 
@@ -476,7 +482,8 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
                         unsigned by, unsigned bz, unsigned shared, void *stream, void **args,
                         void **extra) {
     ENTER("cuLaunchKernel");
-    if (!current_context || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024) {
+    if (!current_context || !function || gx == 0 || gy == 0 || gz == 0 || bx * by * bz > 1024 ||
+        shared > static_cast<unsigned>(static_cast<Function *>(function)->max_dynamic_shared)) {
         return kInvalidValue;
     }
     State &s = state();
