@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "Bounds.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "Simplify.h"
@@ -55,11 +56,16 @@ class HoistKernelAllocations : public IRMutator {
         std::string name;
         Type type;
         Expr extent;  // every instance's copy
+        // A copy's size where it is no constant: bound around the kernel,
+        // which then takes it as an argument.
+        std::string copy_size_name;
+        Expr copy_size;
     };
     bool in_kernel = false;
-    std::vector<const For *> gpu_loops;              // around the statement, outermost first
-    std::vector<std::string> other_loops;            // the kernel's serial (and other) loops
-    std::vector<std::pair<std::string, Expr>> lets;  // the kernel's, outermost first
+    std::vector<const For *> gpu_loops;                   // around the statement, outermost first
+    std::vector<std::string> other_loops;                 // the kernel's serial (and other) loops
+    std::vector<std::pair<std::string, Expr>> lets;       // the kernel's, outermost first
+    std::vector<std::pair<std::string, Expr>> host_lets;  // around the kernel
     std::vector<Hoisted> hoisted;
 
     Stmt visit(const For *op) override {
@@ -74,6 +80,8 @@ class HoistKernelAllocations : public IRMutator {
             for (auto it = hoisted.rbegin(); it != hoisted.rend(); ++it) {
                 s = Allocate::make(it->name, it->type, MemoryType::Global, {it->extent},
                                    const_true(), s);
+                if (it->copy_size.defined())
+                    s = LetStmt::make(it->copy_size_name, it->copy_size, s);
             }
             hoisted.clear();
             return s;
@@ -88,31 +96,63 @@ class HoistKernelAllocations : public IRMutator {
     }
 
     Stmt visit(const LetStmt *op) override {
-        if (!in_kernel) return IRMutator::visit(op);
-        lets.emplace_back(op->name, op->value);
+        auto &scope = in_kernel ? lets : host_lets;
+        scope.emplace_back(op->name, op->value);
         Stmt s = IRMutator::visit(op);
-        lets.pop_back();
+        scope.pop_back();
         return s;
+    }
+
+    /** Whether e depends on the kernel's loops (a block, a thread, an
+     * iteration): then it is not known at the launch. */
+    bool varies_in_kernel(const Expr &e) const {
+        for (const For *l : gpu_loops) {
+            if (expr_uses_var(e, l->name)) return true;
+        }
+        for (const std::string &l : other_loops) {
+            if (expr_uses_var(e, l)) return true;
+        }
+        return false;
+    }
+
+    /** The most that `extent` (with the kernel's lets substituted) can be
+     * in any block, thread or iteration, as the host can compute it at the
+     * launch: the extent itself where it does not vary inside the kernel,
+     * else a constant bound (a region computed per block that is smaller
+     * at the edge of the data, a ragged last tile, has one); undefined if
+     * neither is found. Shared memory is sized the same way. */
+    Expr most_at_launch(const Expr &extent) const {
+        Expr e = simplify(substitute_enclosing_lets(lets, extent));
+        if (!varies_in_kernel(e)) return e;
+        // The loops' sizes are the host's lets (a thread loop's extent
+        // among them): the bound needs their values.
+        int64_t most = 0;
+        if (constant_upper_bound(simplify(substitute_enclosing_lets(host_lets, e)),
+                                 Scope<Interval>(), &most)) {
+            return std::max<int64_t>(most, 0);
+        }
+        return Expr();
     }
 
     Stmt visit(const Allocate *op) override {
         if (!in_kernel || op->memory_type != MemoryType::Global) return IRMutator::visit(op);
-        // The size of one copy, in the values the host has at the launch.
-        Expr size = 1;
-        for (const Expr &e : op->extents) size = size * e;
-        size = simplify(substitute_enclosing_lets(lets, size));
-        auto varies = [&](const std::string &loop) { return expr_uses_var(size, loop); };
-        bool per_loop = false;
-        for (const For *l : gpu_loops) per_loop = per_loop || varies(l->name);
-        for (const std::string &l : other_loops) per_loop = per_loop || varies(l);
-        user_assert(!per_loop)
-            << "Func " << op->name
-            << " is stored in MemoryType::Global inside a GPU kernel with a size that differs "
-               "between blocks, threads or iterations ("
-            << size
-            << "). Each block (or thread) gets a copy of one size, allocated before the launch: "
-               "compute it over a region of the same size everywhere (split with "
-               "TailStrategy::ShiftInwards), or at root.";
+        // The size of one copy, in the values the host has at the launch:
+        // room for the most that any copy holds, where that varies.
+        Expr size = 1, asked = 1;
+        for (const Expr &e : op->extents) asked = asked * e;
+        for (const Expr &e : op->extents) {
+            Expr most = most_at_launch(e);
+            user_assert(most.defined())
+                << "Func " << op->name
+                << " is stored in MemoryType::Global inside a GPU kernel with a size that differs "
+                   "between blocks, threads or iterations ("
+                << simplify(substitute_enclosing_lets(lets, asked))
+                << ") and no constant bound. Each block (or thread) gets a copy of one size, "
+                   "allocated before the launch: compute it over a region of the same size "
+                   "everywhere, or of a constant most (e.g. a tile of a split), or at root.";
+            size = size * most;
+        }
+        size = simplify(size);
         // Its instance: the linear index of its block, and of its thread if
         // it is inside the thread loops.
         Expr instance = 0, instances = 1;
@@ -121,10 +161,16 @@ class HoistKernelAllocations : public IRMutator {
             instance = instance + (Variable::make(Int(32), l->name) - l->min) * instances;
             instances = instances * l->extent;
         }
+        Hoisted h{op->name, op->type, Expr(), "", Expr()};
+        if (!is_const(size)) {
+            h.copy_size_name = op->name + ".copy_size";
+            h.copy_size = size;
+            size = Variable::make(Int(32), h.copy_size_name);
+        }
+        h.extent = simplify(size * instances);
         Stmt body = OffsetAccesses(op->name, simplify(instance * size)).mutate(op->body);
-        body = mutate(body);
-        hoisted.push_back({op->name, op->type, simplify(size * instances)});
-        return body;
+        hoisted.push_back(h);
+        return mutate(body);
     }
 };
 

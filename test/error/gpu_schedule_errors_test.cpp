@@ -204,20 +204,29 @@ TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
         [&] { b.cuda(per_block); },
         {"Func blur_x is stored in MemoryType::Heap", "the CPU's heap is not a GPU's"}));
 
-    // Device memory is one copy per block, allocated before the launch: a
-    // guarded tile's last block would need a smaller one.
-    Schedule ragged;
-    ragged[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32, TailStrategy::GuardWithIf);
-    ragged[b.blur_x]
-        .compute_at(b.blur_y, b.xo)
-        .store_in(MemoryType::Global)
-        .split(b.x, b.xo, b.xi, 32)
-        .gpu_threads(b.xi);
-    EXPECT_TRUE(throws_with<CompileError>(
-        [&] { b.cuda(ragged); },
-        {"Func blur_x is stored in MemoryType::Global inside a GPU kernel with a size that "
-         "differs between blocks",
-         "ShiftInwards"}));
+    // Device memory is one copy per block, allocated before the launch,
+    // of the most any block needs: a region whose size grows with a
+    // parameter from block to block has no such bound.
+    {
+        BufferParam in(Float(32), 1, "in");
+        Param<int> step("step");
+        Var x("x"), xo("xo"), xi("xi");
+        Func g("g"), out("out");
+        g(x) = in(x)*2.0f;
+        out(x) = g(x / step);
+        Schedule spread;
+        spread[out].gpu_tile(x, xo, xi, 32);
+        spread[g]
+            .compute_at(out, xo)
+            .store_in(MemoryType::Global)
+            .split(x, xo, xi, 32)
+            .gpu_threads(xi);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(out).compile_to_cuda(spread, Target("host-cuda-sm_90")); },
+            {"Func g is stored in MemoryType::Global inside a GPU kernel with a size that "
+             "differs between blocks",
+             "no constant bound", "of a constant most (e.g. a tile of a split)"}));
+    }
 
     // Shared memory on the CPU.
     Schedule cpu;

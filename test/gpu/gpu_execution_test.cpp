@@ -280,6 +280,23 @@ TEST(GpuExecution, FuncsInDeviceMemoryInsideKernels) {
     Schedule per_block = b.shared_tiles(32);
     per_block[b.blur_x].store_in(MemoryType::Global);
     expect_gpu_matches_interpreter(b.blur_y, per_block, {77, 301}, 1e-6, 1e-6);
+    // Guarded tiles: the last blocks' regions are smaller, and every
+    // block's copy has room for the most any block needs (34 x 32). The
+    // blocks' copies sit side by side in one allocation, so a block that
+    // strayed past its copy would spoil its neighbour's.
+    for (TailStrategy tail : {TailStrategy::GuardWithIf, TailStrategy::Auto}) {
+        Schedule ragged;
+        ragged[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 32, 32, tail);
+        ragged[b.blur_x]
+            .compute_at(b.blur_y, b.xo)
+            .store_in(MemoryType::Global)
+            .split(b.x, b.xo, b.xi, 32)
+            .gpu_threads(b.xi);
+        const std::string stmt =
+            Pipeline(b.blur_y).compile_to_lowered_stmt(ragged, Target("host-cuda-sm_90"));
+        EXPECT_NE(stmt.find("(int64)1088)] in Global"), std::string::npos) << stmt;
+        expect_gpu_matches_interpreter(b.blur_y, ragged, {77, 301}, 1e-6, 1e-6);
+    }
 
     loom_test::RowNormalize p;
     Schedule per_thread;
