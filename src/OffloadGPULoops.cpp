@@ -82,13 +82,22 @@ std::shared_ptr<const GpuOffload> offload_gpu_loops(const LoweredFunc &f, const 
                 << "Func " << p.name << " is computed partly on the CPU and partly on the GPU "
                 << "(kernel " << k.name << "). Schedule every stage of it on the GPU "
                 << "(gpu_blocks and gpu_threads on each), or none.";
+            // Data moves between the CPU and the GPU at a pipeline's
+            // boundaries only, so the last way out is a second pipeline.
+            const char *split = arguments.count(p.name)
+                                    ? ""
+                                    : " Or compute it in a pipeline of its own, realized into a "
+                                      "Buffer that this one reads through a BufferParam: Buffers "
+                                      "move between the CPU and the GPU between pipelines.";
             user_assert(!p.written)
                 << what << " is computed on the GPU (kernel " << k.name
                 << "), but code that runs on the CPU reads it in the same pipeline. Schedule its "
-                   "consumers on the GPU too, or compute it on the CPU.";
+                   "consumers on the GPU too, or compute it on the CPU."
+                << split;
             user_error << what << " is computed on the CPU, but the GPU kernel " << k.name
                        << " reads it. Compute it on the GPU too (a gpu_blocks kernel of its own, "
-                          "or compute_at inside the kernel's loops), or inline it.";
+                          "or compute_at inside the kernel's loops), or inline it."
+                       << split;
         }
     }
     const std::string arch = cuda_arch_for(t, "Compiling " + f.name);

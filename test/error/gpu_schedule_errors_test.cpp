@@ -252,7 +252,7 @@ TEST(GpuScheduleErrors, AFuncIsComputedAndUsedOnTheSameSide) {
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { Pipeline(b).compile(cpu_producer, gpu); },
         {"Func a is computed on the CPU, but the GPU kernel loom_b_b reads it",
-         "Compute it on the GPU too"}));
+         "Compute it on the GPU too", "Or compute it in a pipeline of its own"}));
 
     Schedule cpu_consumer;
     cpu_consumer[a].compute_root().gpu_tile(x, xo, xi, 64);
@@ -260,7 +260,8 @@ TEST(GpuScheduleErrors, AFuncIsComputedAndUsedOnTheSameSide) {
         [&] { Pipeline(b).compile(cpu_consumer, gpu); },
         {"Func a is computed on the GPU (kernel loom_b_a), but code that runs on the CPU reads "
          "it",
-         "Schedule its consumers on the GPU too"}));
+         "Schedule its consumers on the GPU too",
+         "Buffers move between the CPU and the GPU between pipelines"}));
 
     Func c("c");
     c(x) = in(x);
