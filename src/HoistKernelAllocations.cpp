@@ -138,15 +138,19 @@ class HoistKernelAllocations : public IRMutator {
         if (!in_kernel || op->memory_type != MemoryType::Global) return IRMutator::visit(op);
         // The size of one copy, in the values the host has at the launch:
         // room for the most that any copy holds, where that varies.
-        Expr size = 1, asked = 1;
-        for (const Expr &e : op->extents) asked = asked * e;
+        auto whole_region = [&] {
+            Expr n = 1;
+            for (const Expr &e : op->extents) n = n * e;
+            return simplify(substitute_enclosing_lets(lets, n));
+        };
+        Expr size = 1;
         for (const Expr &e : op->extents) {
             Expr most = most_at_launch(e);
             user_assert(most.defined())
                 << "Func " << op->name
                 << " is stored in MemoryType::Global inside a GPU kernel with a size that differs "
                    "between blocks, threads or iterations ("
-                << simplify(substitute_enclosing_lets(lets, asked))
+                << whole_region()
                 << ") and no constant bound. Each block (or thread) gets a copy of one size, "
                    "allocated before the launch: compute it over a region of the same size "
                    "everywhere, or of a constant most (e.g. a tile of a split), or at root.";

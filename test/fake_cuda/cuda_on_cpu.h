@@ -80,7 +80,6 @@ struct Block {
     Thread threads[kMaxThreads];
     int count = 0;
     ucontext_t scheduler;
-    bool reversed = false;  // highest thread first
     char *stacks = nullptr;
     // Each lane's value in a shuffle, up to 8 bytes.
     unsigned char slots[kMaxThreads][8];
@@ -192,8 +191,9 @@ inline bool release_barriers() {
     return false;
 }
 
-/** Runs one block of body's threads; false with block->error on a fault. */
-inline bool run_block() {
+/** Runs one block of body's threads, between barriers lowest first, or
+ * highest first if `reversed`; false with block->error on a fault. */
+inline bool run_block(bool reversed) {
     for (int t = 0; t < block->count; t++) {
         Thread &th = block->threads[t];
         th.linear = t;
@@ -209,7 +209,7 @@ inline bool run_block() {
     for (;;) {
         bool any_left = false;
         for (int k = 0; k < block->count; k++) {
-            Thread &th = block->threads[block->reversed ? block->count - 1 - k : k];
+            Thread &th = block->threads[reversed ? block->count - 1 - k : k];
             if (th.state != ThreadState::Runnable) continue;
             current = &th;
             swapcontext(&block->scheduler, &th.context);
@@ -253,7 +253,6 @@ inline int run_grid(void (*body)(void *), void *arg, const Shape &shape, char *e
         }
         block->stacks = static_cast<char *>(m);
     }
-    block->reversed = shape.reversed != 0;
     const unsigned gx = grid_dim.x, gy = grid_dim.y, gz = grid_dim.z;
     for (unsigned z = 0; z < gz; z++) {
         for (unsigned y = 0; y < gy; y++) {
@@ -261,7 +260,7 @@ inline int run_grid(void (*body)(void *), void *arg, const Shape &shape, char *e
                 block_index =
                     shape.reversed ? uint3{gx - 1 - x, gy - 1 - y, gz - 1 - z} : uint3{x, y, z};
                 memset(loom_shared_memory, 0xff, shape.shared_bytes);
-                if (!run_block()) {
+                if (!run_block(shape.reversed != 0)) {
                     snprintf(error, error_size, "%s", block->error);
                     return 1;
                 }
