@@ -50,9 +50,6 @@ int64_t max_shared_bytes(const Target &target) {
     default: return 99 * 1024;  // sm_86, sm_89
     }
 }
-/** Static shared memory each reduction across threads keeps for itself
- * (32 partial totals of up to 8 bytes). */
-constexpr int64_t kBlockReduceBytes = 32 * 8;
 
 /** s with every character that cannot be in a C identifier replaced by _. */
 std::string c_identifier(const std::string &s) {
@@ -494,8 +491,11 @@ LOOM_SHFL_THROUGH_INT(unsigned short)
 // them. A group that is the x threads of a row, blockDim.x dividing 32, is
 // a segment of a warp: shuffles. Otherwise through shared memory, in a
 // fixed order.
-template <typename T, typename F> __device__ __forceinline__ T loom_group_reduce(T v, F op,
-                                                                                 int reduced) {
+// `scratch` is the kernel's (dynamic) shared memory for reductions, room
+// for a T per thread; each reduction ends with a barrier, so the next may
+// reuse it.
+template <typename T, typename F>
+__device__ __forceinline__ T loom_group_reduce(T v, F op, int reduced, unsigned char *scratch) {
     const int n = blockDim.x * blockDim.y * blockDim.z;
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     if (reduced == 1 && blockDim.x <= 32 && 32 % blockDim.x == 0) {
@@ -506,7 +506,7 @@ template <typename T, typename F> __device__ __forceinline__ T loom_group_reduce
             v = op(v, loom_shfl_xor(mask, v, offset));
         return v;
     }
-    __shared__ T values[1024];
+    T *const values = reinterpret_cast<T *>(scratch);
     values[tid] = v;
     __syncthreads();
     const unsigned x0 = (reduced & 1) ? 0 : threadIdx.x, x1 = (reduced & 1) ? blockDim.x : x0 + 1;
@@ -521,8 +521,10 @@ template <typename T, typename F> __device__ __forceinline__ T loom_group_reduce
     __syncthreads();  // before the next reduction writes values
     return total;
 }
-template <typename T, typename F> __device__ __forceinline__ T loom_block_reduce(T v, F op) {
-    __shared__ T totals[32];
+// The same for the whole block, with room in `scratch` for a T per warp.
+template <typename T, typename F>
+__device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch) {
+    T *const totals = reinterpret_cast<T *>(scratch);
     const int n = blockDim.x * blockDim.y * blockDim.z;
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const int lane = tid & 31;
@@ -597,6 +599,17 @@ class KernelPrinter : public IRVisitor {
     bool uses_vectors = false;
     /** Whether it combines values across the block's threads. */
     bool uses_block_reduce = false;
+    /** The shared memory the kernel's reductions across threads use in
+     * turn (the most any one needs), after its Funcs' shared storage. */
+    int64_t reduce_scratch_bytes = 0;
+    /** Every byte of the kernel's shared memory is dynamic, passed at
+     * launch: the runtime's opt-in past 48 KiB then sees the whole. (The
+     * reduction helpers once kept static __shared__ arrays, which counted
+     * against the 48 KiB without appearing in the launch's size.) */
+    int64_t constant_shared_bytes() const {
+        return reduce_scratch_bytes ? (kernel.shared_bytes + 15) / 16 * 16 + reduce_scratch_bytes
+                                    : kernel.shared_bytes;
+    }
     /** Allocations outside the thread loops that are private to each
      * thread (the partials of reductions across threads). */
     std::set<std::string> per_thread;
@@ -670,9 +683,18 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "}\n";
     }
-    int64_t block_reduce_bytes = 0;  // static, for the reductions' totals
+    void reduce_through_shared_memory(int64_t bytes, const std::string &what) {
+        uses_block_reduce = true;
+        if (bytes == 0) {
+            expr_out << "nullptr";
+            return;
+        }
+        reduce_scratch_bytes = std::max(reduce_scratch_bytes, bytes);
+        check_shared_memory(what);
+        expr_out << "loom_shared_memory + loom_reduce_scratch_offset";
+    }
     void check_shared_memory(const std::string &what) const {
-        const int64_t total = kernel.shared_bytes + block_reduce_bytes;
+        const int64_t total = constant_shared_bytes();
         const int64_t limit = max_shared_bytes(target);
         user_assert(total <= limit)
             << "Kernel " << kernel.name << " needs " << total
@@ -1059,22 +1081,28 @@ class KernelPrinter : public IRVisitor {
             expr_out << "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)";
             return;
         }
+        const int64_t threads = kernel.block[0] * kernel.block[1] * kernel.block[2];
         if (op->is_intrinsic(gpu_intrinsic::group_reduce)) {
-            uses_block_reduce = true;
-            block_reduce_bytes += 1024 * op->type.bytes();
-            check_shared_memory("a reduction across groups of its threads");
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
             expr_out << "loom_group_reduce(" << print(op->args[0]) << ", "
-                     << reduce_lambda(reduce, op->type) << ", " << print(op->args[2]) << ")";
+                     << reduce_lambda(reduce, op->type) << ", " << print(op->args[2]) << ", ";
+            // Groups that are segments of a warp (as loom_group_reduce
+            // tells them) shuffle, without shared memory.
+            const int64_t *reduced = as_const_int(op->args[2]);
+            const bool shuffles =
+                reduced && *reduced == 1 && kernel.block[0] <= 32 && 32 % kernel.block[0] == 0;
+            reduce_through_shared_memory(shuffles ? 0 : threads * op->type.bytes(),
+                                         "a reduction across groups of its threads");
+            expr_out << ")";
             return;
         }
         if (op->is_intrinsic(gpu_intrinsic::block_reduce)) {
-            uses_block_reduce = true;
-            block_reduce_bytes += kBlockReduceBytes;
-            check_shared_memory("a reduction across its threads");
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
             expr_out << "loom_block_reduce(" << print(op->args[0]) << ", "
-                     << reduce_lambda(reduce, op->type) << ")";
+                     << reduce_lambda(reduce, op->type) << ", ";
+            reduce_through_shared_memory((threads + 31) / 32 * op->type.bytes(),
+                                         "a reduction across its threads");
+            expr_out << ")";
             return;
         }
         if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::promise_clamped)) {
@@ -1637,6 +1665,11 @@ class KernelFinder : public IRVisitor {
             if (p.is_buffer && p.read && p.written) printer.share_between_threads(p.name);
         }
         printer.print(body);
+        int64_t reduce_scratch_offset = 0;
+        if (printer.reduce_scratch_bytes) {
+            reduce_scratch_offset = (k.shared_bytes + 15) / 16 * 16;
+            k.shared_bytes = printer.constant_shared_bytes();
+        }
         uses_vectors |= printer.uses_vectors;
         uses_block_reduce |= printer.uses_block_reduce;
         source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
@@ -1663,6 +1696,10 @@ class KernelFinder : public IRVisitor {
         source << ") {\n";
         if (k.shared_bytes > 0 || k.dynamic_shared_bytes.defined()) {
             source << "    extern __shared__ __align__(16) unsigned char loom_shared_memory[];\n";
+        }
+        if (printer.reduce_scratch_bytes) {
+            source << "    constexpr int loom_reduce_scratch_offset = " << reduce_scratch_offset
+                   << ";  // " << printer.reduce_scratch_bytes << " bytes for reductions\n";
         }
         if (k.dynamic_shared_bytes.defined()) {
             // After the constant-size storage, 16-byte aligned.

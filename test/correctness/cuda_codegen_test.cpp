@@ -51,6 +51,15 @@ std::string compile_for_every_arch(const Func &out, const Schedule &sch, int ker
             found++;
         }
         EXPECT_EQ(found, kernels) << source;
+        // All the shared memory a kernel uses is the dynamic kind, which the
+        // launch sizes: static shared memory would count against the 48 KiB
+        // a launch may take without opting in, unseen by the runtime.
+        std::istringstream ptx(bin.ptx);
+        for (std::string line; std::getline(ptx, line);) {
+            const size_t start = line.find_first_not_of(" \t");
+            if (start == std::string::npos) continue;
+            EXPECT_NE(line.compare(start, 7, ".shared"), 0) << "static shared memory: " << line;
+        }
         EXPECT_GE(bin.cubin.size(), 4u);
         if (bin.cubin.size() >= 4) EXPECT_EQ(std::string(bin.cubin.data() + 1, 3), "ELF");
     }
@@ -351,7 +360,7 @@ TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     EXPECT_NE(kernel.find("row_max_partial_[0] = loom_group_reduce(row_max_partial_[0]"),
               std::string::npos)
         << kernel;
-    EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, 1);"), std::string::npos)
+    EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, 1, nullptr);"), std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("if ((row_max_s1_ri_ == 0)) {\n"), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("loom_block_reduce("), std::string::npos) << kernel;
@@ -359,14 +368,40 @@ TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
 }
 
+TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
+    // A block's reductions combine their warps' totals in the kernel's
+    // dynamic shared memory, after its Funcs' storage: one total per warp,
+    // room the reductions take in turn. row_max and row_sum are 4 bytes
+    // each, at 0 and 16; 256 threads are 8 warps of floats.
+    loom_test::RowSoftmax p;
+    std::string kernel = kernels_of(compile_for_every_arch(p.softmax, p.one_row_per_block(256), 1));
+    EXPECT_NE(kernel.find("constexpr int loom_reduce_scratch_offset = 32;  // 32 bytes for "
+                          "reductions"),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("64 bytes of shared memory"), std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel, ", loom_shared_memory + loom_reduce_scratch_offset)"), 2) << kernel;
+
+    // Rows of 32 threads shuffle within their warp: no room is taken.
+    kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1));
+    EXPECT_NE(kernel.find("}, 1, nullptr);"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_reduce_scratch_offset"), std::string::npos) << kernel;
+    // Rows of 48 threads go through shared memory: a float per thread.
+    kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(4, 48), 1));
+    EXPECT_NE(kernel.find("// 768 bytes for reductions"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("}, 1, loom_shared_memory + loom_reduce_scratch_offset);"),
+              std::string::npos)
+        << kernel;
+}
+
 TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     // The staged row's size is the row's length, known at launch: it
-    // follows the kernel's constant-size shared storage (row_max and
-    // row_sum), and the launch passes both sizes together.
+    // follows the kernel's constant-size shared storage (row_max, row_sum
+    // and the reductions' room), and the launch passes both sizes together.
     loom_test::RowSoftmax p;
     std::string src = compile_for_every_arch(p.softmax, p.staged_rows(256), 1);
     std::string kernel = kernels_of(src);
-    EXPECT_NE(kernel.find("constexpr int loom_dynamic_shared_offset = 32;"), std::string::npos)
+    EXPECT_NE(kernel.find("constexpr int loom_dynamic_shared_offset = 64;"), std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("float *const in_in_ = reinterpret_cast<float *>(loom_shared_memory + "
                           "loom_dynamic_shared_offset);  // sized at launch"),

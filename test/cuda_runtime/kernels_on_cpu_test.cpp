@@ -216,6 +216,23 @@ TEST_F(KernelsOnCpu, SharedMemoryPast48KiBNeedsTheFunctionsAttribute) {
     for (unsigned t = 0; t < threads; t++) EXPECT_EQ(got[t], static_cast<int>((t + 1) % threads));
 }
 
+TEST_F(KernelsOnCpu, SharedMemoryPastTheLaunchesSizeFailsTheLaunch) {
+    // rotate's threads each write an int of shared memory: a launch that
+    // asks for one int less leaves the last thread writing past it, which
+    // faults on a GPU. The stand-in's shared memory is one big array, so it
+    // checks the bytes after the launch's size instead.
+    const unsigned threads = 48;
+    unsigned long long out = device_ints(2 * threads);
+    EXPECT_EQ(run("rotate", 2, threads, out, threads * sizeof(int)), 0);
+    EXPECT_EQ(run("rotate", 2, threads, out, (threads - 1) * sizeof(int)), kLaunchFailed);
+    const std::string why = fake_cuda_kernel_error();
+    EXPECT_NE(why.find("kernel rotate"), std::string::npos) << why;
+    EXPECT_NE(why.find("block (0, 0, 0) wrote shared memory at byte 188, past the 188 bytes its "
+                       "launch asked for"),
+              std::string::npos)
+        << why;
+}
+
 TEST_F(KernelsOnCpu, WarpShufflesExchangeLanesOfFullAndPartialWarps) {
     unsigned long long out = device_ints(2);
     ASSERT_EQ(run("warp_sums", 1, 48, out), 0);

@@ -13,7 +13,8 @@
 // some of the block's threads never reach (a __syncthreads under a
 // thread-dependent condition), and a kernel's __trap. Dynamic shared memory
 // starts each block filled with 0xff bytes (NaN floats), so that reading it
-// before writing it shows.
+// before writing it shows, and a write past the size the launch asked for
+// fails the launch, as it faults on a GPU.
 //
 // Between two barriers a GPU's threads run in no defined order, and a
 // kernel whose result depends on that order has a race (a missing
@@ -63,6 +64,12 @@ namespace loom_cpu {
 constexpr int kMaxThreads = 1024;
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kMaxSharedBytes = sizeof(loom_shared_memory);
+/** Past the shared memory a launch asks for, this much is filled with a
+ * pattern that each block must leave as it found it: a GPU faults on a
+ * write past the launch's size, which the stand-in's one big array would
+ * otherwise take silently. */
+constexpr size_t kSharedGuardBytes = 4096;
+constexpr unsigned char kSharedGuardPattern = 0xa5;
 
 enum class ThreadState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
 
@@ -254,15 +261,29 @@ inline int run_grid(void (*body)(void *), void *arg, const Shape &shape, char *e
         block->stacks = static_cast<char *>(m);
     }
     const unsigned gx = grid_dim.x, gy = grid_dim.y, gz = grid_dim.z;
+    const size_t guard = kMaxSharedBytes - shape.shared_bytes < kSharedGuardBytes
+                             ? kMaxSharedBytes - shape.shared_bytes
+                             : kSharedGuardBytes;
     for (unsigned z = 0; z < gz; z++) {
         for (unsigned y = 0; y < gy; y++) {
             for (unsigned x = 0; x < gx; x++) {
                 block_index =
                     shape.reversed ? uint3{gx - 1 - x, gy - 1 - y, gz - 1 - z} : uint3{x, y, z};
                 memset(loom_shared_memory, 0xff, shape.shared_bytes);
+                memset(loom_shared_memory + shape.shared_bytes, kSharedGuardPattern, guard);
                 if (!run_block(shape.reversed != 0)) {
                     snprintf(error, error_size, "%s", block->error);
                     return 1;
+                }
+                for (size_t i = 0; i < guard; i++) {
+                    if (loom_shared_memory[shape.shared_bytes + i] != kSharedGuardPattern) {
+                        snprintf(error, error_size,
+                                 "block (%u, %u, %u) wrote shared memory at byte %zu, past the "
+                                 "%u bytes its launch asked for",
+                                 block_index.x, block_index.y, block_index.z,
+                                 shape.shared_bytes + i, shape.shared_bytes);
+                        return 1;
+                    }
                 }
             }
         }
