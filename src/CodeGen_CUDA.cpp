@@ -303,12 +303,18 @@ __device__ __forceinline__ T loom_vreduce_all(F f, const loom_vec<T, N> &a) {
 // the compiler proved it, else tested here. ReadOnly: src is a buffer the
 // kernel only reads, loaded through the read-only data cache (__ldg), which
 // the compiler never infers for words built by reinterpreting lanes.
+// (A run on a CPU, which takes misaligned words that a GPU faults on,
+// defines LOOM_CHECK_ALIGNED to check what the compiler proved.)
+#ifndef LOOM_CHECK_ALIGNED
+#define LOOM_CHECK_ALIGNED(address, bytes) ((void)0)
+#endif
 template <typename T, int N, bool ReadOnly = false, bool Aligned = false>
 __device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory) {
     constexpr int W = loom_word<T, N>::bytes;
     constexpr bool in_words = W > int(sizeof(T));
     if constexpr (in_words) {
         typedef typename loom_word_type<W>::type word;
+        if constexpr (Aligned) LOOM_CHECK_ALIGNED(memory, W);
         if (Aligned || (reinterpret_cast<unsigned long long>(memory) & (W - 1)) == 0) {
             const word *from = reinterpret_cast<const word *>(src);
 #pragma unroll

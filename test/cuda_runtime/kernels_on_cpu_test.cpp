@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fake_cuda.h"
+#include "loom/loom.h"
 
 extern "C" {
 // The driver entry points these tests call (test/fake_cuda implements them).
@@ -281,6 +282,59 @@ TEST_F(KernelsOnCpu, WritesOutsideAnAllocationFailTheWait) {
                        "of 12 bytes"),
               std::string::npos)
         << why;
+}
+
+TEST_F(KernelsOnCpu, WordsTheCompilerProvedAlignedAreChecked) {
+    // A GPU faults on a 16-byte load or store at an address that is not a
+    // multiple of 16; a CPU takes it. Where the compiler proved a vector's
+    // address aligned, the generated code moves it as words without
+    // testing the address, so the stand-in checks it (LOOM_CHECK_ALIGNED):
+    // a wrong proof fails the launch as it would on a GPU. The helpers are
+    // those of a vectorized pipeline's source.
+    using namespace loom;
+    BufferParam in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi"), xv("xv");
+    Func twice("twice");
+    twice(x) = in(x)*2.0f;
+    Schedule sch;
+    sch[twice]
+        .split(x, xo, xi, 256)
+        .split(xi, xi, xv, 4)
+        .gpu_blocks(xo)
+        .gpu_threads(xi)
+        .vectorize(xv);
+    const std::string generated = Pipeline(twice).compile_to_cuda(sch, Target("host-cuda-sm_90"));
+    ASSERT_NE(generated.find("loom_load_aligned"), std::string::npos) << generated;
+    const std::string source = generated.substr(0, generated.find("\n// Kernel")) + R"(
+extern "C" __global__ void __launch_bounds__(1) aligned_words(float *__restrict__ out_) {
+    loom_store_aligned<float, 4>(out_, 4, loom_load_aligned<float, 4>(out_, 0));
+}
+extern "C" __global__ void __launch_bounds__(1) misaligned_words(float *__restrict__ out_) {
+    loom_store_aligned<float, 4>(out_, 4, loom_load_aligned<float, 4>(out_, 1));
+}
+)";
+    void *words = nullptr;
+    ASSERT_EQ(cuModuleLoadData(&words, source.c_str()), 0) << fake_cuda_kernel_error();
+    unsigned long long out = device_ints(8);
+    const std::vector<int> first = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_EQ(cuMemcpyHtoD_v2(out, first.data(), first.size() * sizeof(int)), 0);
+    for (const char *kernel : {"aligned_words", "misaligned_words"}) {
+        void *f = nullptr;
+        ASSERT_EQ(cuModuleGetFunction(&f, words, kernel), 0);
+        void *args[] = {&out};
+        ASSERT_EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), 0);
+        const int waited = cuCtxSynchronize();
+        if (std::string(kernel) == "aligned_words") {
+            EXPECT_EQ(waited, 0) << fake_cuda_kernel_error();
+            EXPECT_EQ(host_ints(out, 8), std::vector<int>({1, 2, 3, 4, 1, 2, 3, 4}));
+        } else {
+            EXPECT_EQ(waited, kLaunchFailed);
+            const std::string why = fake_cuda_kernel_error();
+            EXPECT_NE(why.find("kernel misaligned_words"), std::string::npos) << why;
+            EXPECT_NE(why.find("misaligned address: a 16-byte word at"), std::string::npos) << why;
+            EXPECT_NE(why.find("which the compiler proved aligned"), std::string::npos) << why;
+        }
+    }
 }
 
 TEST_F(KernelsOnCpu, OnlySourceIsLoadedAndOnlyWhenRunningKernels) {

@@ -114,6 +114,18 @@ inline void fail(const char *what) {
     yield();  // never resumed
 }
 
+/** A GPU faults on a word whose address is not a multiple of its size,
+ * where a CPU takes it: the generated code's words at addresses it proved
+ * aligned (LOOM_CHECK_ALIGNED) are checked here. */
+inline void check_aligned(const void *address, int bytes) {
+    if (reinterpret_cast<uintptr_t>(address) % static_cast<uintptr_t>(bytes) == 0) return;
+    char what[160];
+    snprintf(what, sizeof(what),
+             "misaligned address: a %d-byte word at %p, which the compiler proved aligned", bytes,
+             address);
+    fail(what);
+}
+
 inline void sync_block() {
     current->state = ThreadState::AtBlockBarrier;
     yield();
@@ -326,6 +338,8 @@ template <typename To, typename From> To bit_cast(From f) {
 #define blockIdx (::loom_cpu::block_index)
 #define blockDim (::loom_cpu::block_dim)
 #define gridDim (::loom_cpu::grid_dim)
+
+#define LOOM_CHECK_ALIGNED(address, bytes) ::loom_cpu::check_aligned(address, bytes)
 
 inline void __syncthreads() { loom_cpu::sync_block(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { loom_cpu::sync_warp(mask); }
