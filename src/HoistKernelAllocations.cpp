@@ -2,6 +2,8 @@
 // HoistKernelAllocations.h.
 #include "HoistKernelAllocations.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,8 +130,11 @@ class HoistKernelAllocations : public IRMutator {
         // among them): the bound needs their values.
         int64_t most = 0;
         if (constant_upper_bound(simplify(substitute_enclosing_lets(host_lets, e)),
-                                 Scope<Interval>(), &most)) {
-            return std::max<int64_t>(most, 0);
+                                 Scope<Interval>(), &most) &&
+            most <= INT32_MAX) {
+            // (An extent's type: an int64 constant would make the size
+            // int64 and its products with the other extents mixed.)
+            return make_const(Int(32), std::max<int64_t>(most, 0));
         }
         return Expr();
     }

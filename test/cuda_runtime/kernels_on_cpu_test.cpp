@@ -295,7 +295,7 @@ TEST_F(KernelsOnCpu, WordsTheCompilerProvedAlignedAreChecked) {
     BufferParam in(Float(32), 1, "in");
     Var x("x"), xo("xo"), xi("xi"), xv("xv");
     Func twice("twice");
-    twice(x) = in(x)*2.0f;
+    twice(x) = 2.0f * in(x);
     Schedule sch;
     sch[twice]
         .split(x, xo, xi, 256)

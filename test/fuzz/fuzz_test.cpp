@@ -411,13 +411,23 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
         }
     };
     int ty = 1 << pick(4), tx = 1 << (2 + pick(4));  // up to 8 x 32 threads
+    // Each thread may compute a vector of 2 or 4 points along x (of a pure
+    // output: an update's guarded tail would not vectorize).
+    const int lanes = out.num_update_definitions() == 0 && pick(3) == 0 ? 2 << pick(2) : 1;
     // A block's threads need a constant count: a Func computed per block
     // only has one when the output's tiles are all whole (ShiftInwards,
     // which updates may not use).
-    const bool whole_tiles =
-        out.num_update_definitions() == 0 && c.sizes[0] >= ty && c.sizes[1] >= tx && pick(3) != 0;
-    tile_every_stage(out, ty, tx, whole_tiles ? TailStrategy::ShiftInwards : TailStrategy::Auto);
-    w << out.name() << ".gpu_tile(" << ty << ", " << tx << (whole_tiles ? ", shift" : "") << ")";
+    const bool whole_tiles = out.num_update_definitions() == 0 && c.sizes[0] >= ty &&
+                             c.sizes[1] >= tx * lanes && pick(3) != 0;
+    tile_every_stage(out, ty, tx * lanes,
+                     whole_tiles ? TailStrategy::ShiftInwards : TailStrategy::Auto);
+    w << out.name() << ".gpu_tile(" << ty << ", " << tx * lanes << (whole_tiles ? ", shift" : "")
+      << ")";
+    Var xv("xv");
+    if (lanes > 1) {
+        sch[out].split(xi, xi, xv, lanes).vectorize(xv);
+        w << ".split(xi, " << lanes << ").vectorize(xv)";
+    }
     for (size_t i = 0; i + 1 < c.funcs.size(); i++) {
         const Func &f = c.funcs[i];
         int placement = pick(4);
@@ -430,6 +440,11 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
         case 1:
             sch[f].compute_at(out, xi);
             w << "; " << f.name() << ".compute_at(xi)";
+            // Its points for the thread's vector, as a vector too.
+            if (lanes > 1 && f.num_update_definitions() == 0 && pick(2)) {
+                sch[f].vectorize(vx, lanes);
+                w << ".vectorize(x, " << lanes << ")";
+            }
             if (pick(3) == 0) {
                 sch[f].store_in(MemoryType::Global);
                 w << ".store_in(Global)";
@@ -465,12 +480,13 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
  * boundaries); an inline reduction that threads of a block and others read,
  * placed by default at the block level with no gpu_threads loops of its
  * own (every Func this generator places there has them); a Func in device
- * memory whose per-block copy would differ in
- * size between blocks; or the
- * documented limit that per-thread and per-block
- * storage, and a block's thread count, must be constants that the compiler
- * can see (a guarded tile's clamped region, or the region of a Func that a
- * per-block Func reads, may not be). Anything else is a bug. */
+ * memory whose per-block copy would differ in size between blocks; the
+ * documented limit that per-thread and per-block storage, and a block's
+ * thread count, must be constants that the compiler can see (a guarded
+ * tile's clamped region, or the region of a Func that a per-block Func
+ * reads, may not be); or more than 1024 threads per block (a Func per
+ * block takes a thread per point of its region, which a vectorized output
+ * widens). Anything else is a bug. */
 bool expected_gpu_refusal(const std::string &m) {
     return m.find("is used outside the loop where it is computed") != std::string::npos ||
            m.find("with a size that differs between blocks") != std::string::npos ||
@@ -478,6 +494,7 @@ bool expected_gpu_refusal(const std::string &m) {
            m.find("but code that runs on the CPU reads it") != std::string::npos ||
            m.find("outside its gpu_threads loops") != std::string::npos ||
            m.find("with a size known only at run time") != std::string::npos ||
+           m.find("threads per block; CUDA allows at most 1024") != std::string::npos ||
            m.find("which is not a positive constant: a block has a fixed number of threads") !=
                std::string::npos;
 }
@@ -537,7 +554,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
     int cases = 30;
     if (const char *s = std::getenv("LOOM_FUZZ_CASES")) cases = std::stoi(s);
     std::printf("[fuzz gpu run] starting at seed %llu\n", static_cast<unsigned long long>(seed));
-    int ran = 0, refused = 0, failures = 0;
+    int ran = 0, vectorized = 0, refused = 0, failures = 0;
     for (int k = 0; k < cases && failures < 3; k++) {
         uint64_t case_seed = seed + static_cast<uint64_t>(k);
         FuzzCase c = make_case(case_seed);
@@ -571,6 +588,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
                 }
             }
             ran++;
+            vectorized += what.find("vectorize") != std::string::npos;
         } catch (const CompileError &e) {
             EXPECT_TRUE(expected_gpu_refusal(e.what()))
                 << "seed " << case_seed << " (" << what << "):\n"
@@ -583,6 +601,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
         }
     }
     unsetenv("LOOM_FAKE_CUDA_REVERSED");
-    std::printf("[fuzz gpu run] %d ran, %d refused, %d failed\n", ran, refused, failures);
+    std::printf("[fuzz gpu run] %d ran (%d with vectors), %d refused, %d failed\n", ran, vectorized,
+                refused, failures);
     EXPECT_GT(ran, cases / 3);
 }

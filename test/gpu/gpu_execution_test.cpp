@@ -294,7 +294,7 @@ TEST(GpuExecution, FuncsInDeviceMemoryInsideKernels) {
             .gpu_threads(b.xi);
         const std::string stmt =
             Pipeline(b.blur_y).compile_to_lowered_stmt(ragged, Target("host-cuda-sm_90"));
-        EXPECT_NE(stmt.find("(int64)1088)] in Global"), std::string::npos) << stmt;
+        EXPECT_NE(stmt.find(" * 1088)] in Global"), std::string::npos) << stmt;
         expect_gpu_matches_interpreter(b.blur_y, ragged, {77, 301}, 1e-6, 1e-6);
     }
 
@@ -304,6 +304,35 @@ TEST(GpuExecution, FuncsInDeviceMemoryInsideKernels) {
     per_thread[p.rowsum].compute_at(p.normalized, p.xi).store_in(MemoryType::Global);
     p.in.set(random_buffer<float>({77, 301}, 0.0, 1.0));
     expect_gpu_matches_interpreter(p.normalized, per_thread, {77, 301}, 1e-5, 1e-6);
+
+    // A producer with an update in device memory per block, read by a
+    // vectorized output through a per-thread window sum. The vectors'
+    // split makes the producer's region look block-dependent, so its copy
+    // is sized by a constant bound (2 rows by 16 + 1 columns): an int32
+    // extent like any other.
+    // (Found by the fuzzer: the bound was once an int64 constant, which
+    // left the allocation's size of mixed types, an internal error.)
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi"), xv("xv");
+    RDom u(0, 3, "u"), r(0, 2, "r");
+    Func f0("f0"), f1("f1"), f2("f2");
+    f0(y, x) = in(y, x);
+    f0(y, x) += in(y + u, x + 1) * 0.125f;
+    f1(y, x) = sum(f0(y + 2, x + r)) * 0.25f;
+    f2(y, x) = in(y, x) + f1(y, x + 2) * 0.5f;
+    Schedule vectors;
+    vectors[f2]
+        .gpu_tile(y, x, yo, xo, yi, xi, 2, 16, TailStrategy::ShiftInwards)
+        .split(xi, xi, xv, 4)
+        .vectorize(xv);
+    vectors[f0].compute_at(f2, xo).gpu_threads(x, y).store_in(MemoryType::Global);
+    vectors[f0].update().gpu_threads(x, y);
+    vectors[f1].compute_at(f2, xi);
+    const std::string stmt =
+        Pipeline(f2).compile_to_lowered_stmt(vectors, Target("host-cuda-sm_90"));
+    EXPECT_NE(stmt.find(" * 34)] in Global"), std::string::npos) << stmt;
+    in.set(random_buffer<float>({8 + 4, 37 + 5}));
+    expect_gpu_matches_interpreter(f2, vectors, {8, 37}, 1e-6, 1e-6);
 }
 
 TEST(GpuExecution, RowsStagedInSharedMemorySizedAtLaunch) {
