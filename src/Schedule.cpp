@@ -283,7 +283,17 @@ Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVa
     Dim o = d, in = d;
     o.var = outer.name();
     in.var = inner.name();
-    o.for_type = in.for_type = ForType::Serial;
+    // The loop's marking stays with the part it is about: a loop spread
+    // over tasks, blocks or threads keeps it on the outer loop (each task
+    // or thread then runs the inner one), a vectorized or unrolled loop on
+    // the inner one; the other loop is serial. So gpu_threads(xi) and then
+    // vectorize(xi, 4) gives each thread a vector, as in Halide. (Halide
+    // gives both loops the marking, nesting two thread or vector loops of
+    // one dimension, which a split rarely means.)
+    const ForType t = d.for_type;
+    const bool spread = t == ForType::Parallel || t == ForType::GPUBlock || t == ForType::GPUThread;
+    o.for_type = spread ? t : ForType::Serial;
+    in.for_type = spread ? ForType::Serial : t;
     st.ss->dims[i] = in;
     st.ss->dims.insert(st.ss->dims.begin() + i, o);
     return *this;

@@ -123,6 +123,9 @@ int main() {
     // vector, and its dense loads and stores become single 16-byte
     // instructions (when the address is aligned, which the kernel checks).
     // ShiftInwards keeps every block whole, so no lane needs a mask.
+    // (Marking first works too, as in Halide: gpu_tile(x, xo, xi, 512)
+    // followed by vectorize(xi, 4) gives the same 128 threads, because a
+    // split keeps a thread loop's marking on its outer part.)
     std::printf("\n2c. four floats per thread\n");
     Func brighter("brighter");
     brighter(y, x) = in(y, x) * 1.5f + 0.25f;

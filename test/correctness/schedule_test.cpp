@@ -190,6 +190,32 @@ TEST(Schedule, VectorizeAndUnroll) {
     check_schedule(b.by, s, {17, 61});
 }
 
+TEST(Schedule, SplittingAMarkedLoopKeepsItsMarking) {
+    // A loop spread over tasks (or blocks, or threads) keeps that on the
+    // outer loop of a split, each task running the inner one serially; a
+    // vectorized or unrolled loop keeps it on the inner one. So
+    // parallel(y) then split(y, ...) still runs the rows' chunks in
+    // parallel, and vectorize(x, n) after gpu_threads(x) gives each thread
+    // a vector.
+    Blur b;
+    b.bind(37, 70);
+    Schedule s;
+    Var yo("yo"), yi("yi"), yj("yj"), xo("xo"), xi("xi");
+    s[b.by].parallel(b.y).split(b.y, yo, yi, 4).unroll(yi).split(yi, yi, yj, 2);
+    s[b.by].vectorize(b.x).split(b.x, xo, xi, 8);
+    EXPECT_NE(s[b.by].dump().find("parallel(yo) for(yi) unrolled(yj) for(xo) vectorized(xi)"),
+              std::string::npos)
+        << s[b.by].dump();
+    check_schedule(b.by, s, {37, 70});
+
+    Schedule gpu;
+    gpu[b.by].gpu_tile(b.y, b.x, yo, xo, yi, xi, 4, 64).vectorize(xi, 4);
+    EXPECT_NE(gpu[b.by].dump().find("gpu_block(yo) gpu_block(xo) gpu_thread(yi) gpu_thread(xi_o) "
+                                    "vectorized(xi_i)"),
+              std::string::npos)
+        << gpu[b.by].dump();
+}
+
 TEST(Schedule, VectorizeEmitsSimd) {
     Blur b;
     b.bind(16, 64);

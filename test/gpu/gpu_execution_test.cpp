@@ -136,6 +136,16 @@ TEST(GpuExecution, VectorizedThreads) {
         Schedule guarded;
         loom_test::vectorized_threads(guarded[p.brighten], p.x, 256, 4, TailStrategy::GuardWithIf);
         expect_gpu_matches_interpreter(p.brighten, guarded, {n}, 2e-6, 1e-6);
+        // Halide's way, vectorizing the thread loop: the split keeps the
+        // threads on its outer loop, 64 of them with 4 lanes each.
+        Schedule halide_way;
+        Var xo("xo"), xi("xi");
+        halide_way[p.brighten].gpu_tile(p.x, xo, xi, 256).vectorize(xi, 4);
+        EXPECT_NE(Pipeline(p.brighten)
+                      .compile_to_cuda(halide_way, Target("host-cuda-sm_90"))
+                      .find("__launch_bounds__(64)"),
+                  std::string::npos);
+        expect_gpu_matches_interpreter(p.brighten, halide_way, {n}, 2e-6, 1e-6);
     }
     {
         loom_test::HalfChain p;
