@@ -20,6 +20,11 @@
 # libloom.so carries LLVM inside it, so nothing needs libLLVM at run time),
 # and `scripts/gpu-bundle.sh unpack` there makes it a build directory again.
 # Exits non-zero if a test or the sanitizer fails.
+#
+# LOOM_GPU_CHECK_PHASE_SECONDS stops each phase's command after that many
+# seconds (default: no limit), so that a phase that would outlast a
+# machine's time still leaves its part of the report: the report is
+# written phase by phase, and a stopped phase says so and counts as failed.
 set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -39,6 +44,18 @@ if [[ "${1:-}" == "--only" ]]; then
   done
 fi
 runs() { [[ ",$phases," == *",$1,"* ]]; }
+
+phase_seconds="${LOOM_GPU_CHECK_PHASE_SECONDS:-0}"
+# Runs a phase's command within the phase's time (timeout signals the whole
+# process group, so ctest's and the sanitizer's children stop too).
+limited() {
+  timeout --kill-after=10 "$phase_seconds" "$@"
+  local rc=$?
+  if [[ $rc == 124 || $rc == 137 ]]; then
+    echo "(stopped after ${phase_seconds} s: LOOM_GPU_CHECK_PHASE_SECONDS)"
+  fi
+  return $rc
+}
 
 if [[ ! -x "$LOOM_BUILD_DIR/test/loom_test_gpu" ]]; then
   loom_install_deps
@@ -70,7 +87,7 @@ if runs tests; then
     echo "## Tests (ctest -L '^gpu$')"
     # The label exactly: gpu_on_cpu (the same tests on the CPU stand-in) runs
     # in every test run already.
-    ctest -L '^gpu$' --output-on-failure 2>&1 | tail -n 40
+    limited ctest -L '^gpu$' --output-on-failure 2>&1 | tail -n 40
   } >>"$report"
   grep -q "100% tests passed" "$report" || status=1
   if grep -q "(Skipped)" "$report"; then
@@ -86,7 +103,8 @@ if runs sanitizer; then
     echo
     echo "## compute-sanitizer --tool memcheck test/loom_test_gpu"
     if [[ -x "$sanitizer" ]]; then
-      "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 | tail -n 25
+      limited "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 |
+        tail -n 25
       echo "exit status: ${PIPESTATUS[0]}"
     else
       echo "compute-sanitizer not found"
@@ -105,7 +123,7 @@ if runs bench; then
       [[ -x "$bench" ]] || continue
       found=1
       echo "### $bench"
-      "$bench" 2>&1 | tail -n 60
+      limited "$bench" 2>&1 | tail -n 60
     done
     [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
   } >>"$report"
@@ -118,7 +136,7 @@ if runs torch; then
     echo "## Loom vs PyTorch eager and torch.compile (apps/bench/torch_compare.py)"
     lib="apps/bench/libloom_torch_kernels.so"
     if [[ -f "$lib" ]]; then
-      "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
+      limited "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
         2>&1 | grep -v "Warning\|warn(" | tail -n 60
       echo "torch_compare exit status: ${PIPESTATUS[0]}"
     else
