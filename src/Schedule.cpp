@@ -453,32 +453,33 @@ Stage &Stage::gpu_tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &
 }
 
 namespace {
-// Split `v` by `factor`, then mark the inner (or outer) loop. The new loops are
-// named v.name() + ".i"-style fresh names that keep the original name for the
-// marked loop, as Halide does: vectorize(x, 8) gives loops x.xo, x.
-VarOrRVar fresh_like(const VarOrRVar &v, const std::string &suffix) {
-    if (v.is_rvar()) return VarOrRVar(RVar(v.name() + suffix));
-    return VarOrRVar(Var(v.name() + suffix));
+// unroll, vectorize and parallel with a factor split `v` by it and mark one
+// of the loops. As in Halide, the outer loop keeps v's name, so that
+// compute_at(f, v) and later directives on v still name a loop (the outer
+// one), and the inner loop is v's name with "_i".
+VarOrRVar inner_of(const VarOrRVar &v) {
+    if (v.is_rvar()) return VarOrRVar(RVar(v.name() + "_i"));
+    return VarOrRVar(Var(v.name() + "_i"));
 }
 }  // namespace
 
 Stage &Stage::unroll(const VarOrRVar &v, const Expr &factor, TailStrategy tail) {
-    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
-    split(v, outer, inner, factor, tail);
+    const VarOrRVar inner = inner_of(v);
+    split(v, v, inner, factor, tail);
     return unroll(inner);
 }
 Stage &Stage::vectorize(const VarOrRVar &v, const Expr &factor, TailStrategy tail) {
     user_assert(as_const_int(factor) != nullptr)
         << "In the schedule of " << stage_name(func_, stage_) << ": vectorize('" << v.name()
         << "', factor) needs a constant factor.";
-    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
-    split(v, outer, inner, factor, tail);
+    const VarOrRVar inner = inner_of(v);
+    split(v, v, inner, factor, tail);
     return vectorize(inner);
 }
 Stage &Stage::parallel(const VarOrRVar &v, const Expr &task_size, TailStrategy tail) {
-    VarOrRVar outer = fresh_like(v, "_o"), inner = fresh_like(v, "_i");
-    split(v, outer, inner, task_size, tail);
-    return parallel(outer);
+    const VarOrRVar inner = inner_of(v);
+    split(v, v, inner, task_size, tail);
+    return parallel(v);
 }
 
 Stage &Stage::compute_inline() {

@@ -210,7 +210,7 @@ TEST(Schedule, SplittingAMarkedLoopKeepsItsMarking) {
 
     Schedule gpu;
     gpu[b.by].gpu_tile(b.y, b.x, yo, xo, yi, xi, 4, 64).vectorize(xi, 4);
-    EXPECT_NE(gpu[b.by].dump().find("gpu_block(yo) gpu_block(xo) gpu_thread(yi) gpu_thread(xi_o) "
+    EXPECT_NE(gpu[b.by].dump().find("gpu_block(yo) gpu_block(xo) gpu_thread(yi) gpu_thread(xi) "
                                     "vectorized(xi_i)"),
               std::string::npos)
         << gpu[b.by].dump();
