@@ -836,6 +836,9 @@ class ConstantBounds {
                     *out = x >= 0 ? x / *k : -((-x + *k - 1) / *k);
                     return true;
                 }
+                if (Expr q = extremum_of_quotient(e); q.defined() && find(q, upper, out)) {
+                    return true;
+                }
             }
         }
         return by_intervals(e, upper, out);
@@ -860,12 +863,26 @@ class ConstantBounds {
      * extremum, which bounding each term alone misses: min(x, n - 64) - x
      * is at most 0 whatever x and n are. */
     bool distribute_over_extremum(const Expr &e, bool upper, int64_t *out) {
+        Expr whole = extremum_outside(e);
+        return whole.defined() && find(whole, upper, out);
+    }
+
+    /** The sum e as one min or max with its other terms inside (see
+     * distribute_over_extremum); undefined if no term is an extremum. A
+     * term that is a quotient of such a sum by a positive constant counts
+     * as an extremum too (extremum_of_quotient): a loop over the vectors of
+     * a clamped region has the extent (min(p, q) - r + 3) / 4, and its
+     * thread loop's bound needs terms outside the quotient to cancel with
+     * ones inside. */
+    static Expr extremum_outside(const Expr &e) {
         std::vector<std::pair<Expr, int>> terms;
         std::function<void(const Expr &, int)> collect = [&](const Expr &x, int sign) {
             if (const Add *op = x.as<Add>()) {
                 collect(op->a, sign), collect(op->b, sign);
             } else if (const Sub *op = x.as<Sub>()) {
                 collect(op->a, sign), collect(op->b, -sign);
+            } else if (Expr q = extremum_of_quotient(x); q.defined()) {
+                terms.emplace_back(q, sign);
             } else {
                 terms.emplace_back(x, sign);
             }
@@ -873,7 +890,7 @@ class ConstantBounds {
         collect(e, 1);
         auto extremum = std::find_if(terms.begin(), terms.end(),
                                      [](const auto &t) { return is_extremum(t.first); });
-        if (terms.size() < 2 || extremum == terms.end()) return false;
+        if (terms.size() < 2 || extremum == terms.end()) return Expr();
         Expr rest;
         for (const auto &[term, sign] : terms) {
             if (term.same_as(extremum->first)) continue;
@@ -888,8 +905,25 @@ class ConstantBounds {
         const bool negated = extremum->second < 0;
         Expr p2 = simplify(negated ? rest - p : p + rest),
              q2 = simplify(negated ? rest - q : q + rest);
-        Expr whole = (is_min != negated) ? Min::make(p2, q2) : Max::make(p2, q2);
-        return find(whole, upper, out);
+        return (is_min != negated) ? Min::make(p2, q2) : Max::make(p2, q2);
+    }
+
+    /** (min(p, q) + r) / k as min((p + r) / k, (q + r) / k) for a constant
+     * k > 0, and likewise for max: division by a positive constant (rounding
+     * toward -inf) never decreases, so it moves inside the extremum
+     * exactly. Undefined if e is no such quotient. */
+    static Expr extremum_of_quotient(const Expr &e) {
+        const Div *d = e.as<Div>();
+        const int64_t *k = d ? as_const_int(d->b) : nullptr;
+        if (!k || *k <= 0) return Expr();
+        Expr inside = is_extremum(d->a) ? d->a : extremum_outside(d->a);
+        if (const Min *m = inside.as<Min>()) {
+            return Min::make(simplify(m->a / d->b), simplify(m->b / d->b));
+        }
+        if (const Max *m = inside.as<Max>()) {
+            return Max::make(simplify(m->a / d->b), simplify(m->b / d->b));
+        }
+        return Expr();
     }
 
     /** The bound of min(a, b) (is_min) or max(a, b). `one_suffices`: the

@@ -419,23 +419,23 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
     // output: an update's guarded tail would not vectorize).
     const int lanes = out.num_update_definitions() == 0 && pick(3) == 0 ? 2 << pick(2) : 1;
     // A block's threads need a constant count: a Func computed per block
-    // only has one when the output's tiles are all whole (ShiftInwards,
-    // which updates may not use).
+    // has a constant region when the output's tiles are all whole
+    // (ShiftInwards, which updates may not use), and otherwise a region
+    // with a constant bound, or none (an expected refusal).
     const bool whole_tiles = out.num_update_definitions() == 0 && c.sizes[0] >= ty &&
                              c.sizes[1] >= tx * lanes && pick(3) != 0;
     tile_every_stage(out, ty, tx * lanes,
                      whole_tiles ? TailStrategy::ShiftInwards : TailStrategy::Auto);
     w << out.name() << ".gpu_tile(" << ty << ", " << tx * lanes << (whole_tiles ? ", shift" : "")
       << ")";
-    Var xv("xv");
+    // Halide's way: the split keeps the threads on xi, which keeps its name.
     if (lanes > 1) {
-        sch[out].split(xi, xi, xv, lanes).vectorize(xv);
-        w << ".split(xi, " << lanes << ").vectorize(xv)";
+        sch[out].vectorize(xi, lanes);
+        w << ".vectorize(xi, " << lanes << ")";
     }
     for (size_t i = 0; i + 1 < c.funcs.size(); i++) {
         const Func &f = c.funcs[i];
         int placement = pick(4);
-        if (placement == 2 && !whole_tiles) placement = 1;
         // Not inlined, a Func with updates would be computed on the CPU by
         // default, where the kernels cannot read it.
         if (placement == 0 && f.num_update_definitions() > 0) placement = 3;
@@ -461,6 +461,11 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
             for (int u = 0; u < f.num_update_definitions(); u++)
                 sch[f].update(u).gpu_threads(vx, vy);
             w << "; " << f.name() << ".compute_at(xo).gpu_threads(x, y)";
+            // Each of its threads a vector along x too.
+            if (lanes > 1 && f.num_update_definitions() == 0 && pick(2)) {
+                sch[f].vectorize(vx, lanes);
+                w << ".vectorize(x, " << lanes << ")";
+            }
             if (pick(2)) {
                 sch[f].store_in(MemoryType::Global);
                 w << ".store_in(Global)";

@@ -162,6 +162,21 @@ TEST(GpuExecution, VectorizedThreads) {
         sch[b.blur_x].compute_at(b.blur_y, b.xi).vectorize(b.y, 4);
         b.in.set(random_buffer<float>({75, 133}));
         expect_gpu_matches_interpreter(b.blur_y, sch, {73, 131}, 1e-6, 1e-6);
+
+        // A producer in shared memory whose threads each compute a vector,
+        // under guarded tiles: the last blocks' regions are narrower, and
+        // the thread loop over the vectors, (width + 3) / 4 long, is bounded
+        // by 32 for every block.
+        Schedule shared;
+        shared[b.blur_y]
+            .gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 128, TailStrategy::GuardWithIf)
+            .vectorize(b.xi, 4);
+        shared[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y).vectorize(b.x, 4);
+        EXPECT_NE(Pipeline(b.blur_y)
+                      .compile_to_cuda(shared, Target("host-cuda-sm_90"))
+                      .find("block (32, 10, 1)"),
+                  std::string::npos);
+        expect_gpu_matches_interpreter(b.blur_y, shared, {73, 131}, 1e-6, 1e-6);
     }
 }
 

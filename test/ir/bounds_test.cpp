@@ -126,6 +126,13 @@ TEST(Bounds, ConstantUpperBounds) {
     Expr row_lo = clamp_rows(min(x, last + 63)), row_hi = clamp_rows(min(x, last) + 63);
     ASSERT_TRUE(constant_upper_bound(row_hi - row_lo + 1, rows, &bound));
     EXPECT_EQ(bound, 64);
+    // The same rows in vectors of 4: the loop over the vectors has
+    // (extent + 3) / 4 iterations, and in scope the extent simplifies into
+    // a quotient whose min must take the terms outside it, -io * 16 + 16.
+    ASSERT_TRUE(constant_upper_bound((row_hi - row_lo + 4) / 4, rows, &bound));
+    EXPECT_EQ(bound, 16);
+    ASSERT_TRUE(constant_upper_bound((min(x, last - 63) - m + 3) / 4 - io * 16 + 16, none, &bound));
+    EXPECT_EQ(bound, 16);
     // None: n is unbounded.
     EXPECT_FALSE(constant_upper_bound(n - m, none, &bound));
     EXPECT_FALSE(constant_upper_bound(max(n, 3), none, &bound));
