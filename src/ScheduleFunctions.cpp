@@ -589,11 +589,34 @@ std::string resolve_loop_level(const Stmt &s, const LoopLevel &level, const std:
                                const char *what) {
     if (level.is_root()) return "";
     std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func);
-    user_assert(!loops.empty()) << "Func " << func << " is " << what << " at " << level.func << "."
-                                << level.var << ", but " << level.func << " has no loop '"
-                                << level.var << "' (after its splits), or " << level.func
-                                << " is inlined or itself computed inside Func " << func
-                                << ". Name a loop of a Func that is computed before being used.";
+    if (loops.empty()) {
+        // The consumer's loops that there are, to name the right one.
+        struct Loops : IRVisitor {
+            std::string prefix;
+            std::vector<std::string> names;
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                if (op->name.compare(0, prefix.size(), prefix) == 0) {
+                    size_t dot = op->name.find('.', prefix.size());
+                    std::string v = dot == std::string::npos ? "" : op->name.substr(dot + 1);
+                    if (!v.empty() && std::find(names.begin(), names.end(), v) == names.end())
+                        names.push_back(v);
+                }
+                IRVisitor::visit(op);
+            }
+        } present;
+        present.prefix = level.func + ".s";
+        s.accept(&present);
+        std::string list;
+        for (const std::string &n : present.names) list += (list.empty() ? "" : ", ") + n;
+        user_error << "Func " << func << " is " << what << " at " << level.func << "." << level.var
+                   << ", but " << level.func << " has no loop '" << level.var
+                   << "' (after its splits)"
+                   << (list.empty() ? ", or " + level.func +
+                                          " is inlined or itself computed inside Func " + func
+                                    : "; its loops are: " + list)
+                   << ". Name a loop of a Func that is computed before being used.";
+    }
     return loops.front();
 }
 

@@ -75,6 +75,14 @@ TEST(ScheduleErrors, ComputeAtLoopNotInConsumer) {
     p.in.set(random_buffer<float>({4, 9}));
     EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(p.g).compile(s); },
                                           {"Func f", "g.nope", "no loop 'nope'"}));
+    // A loop a split renamed: the message lists the loops there are.
+    Schedule split;
+    Var xo("xo"), xi("xi");
+    split[p.g].split(p.x, xo, xi, 8);
+    split[p.f].compute_at(p.g, p.x);
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { Pipeline(p.g).compile(split); },
+                                  {"no loop 'x' (after its splits)", "its loops are: y, xo, xi"}));
 }
 
 TEST(ScheduleErrors, ParallelizingDependentUpdate) {
