@@ -1397,12 +1397,28 @@ class KernelPrinter : public IRVisitor {
         print(op->first);
         // Threads of the next loops read what those of the previous ones
         // wrote (e.g. a Func produced in shared memory, then consumed), or
-        // overwrite what they read.
+        // overwrite what they read. Unless the first part ends with a
+        // barrier already (a reduction's fold): a second one, with nothing
+        // between, would order nothing more.
         if (at_block_level() && has_thread_loop(op->first) && has_thread_loop(op->rest) &&
-            (writes_shared(op->first) || writes_shared(op->rest))) {
+            (writes_shared(op->first) || writes_shared(op->rest)) &&
+            !ends_with_barrier(op->first)) {
             barrier();
         }
         print(op->rest);
+    }
+    /** Whether every way through s ends with a barrier: its last statement
+     * is one, through the scopes (lets, allocations, produce and consume)
+     * that close after it. (Not a loop's: a loop may run no iteration.) */
+    static bool ends_with_barrier(const Stmt &s) {
+        if (const Block *b = s.as<Block>()) return ends_with_barrier(b->rest);
+        if (const LetStmt *l = s.as<LetStmt>()) return ends_with_barrier(l->body);
+        if (const Allocate *a = s.as<Allocate>()) return ends_with_barrier(a->body);
+        if (const ProducerConsumer *pc = s.as<ProducerConsumer>())
+            return ends_with_barrier(pc->body);
+        const Evaluate *e = s.as<Evaluate>();
+        const Call *c = e ? e->value.as<Call>() : nullptr;
+        return c && c->is_intrinsic(gpu_intrinsic::barrier);
     }
     void visit(const IfThenElse *op) override {
         pad();

@@ -381,6 +381,13 @@ TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
         << kernel;
     EXPECT_NE(kernel.find("64 bytes of shared memory"), std::string::npos) << kernel;
     EXPECT_EQ(count_of(kernel, ", loom_shared_memory + loom_reduce_scratch_offset)"), 2) << kernel;
+    // The fold into row_max ends with a barrier, which also serves as the
+    // one between producing row_max and consuming it: one, not two.
+    const size_t fold = kernel.find("row_max_[0] = fmaxf(row_max_[0], row_max_partial_[0]);");
+    const size_t consume = kernel.find("// consume row_max");
+    ASSERT_NE(fold, std::string::npos) << kernel;
+    ASSERT_NE(consume, std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel.substr(fold, consume - fold), "__syncthreads();"), 1) << kernel;
 
     // Rows of 32 threads shuffle within their warp: no room is taken.
     kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1));
