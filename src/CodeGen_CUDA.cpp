@@ -51,6 +51,10 @@ int64_t max_shared_bytes(const Target &target) {
     }
 }
 
+/** Where the next piece of a kernel's shared memory starts after `bytes`
+ * of it: each piece starts on 16 bytes, as its widest words need. */
+int64_t next_shared_offset(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
 /** s with every character that cannot be in a C identifier replaced by _. */
 std::string c_identifier(const std::string &s) {
     std::string c;
@@ -613,9 +617,10 @@ class KernelPrinter : public IRVisitor {
      * reduction helpers once kept static __shared__ arrays, which counted
      * against the 48 KiB without appearing in the launch's size.) */
     int64_t constant_shared_bytes() const {
-        return reduce_scratch_bytes ? (kernel.shared_bytes + 15) / 16 * 16 + reduce_scratch_bytes
+        return reduce_scratch_bytes ? reduce_scratch_offset() + reduce_scratch_bytes
                                     : kernel.shared_bytes;
     }
+    int64_t reduce_scratch_offset() const { return next_shared_offset(kernel.shared_bytes); }
     /** Allocations outside the thread loops that are private to each
      * thread (the partials of reductions across threads). */
     std::set<std::string> per_thread;
@@ -1362,7 +1367,7 @@ class KernelPrinter : public IRVisitor {
             // the block's threads (the Func's loops are gpu_threads loops).
             // It lives in the kernel's dynamic shared memory, sized at
             // launch, which may pass 48 KiB.
-            offset = (kernel.shared_bytes + 15) / 16 * 16;
+            offset = next_shared_offset(kernel.shared_bytes);
             kernel.shared_bytes = offset + bytes;
             check_shared_memory(op->name);
         } else {
@@ -1687,11 +1692,10 @@ class KernelFinder : public IRVisitor {
             if (p.is_buffer && p.read && p.written) printer.share_between_threads(p.name);
         }
         printer.print(body);
-        int64_t reduce_scratch_offset = 0;
-        if (printer.reduce_scratch_bytes) {
-            reduce_scratch_offset = (k.shared_bytes + 15) / 16 * 16;
-            k.shared_bytes = printer.constant_shared_bytes();
-        }
+        // The reductions' room follows the Funcs' storage (k is the
+        // printer's kernel: its offset first, then the size that ends it).
+        const int64_t reduce_scratch_offset = printer.reduce_scratch_offset();
+        k.shared_bytes = printer.constant_shared_bytes();
         uses_vectors |= printer.uses_vectors;
         uses_block_reduce |= printer.uses_block_reduce;
         source << "\n// Kernel " << k.name << ": grid (" << k.grid[0] << ", " << k.grid[1] << ", "
@@ -1725,7 +1729,7 @@ class KernelFinder : public IRVisitor {
         }
         if (k.dynamic_shared_bytes.defined()) {
             // After the constant-size storage, 16-byte aligned.
-            k.shared_bytes = (k.shared_bytes + 15) / 16 * 16;
+            k.shared_bytes = next_shared_offset(k.shared_bytes);
             source << "    constexpr int loom_dynamic_shared_offset = " << k.shared_bytes << ";\n";
         }
         source << printer.out.str() << "}\n";

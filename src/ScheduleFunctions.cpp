@@ -559,18 +559,25 @@ class InjectAtLoop : public IRMutator {
 };
 
 /** The loops of `consumer`'s stages named `var` that enclose a call to
- * `func`, as loop names. */
+ * `func`, as loop names. `loop_vars` gets the names of all of the
+ * consumer's loops (each once, outermost first), for an error to list. */
 std::vector<std::string> candidate_loops(const Stmt &s, const std::string &consumer,
-                                         const std::string &var, const std::string &func) {
+                                         const std::string &var, const std::string &func,
+                                         std::vector<std::string> *loop_vars) {
     struct Finder : IRVisitor {
         std::string consumer, var, func;
-        std::vector<std::string> found, all;
+        std::vector<std::string> found, all, *loop_vars;
         using IRVisitor::visit;
         void visit(const For *op) override {
             const std::string prefix = consumer + ".s";
             if (op->name.compare(0, prefix.size(), prefix) == 0) {
                 size_t dot = op->name.find('.', prefix.size());
-                if (dot != std::string::npos && op->name.substr(dot + 1) == var) {
+                const std::string v = dot == std::string::npos ? "" : op->name.substr(dot + 1);
+                if (!v.empty() &&
+                    std::find(loop_vars->begin(), loop_vars->end(), v) == loop_vars->end()) {
+                    loop_vars->push_back(v);
+                }
+                if (!v.empty() && v == var) {
                     all.push_back(op->name);
                     if (stmt_calls(op->body, func)) found.push_back(op->name);
                 }
@@ -581,6 +588,7 @@ std::vector<std::string> candidate_loops(const Stmt &s, const std::string &consu
     finder.consumer = consumer;
     finder.var = var;
     finder.func = func;
+    finder.loop_vars = loop_vars;
     s.accept(&finder);
     return finder.found.empty() ? finder.all : finder.found;
 }
@@ -588,27 +596,11 @@ std::vector<std::string> candidate_loops(const Stmt &s, const std::string &consu
 std::string resolve_loop_level(const Stmt &s, const LoopLevel &level, const std::string &func,
                                const char *what) {
     if (level.is_root()) return "";
-    std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func);
+    std::vector<std::string> present;
+    std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func, &present);
     if (loops.empty()) {
-        // The consumer's loops that there are, to name the right one.
-        struct Loops : IRVisitor {
-            std::string prefix;
-            std::vector<std::string> names;
-            using IRVisitor::visit;
-            void visit(const For *op) override {
-                if (op->name.compare(0, prefix.size(), prefix) == 0) {
-                    size_t dot = op->name.find('.', prefix.size());
-                    std::string v = dot == std::string::npos ? "" : op->name.substr(dot + 1);
-                    if (!v.empty() && std::find(names.begin(), names.end(), v) == names.end())
-                        names.push_back(v);
-                }
-                IRVisitor::visit(op);
-            }
-        } present;
-        present.prefix = level.func + ".s";
-        s.accept(&present);
         std::string list;
-        for (const std::string &n : present.names) list += (list.empty() ? "" : ", ") + n;
+        for (const std::string &n : present) list += (list.empty() ? "" : ", ") + n;
         user_error << "Func " << func << " is " << what << " at " << level.func << "." << level.var
                    << ", but " << level.func << " has no loop '" << level.var
                    << "' (after its splits)"
