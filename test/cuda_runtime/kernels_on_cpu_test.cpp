@@ -121,13 +121,14 @@ class KernelsOnCpu : public ::testing::Test {
         EXPECT_EQ(cuMemcpyDtoH_v2(v.data(), p, n * sizeof(int)), 0);
         return v;
     }
-    /** Launches `kernel` over `blocks` x `threads` with `out` and returns
-     * the wait's result, as a pipeline's wait after its kernels would;
-     * past 48 KiB of shared memory, opting in first as Loom's runtime does. */
+    /** Launches `kernel` (of `from`, by default the hand-written module)
+     * over `blocks` x `threads` with `out` and returns the wait's result,
+     * as a pipeline's wait after its kernels would; past 48 KiB of shared
+     * memory, opting in first as Loom's runtime does. */
     int run(const char *kernel, unsigned blocks, unsigned threads, unsigned long long out,
-            unsigned shared = 0) {
+            unsigned shared = 0, void *from = nullptr) {
         void *f = nullptr;
-        EXPECT_EQ(cuModuleGetFunction(&f, module, kernel), 0);
+        EXPECT_EQ(cuModuleGetFunction(&f, from ? from : module, kernel), 0);
         if (shared > 48 * 1024) EXPECT_EQ(cuFuncSetAttribute(f, 8, shared), 0);
         void *args[] = {&out};
         EXPECT_EQ(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, shared, nullptr, args, nullptr),
@@ -318,23 +319,13 @@ extern "C" __global__ void __launch_bounds__(1) misaligned_words(float *__restri
     unsigned long long out = device_ints(8);
     const std::vector<int> first = {1, 2, 3, 4, 5, 6, 7, 8};
     ASSERT_EQ(cuMemcpyHtoD_v2(out, first.data(), first.size() * sizeof(int)), 0);
-    for (const char *kernel : {"aligned_words", "misaligned_words"}) {
-        void *f = nullptr;
-        ASSERT_EQ(cuModuleGetFunction(&f, words, kernel), 0);
-        void *args[] = {&out};
-        ASSERT_EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), 0);
-        const int waited = cuCtxSynchronize();
-        if (std::string(kernel) == "aligned_words") {
-            EXPECT_EQ(waited, 0) << fake_cuda_kernel_error();
-            EXPECT_EQ(host_ints(out, 8), std::vector<int>({1, 2, 3, 4, 1, 2, 3, 4}));
-        } else {
-            EXPECT_EQ(waited, kLaunchFailed);
-            const std::string why = fake_cuda_kernel_error();
-            EXPECT_NE(why.find("kernel misaligned_words"), std::string::npos) << why;
-            EXPECT_NE(why.find("misaligned address: a 16-byte word at"), std::string::npos) << why;
-            EXPECT_NE(why.find("which the compiler proved aligned"), std::string::npos) << why;
-        }
-    }
+    EXPECT_EQ(run("aligned_words", 1, 1, out, 0, words), 0) << fake_cuda_kernel_error();
+    EXPECT_EQ(host_ints(out, 8), std::vector<int>({1, 2, 3, 4, 1, 2, 3, 4}));
+    EXPECT_EQ(run("misaligned_words", 1, 1, out, 0, words), kLaunchFailed);
+    const std::string why = fake_cuda_kernel_error();
+    EXPECT_NE(why.find("kernel misaligned_words"), std::string::npos) << why;
+    EXPECT_NE(why.find("misaligned address: a 16-byte word at"), std::string::npos) << why;
+    EXPECT_NE(why.find("which the compiler proved aligned"), std::string::npos) << why;
 }
 
 TEST_F(KernelsOnCpu, OnlySourceIsLoadedAndOnlyWhenRunningKernels) {
