@@ -66,6 +66,44 @@ const char *gpu_directive(ForType t) {
     return t == ForType::GPUBlock ? "gpu_blocks" : "gpu_threads";
 }
 
+/** Each stage's thread loops in a kernel, as "f: 10 x 128 (y, x)", x
+ * first: the block is the largest of these in each dimension, so an error
+ * about its size names the stage that made it large. */
+std::string describe_thread_loops(const Stmt &kernel_body) {
+    struct Chains : IRVisitor {
+        std::vector<const For *> enclosing;  // thread loops, outermost first
+        int thread_loops_seen = 0;
+        std::vector<std::string> chains;
+        using IRVisitor::visit;
+        void visit(const For *op) override {
+            if (op->for_type != ForType::GPUThread) return IRVisitor::visit(op);
+            const int seen_before = ++thread_loops_seen;
+            enclosing.push_back(op);
+            IRVisitor::visit(op);
+            if (thread_loops_seen == seen_before) record();  // the innermost
+            enclosing.pop_back();
+        }
+        void record() {
+            // Loops are named func.sK.var: the vars alone, innermost first.
+            std::string extents, vars;
+            for (auto l = enclosing.rbegin(); l != enclosing.rend(); ++l) {
+                const int64_t *n = as_const_int(simplify((*l)->extent));
+                extents += (extents.empty() ? "" : " x ") + (n ? std::to_string(*n) : "?");
+                const std::string &name = (*l)->name;
+                vars += (vars.empty() ? "" : ", ") +
+                        name.substr(name.find('.', name.find(".s") + 1) + 1);
+            }
+            std::string d =
+                func_of_loop(enclosing.front()->name) + ": " + extents + " (" + vars + ")";
+            if (std::find(chains.begin(), chains.end(), d) == chains.end()) chains.push_back(d);
+        }
+    } c;
+    kernel_body.accept(&c);
+    std::string all;
+    for (const std::string &d : c.chains) all += (all.empty() ? "" : "; ") + d;
+    return all;
+}
+
 }  // namespace
 
 int gpu_loop_chain_depth(const Stmt &s, ForType t) {
@@ -125,7 +163,10 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                                 l->for_type != ForType::Vectorized)
                         << "Func " << func << "'s GPU loop " << op->name << " is inside the "
                         << for_type_name(l->for_type) << " loop " << l->name
-                        << ": GPU loops must be outside every parallel or vectorized loop.";
+                        << ": GPU loops must be outside every parallel or vectorized loop. "
+                           "Vectorize a loop inside the GPU loops, or reorder() them; note that "
+                           "gpu_threads and gpu_blocks name the innermost loop first and "
+                           "reorder the loops to match.";
                     in_block |= l->for_type == ForType::GPUBlock;
                     in_thread |= l->for_type == ForType::GPUThread;
                 }
@@ -1634,7 +1675,11 @@ class KernelFinder : public IRVisitor {
         user_assert(threads <= 1024)
             << "Kernel " << k.name << " has " << k.block[0] << " x " << k.block[1] << " x "
             << k.block[2] << " = " << threads
-            << " threads per block; CUDA allows at most 1024. Use smaller gpu_threads tiles.";
+            << " threads per block; CUDA allows at most 1024. A block is as large as its "
+               "largest stage in each dimension, and its stages' thread loops are, x first: "
+            << describe_thread_loops(body)
+            << ". Use smaller gpu_threads tiles, or name each stage's thread loops in the same "
+               "order (gpu_threads names the loop on threadIdx.x first).";
 
         // Grid: the extents of the block loops, innermost first (x).
         for (int d = 0; d < 3; d++) k.grid[d] = 1;

@@ -38,6 +38,15 @@ TEST(GpuScheduleErrors, AtMost1024ThreadsPerBlock) {
     sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 64, 32);
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { b.cuda(sch); }, {"32 x 64 x 1 = 2048 threads per block", "at most 1024"}));
+    // gpu_threads names threadIdx.x first: blur_x's threads written outer
+    // first put 128 threads on y, and the error shows whose they are.
+    Schedule mixed;
+    mixed[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 128, TailStrategy::GuardWithIf);
+    mixed[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.y, b.x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(mixed); },
+        {"128 x 128 x 1 = 16384 threads per block", "blur_x: 10 x 128 (y, x)",
+         "blur_y: 128 x 8 (xi, yi)", "names the loop on threadIdx.x first"}));
 }
 
 TEST(GpuScheduleErrors, ThreadLoopsNeedConstantExtents) {
@@ -122,6 +131,13 @@ TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
     sch[b.blur_y].split(b.x, b.xo, b.xi, 32).parallel(b.y).gpu_blocks(b.xo);
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { b.cuda(sch); }, {"blur_y.s0.xo", "inside the parallel loop blur_y.s0.y"}));
+    // Threads named outer first leave the vectorized split of x outside y.
+    Schedule vec;
+    vec[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 128, TailStrategy::GuardWithIf);
+    vec[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.y, b.x).vectorize(b.x, 4);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(vec); }, {"blur_x.s0.y is inside the vectorized loop blur_x.s0.x_i",
+                               "name the innermost loop first"}));
 }
 
 TEST(GpuScheduleErrors, WithoutADriverAGpuPipelineFailsWhenItRuns) {
