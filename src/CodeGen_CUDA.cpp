@@ -17,6 +17,7 @@
 #include "AssociativeUpdates.h"
 #include "Bounds.h"
 #include "CrossThreadReductions.h"
+#include "GpuBarriers.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -642,8 +643,8 @@ class KernelPrinter : public IRVisitor {
     std::ostringstream out;
     int indent = 1;
     /** Whether the kernel has thread loops: then what is outside them runs
-     * once per thread of a block, storage there is shared by the block, and
-     * thread loops one after another are separated by barriers. */
+     * once per thread of a block, and storage there is shared by the block
+     * (insert_gpu_barriers placed the barriers that order its accesses). */
     bool has_threads = false;
     /** Whether the kernel has vector code (then the source includes the
      * vector helpers). */
@@ -668,10 +669,6 @@ class KernelPrinter : public IRVisitor {
     /** KernelFinder::start_alignment. */
     const std::map<std::string, int> *buffer_start_alignment = nullptr;
 
-    /** Buffer `name` is read and written by the block's threads: barriers
-     * order its accesses as they do shared memory's. */
-    void share_between_threads(const std::string &name) { shared_allocations.insert(name); }
-
     std::string name_of(const std::string &n) const {
         auto it = c_names.find(n);
         internal_assert(it != c_names.end()) << "CUDA codegen: no C name for " << n;
@@ -695,10 +692,7 @@ class KernelPrinter : public IRVisitor {
     int thread_loops_open = 0;  // thread loops around the statement printed
 
     bool at_block_level() const { return has_threads && thread_loops_open == 0; }
-    // What the block's threads may read of each other's writes, by IR
-    // name: its shared memory, and the buffers the kernel both reads and
-    // writes (a Func's per-block copies in device memory, hoisted out of
-    // the kernel by hoist_kernel_allocations). Barriers order them.
+    // The block's shared memory, by IR name (it starts on 16 bytes).
     std::set<std::string> shared_allocations;
     // The per-thread arrays in scope (`T name[N]`), by IR name.
     std::set<std::string> local_arrays;
@@ -754,45 +748,6 @@ class KernelPrinter : public IRVisitor {
             << (target.cuda_capability() ? target.cuda_arch() : std::string("the smallest GPU"))
             << " allows " << limit << " (" << limit / 1024 << " KiB). Use smaller tiles"
             << (target.cuda_capability() ? "." : ", or name a capability with more, e.g. sm_90.");
-    }
-    /** Whether s stores to (or, with `loads`, loads from) the block's
-     * shared memory. */
-    bool accesses_shared(const Stmt &s, bool loads) const {
-        struct Find : IRVisitor {
-            const std::set<std::string> *shared;
-            bool loads, found = false;
-            using IRVisitor::visit;
-            void visit(const Store *op) override {
-                found = found || (!loads && shared->count(op->name));
-                IRVisitor::visit(op);
-            }
-            void visit(const Load *op) override {
-                found = found || (loads && shared->count(op->name));
-                IRVisitor::visit(op);
-            }
-        } find;
-        find.shared = &shared_allocations;
-        find.loads = loads;
-        s.accept(&find);
-        return find.found;
-    }
-    bool writes_shared(const Stmt &s) const { return accesses_shared(s, false); }
-    /** Whether loop `op` is a loop of a pure definition (<func>.s0.<var>)
-     * whose body reads no shared memory and computes no other Func. */
-    bool only_writes_a_pure_definition(const For *op) const {
-        if (op->name.find(".s0.") == std::string::npos || accesses_shared(op->body, true)) {
-            return false;
-        }
-        struct FindProduce : IRVisitor {
-            bool found = false;
-            using IRVisitor::visit;
-            void visit(const ProducerConsumer *p) override {
-                found = found || p->is_producer;
-                IRVisitor::visit(p);
-            }
-        } find;
-        op->body.accept(&find);
-        return !find.found;
     }
     void barrier() {
         pad();
@@ -1284,16 +1239,6 @@ class KernelPrinter : public IRVisitor {
         open_block();
         print(op->body);
         close_block();
-        // The next iteration's threads may overwrite shared storage this
-        // one's are still reading, or read what this one's wrote. A loop of
-        // a pure definition that only writes (a copy into shared memory)
-        // needs no barrier: two iterations that write one element write
-        // the same point's value. Without one, each thread's loads run
-        // ahead, many in flight at once, which memory-bound kernels need.
-        if (at_block_level() && has_thread_loop(op->body) && writes_shared(op->body) &&
-            !only_writes_a_pure_definition(op)) {
-            barrier();
-        }
         indent--;
         pad();
         out << "}\n";
@@ -1441,30 +1386,7 @@ class KernelPrinter : public IRVisitor {
     void visit(const Free *) override {}
     void visit(const Block *op) override {
         print(op->first);
-        // Threads of the next loops read what those of the previous ones
-        // wrote (e.g. a Func produced in shared memory, then consumed), or
-        // overwrite what they read. Unless the first part ends with a
-        // barrier already (a reduction's fold): a second one, with nothing
-        // between, would order nothing more.
-        if (at_block_level() && has_thread_loop(op->first) && has_thread_loop(op->rest) &&
-            (writes_shared(op->first) || writes_shared(op->rest)) &&
-            !ends_with_barrier(op->first)) {
-            barrier();
-        }
         print(op->rest);
-    }
-    /** Whether every way through s ends with a barrier: its last statement
-     * is one, through the scopes (lets, allocations, produce and consume)
-     * that close after it. (Not a loop's: a loop may run no iteration.) */
-    static bool ends_with_barrier(const Stmt &s) {
-        if (const Block *b = s.as<Block>()) return ends_with_barrier(b->rest);
-        if (const LetStmt *l = s.as<LetStmt>()) return ends_with_barrier(l->body);
-        if (const Allocate *a = s.as<Allocate>()) return ends_with_barrier(a->body);
-        if (const ProducerConsumer *pc = s.as<ProducerConsumer>())
-            return ends_with_barrier(pc->body);
-        const Evaluate *e = s.as<Evaluate>();
-        const Call *c = e ? e->value.as<Call>() : nullptr;
-        return c && c->is_intrinsic(gpu_intrinsic::barrier);
     }
     void visit(const IfThenElse *op) override {
         pad();
@@ -1709,6 +1631,13 @@ class KernelFinder : public IRVisitor {
         // Parameters: buffers first (pointers), then scalars, by name.
         FreeNames free;
         body.accept(&free);
+        // The threads share their block's storage and what the kernel both
+        // reads and writes of device memory: barriers order their accesses.
+        std::set<std::string> read_and_written;
+        for (const auto &b : free.buffers) {
+            if (b.second.read && b.second.written) read_and_written.insert(b.first);
+        }
+        body = insert_gpu_barriers(body, lowered.per_thread, read_and_written);
         std::map<std::string, std::string> c_names;
         KernelPrinter printer(k, c_names, target);
         printer.has_threads = has_threads;
@@ -1733,9 +1662,6 @@ class KernelFinder : public IRVisitor {
             k.params.push_back(p);
         }
 
-        for (const CudaKernel::Param &p : k.params) {
-            if (p.is_buffer && p.read && p.written) printer.share_between_threads(p.name);
-        }
         printer.print(body);
         // The reductions' room follows the Funcs' storage (k is the
         // printer's kernel: its offset first, then the size that ends it).

@@ -39,8 +39,6 @@ Expr intrinsic(Type t, const char *name, const std::vector<Expr> &args = {}) {
     return Call::make(t, name, args, Call::Intrinsic);
 }
 
-Stmt barrier() { return Evaluate::make(intrinsic(Int(32), gpu_intrinsic::barrier)); }
-
 /** One update that every thread of a block (or of a group of its threads)
  * makes to the same element: buffer[index] = op(buffer[index], value). */
 struct Reduction {
@@ -265,9 +263,9 @@ class LowerBlockLevel : public IRMutator {
                    "threads: mark its loops with gpu_threads (compute_at(consumer, "
                    "xo).gpu_threads(x, y)), or compute it inside the thread loops.";
             // A single point (a reduction's initial value): once, by one
-            // thread; the others wait until it is visible.
-            return Block::make(IfThenElse::make(intrinsic(Bool(), gpu_intrinsic::first_thread), op),
-                               barrier());
+            // thread (insert_gpu_barriers makes the others wait for it
+            // where they read it).
+            return IfThenElse::make(intrinsic(Bool(), gpu_intrinsic::first_thread), op);
         }
         std::set<std::string> deps = depends_on(op->index);
         for (const For *t : thread_loops) {
@@ -353,7 +351,6 @@ class LowerBlockLevel : public IRMutator {
             }
             steps.push_back(fold);
         }
-        steps.push_back(barrier());
         Stmt s = Block::make(steps);
         for (const Reduction &r : found) {
             s = Allocate::make(r.partial, r.type, MemoryType::Register, {}, const_true(), s);

@@ -3,9 +3,9 @@
 // the thread loops runs once per thread, so:
 //
 // - a store there to a single point (a reduction's initial value computed at
-//   the block level) is made by the block's first thread alone, and a
-//   barrier follows it; a store inside a serial loop there is refused, as
-//   one thread would compute a whole Func while the others wait;
+//   the block level) is made by the block's first thread alone; a store
+//   inside a serial loop there is refused, as one thread would compute a
+//   whole Func while the others wait;
 // - a reduction whose RVar is a gpu_threads loop has every thread update the
 //   same element. Each thread accumulates its own partial in a register
 //   instead; the block then combines the partials (warp shuffles, then
@@ -18,6 +18,9 @@
 //   of threads that shares those loops' coordinates combines its own
 //   partials (warp shuffles when a group is a part of a warp), and its
 //   first thread folds them into its element.
+//
+// The barriers that make one thread's writes visible to the others are
+// placed afterwards, with all the kernel's others, by insert_gpu_barriers.
 #pragma once
 
 #include <set>

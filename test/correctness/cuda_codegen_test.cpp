@@ -368,6 +368,30 @@ TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
 }
 
+TEST(CudaCodegen, BarriersWhereThreadsShareDataOnly) {
+    // Softmax with the row staged in shared memory: the copy's steady loop
+    // and its tail only write the row (no barrier between them), the first
+    // thread's initial values of row_max and row_sum are its own until the
+    // fold (none after them), and the threads read the row once it is
+    // whole and each total once it is folded: 3 barriers per row.
+    loom_test::RowSoftmax p;
+    std::string kernel = kernels_of(compile_for_every_arch(p.softmax, p.staged_rows(256), 1));
+    EXPECT_EQ(count_of(kernel, "__syncthreads();"), 3) << kernel;
+    const size_t copy = kernel.find("// produce in_in"), read = kernel.find("// consume in_in");
+    ASSERT_NE(read, std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel.substr(copy, read - copy), "__syncthreads();"), 1) << kernel;
+    EXPECT_LT(kernel.find("__syncthreads();", copy), kernel.find("for (", read)) << kernel;
+    for (const char *total : {"row_max", "row_sum"}) {
+        const size_t init = kernel.find(std::string("// produce ") + total);
+        const size_t fold =
+            kernel.find(std::string(total) + "_[0] = ", kernel.find("_reduce(", init));
+        const size_t consume = kernel.find(std::string("// consume ") + total);
+        ASSERT_NE(consume, std::string::npos) << kernel;
+        EXPECT_EQ(count_of(kernel.substr(init, fold - init), "__syncthreads();"), 0) << kernel;
+        EXPECT_EQ(count_of(kernel.substr(fold, consume - fold), "__syncthreads();"), 1) << kernel;
+    }
+}
+
 TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
     // A block's reductions combine their warps' totals in the kernel's
     // dynamic shared memory, after its Funcs' storage: one total per warp,
