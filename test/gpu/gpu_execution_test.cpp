@@ -257,6 +257,78 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
     }
 }
 
+TEST(GpuExecution, ValuesOfTheBlockReachItsThreads) {
+    // What the first thread stores alone (a single point, or a reduction's
+    // initial value and fold) and what the block's threads store together
+    // reach every thread that reads them: barriers where a value passes
+    // from one thread to another, and only there.
+    REQUIRE_GPU();
+    BufferParam in(Float(32), 1, "in");
+    in.set(random_buffer<float>({300}));
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, 100, "r");
+    RVar ro("ro"), ri("ri");
+    {
+        // shared, read by one thread (g's initial value), read by all.
+        Func shared("shared"), g("g"), out("out");
+        shared(x) = in(x)*2.0f;
+        g() = shared(3) + shared(40);
+        g() = max(g(), in(r) + shared(5));
+        out(x) = in(x)-g();
+        Schedule sch;
+        sch[out].gpu_tile(x, xo, xi, 64);
+        sch[shared].compute_at(out, xo).gpu_threads(x);
+        sch[g].compute_at(out, xo);
+        sch[g].update().split(r, ro, ri, 64).gpu_threads(ri);
+        expect_gpu_matches_interpreter(out, sch, {200});
+        // A single point alone, with no update.
+        Func h("h"), point("point"), out2("out2");
+        h(x) = in(x)*2.0f;
+        point() = h(3) + h(40);
+        out2(x) = in(x)-point();
+        Schedule single;
+        single[out2].gpu_tile(x, xo, xi, 64);
+        single[h].compute_at(out2, xo).gpu_threads(x);
+        single[point].compute_at(out2, xo);
+        expect_gpu_matches_interpreter(out2, single, {200});
+    }
+    {
+        // The second reduction starts from the first's total, which its
+        // threads read too.
+        Func total("total"), scaled("scaled"), out("out");
+        total() = 0.0f;
+        total() = total() + in(r);
+        scaled() = total() * 0.5f;
+        scaled() = scaled() + in(r)*total();
+        out(x) = in(x) + scaled();
+        Schedule sch;
+        sch[out].gpu_tile(x, xo, xi, 32);
+        for (const Func &f : {total, scaled}) {
+            sch[f].compute_at(out, xo);
+            sch[f].update().split(r, ro, ri, 32).gpu_threads(ri);
+        }
+        expect_gpu_matches_interpreter(out, sch, {100}, 1e-4, 1e-4);
+    }
+    {
+        // A Func made anew per iteration of a serial loop around the
+        // threads: the next iteration's writes wait for this one's reads.
+        BufferParam rows(Float(32), 2, "rows");
+        rows.set(random_buffer<float>({40, 100}));
+        Var y("y");
+        Func h("h"), out("out");
+        h(y, x) = rows(y, x) * 3.0f;
+        out(y, x) = h(y, x) + h(y, x + 1);
+        Schedule sch;
+        sch[out]
+            .split(x, xo, xi, 32, TailStrategy::ShiftInwards)
+            .reorder(xo, y, xi)
+            .gpu_blocks(xo)
+            .gpu_threads(xi);
+        sch[h].compute_at(out, y).gpu_threads(x);
+        expect_gpu_matches_interpreter(out, sch, {40, 99});
+    }
+}
+
 TEST(GpuExecution, VectorizedRVarsAcrossThreads) {
     REQUIRE_GPU();
     // Each thread reads 4 consecutive points of its row at a time and
