@@ -32,6 +32,13 @@ struct Access {
 };
 using Accesses = std::map<std::string, Access>;
 
+/** Whether `loop` is a loop of the pure definition (stage 0) of Func
+ * `func`: loops are named func.sK.var. */
+bool is_pure_definition_loop(const std::string &loop, const std::string &func) {
+    const std::string stage_zero = func + ".s0.";
+    return loop.compare(0, stage_zero.size(), stage_zero) == 0;
+}
+
 bool is_intrinsic_call(const Expr &e, const char *name) {
     const Call *c = e.as<Call>();
     return c && c->is_intrinsic(name);
@@ -95,14 +102,13 @@ class CollectAccesses : public IRVisitor {
         IRVisitor::visit(op);
     }
 
-    /** Whether the innermost enclosing loop of buffer's Func (named
-     * buffer.sK.var) is one of its stage 0. */
+    /** Whether the innermost enclosing loop of buffer's Func is one of
+     * its pure definition's. */
     bool in_pure_definition(const std::string &buffer) const {
         const std::string stages = buffer + ".s";
         for (auto l = loops.rbegin(); l != loops.rend(); ++l) {
-            if (l->compare(0, stages.size(), stages) == 0) {
-                return l->compare(0, stages.size() + 2, stages + "0.") == 0;
-            }
+            if (l->compare(0, stages.size(), stages) == 0)
+                return is_pure_definition_loop(*l, buffer);
         }
         return false;
     }
@@ -233,8 +239,7 @@ bool needs_barrier_between(const Stmt &before, const Stmt &after,
         // of one computation of it: in one sequence, or in the iterations
         // of one of its own loops. (A loop around its compute_at level
         // computes it anew in each iteration.)
-        const bool one_computation =
-            !carried_by || carried_by->name.compare(0, name.size() + 4, name + ".s0.") == 0;
+        const bool one_computation = !carried_by || is_pure_definition_loop(carried_by->name, name);
         if (different_threads(a.write, b.write) &&
             (a.impure_write || b.impure_write || !one_computation)) {
             return true;
