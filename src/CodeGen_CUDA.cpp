@@ -38,6 +38,19 @@ std::string func_of_loop(const std::string &loop) {
     return s == std::string::npos ? loop : loop.substr(0, s);
 }
 
+/** The stage a loop belongs to, func.sK, and the loop's own name after it:
+ * every loop of one stage's nest shares the stage's prefix. */
+std::string stage_of_loop(const std::string &loop) {
+    size_t s = loop.find(".s");
+    if (s == std::string::npos) return loop;
+    size_t dot = loop.find('.', s + 1);
+    return dot == std::string::npos ? loop : loop.substr(0, dot);
+}
+std::string var_of_loop(const std::string &loop) {
+    const std::string stage = stage_of_loop(loop);
+    return stage.size() < loop.size() ? loop.substr(stage.size() + 1) : loop;
+}
+
 bool is_gpu(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
 
 /** The shared memory one block may use on `target`'s GPU (opting in past
@@ -159,6 +172,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                     << " has no GPU. Compile for one, e.g. Target(\"host-cuda-sm_90\"), or use "
                        "parallel() for the CPU.";
                 bool in_block = false, in_thread = false;
+                const For *block_loop = nullptr, *other_stage_threads = nullptr;
                 for (const For *l : loops) {
                     user_assert(l->for_type != ForType::Parallel &&
                                 l->for_type != ForType::Vectorized)
@@ -168,8 +182,43 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                            "Vectorize a loop inside the GPU loops, or reorder() them; note that "
                            "gpu_threads and gpu_blocks name the innermost loop first and "
                            "reorder the loops to match.";
+                    if (l->for_type == ForType::GPUBlock) block_loop = l;
                     in_block |= l->for_type == ForType::GPUBlock;
                     in_thread |= l->for_type == ForType::GPUThread;
+                    if (l->for_type == ForType::GPUThread &&
+                        stage_of_loop(l->name) != stage_of_loop(op->name)) {
+                        other_stage_threads = l;
+                    }
+                }
+                user_assert(!(op->for_type == ForType::GPUBlock && block_loop &&
+                              stage_of_loop(block_loop->name) != stage_of_loop(op->name)))
+                    << "Func " << func << "'s gpu_blocks loop " << op->name
+                    << " is inside the gpu_blocks loop " << block_loop->name << " of Func "
+                    << func_of_loop(block_loop->name)
+                    << ": a Func computed inside a kernel runs in that kernel's blocks and cannot "
+                       "have blocks of its own. Mark its loops with gpu_threads to compute it "
+                       "with each block's threads (compute_at("
+                    << func_of_loop(block_loop->name) << ", " << var_of_loop(block_loop->name)
+                    << ").gpu_threads(x, y)), or compute it at root to give it a kernel of its "
+                       "own.";
+                // One stage's thread loops nest into the block's dimensions;
+                // another's inside them would have to share what each
+                // thread of the outer loops computes alone, in storage no
+                // other thread can see.
+                if (op->for_type == ForType::GPUThread && other_stage_threads) {
+                    const For *l = other_stage_threads;
+                    user_error << "Func " << func << "'s gpu_threads loop " << op->name
+                               << " is inside the gpu_threads loop " << l->name << " of Func "
+                               << func_of_loop(l->name) << ", where each thread computes " << func
+                               << " alone: threads cannot share it there. To compute " << func
+                               << " with a block's threads, compute it at a block loop"
+                               << (block_loop ? " (compute_at(" + func_of_loop(block_loop->name) +
+                                                    ", " + var_of_loop(block_loop->name) + "))"
+                                              : std::string())
+                               << " and mark its loops with gpu_threads, one for each dimension "
+                                  "that the consumer's threads split (several rows per block: "
+                                  "gpu_threads(ri, y)); or drop "
+                               << func << "'s gpu_threads to compute it in each thread.";
                 }
                 if (op->for_type == ForType::GPUThread) {
                     user_assert(in_block)

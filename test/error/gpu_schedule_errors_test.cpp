@@ -125,6 +125,53 @@ TEST(GpuScheduleErrors, ThreadsCombineOnlyReductions) {
                                   {"cannot gpu_threads loop 'ri'", "carries a dependence"}));
 }
 
+TEST(GpuScheduleErrors, NoGpuLoopsInsideAnotherFuncsLoopsOfTheSameKind) {
+    // A reduction computed in each thread of its consumer, its RVar over
+    // threads too: each thread's partial stayed its own, and every thread
+    // wrote the row with its own partial.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), yo("yo"), yi("yi");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri");
+    Func total("total"), out("out");
+    total(y) = 0.0f;
+    total(y) += in(y, r);
+    out(y) = total(y) + 1.0f;
+    Schedule sch;
+    sch[out].split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi);
+    sch[total].compute_at(out, yi);
+    sch[total].update().split(r, ro, ri, 32).gpu_threads(ri);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Func total's gpu_threads loop total.s1.ri is inside the gpu_threads loop out.s0.yi of "
+         "Func out",
+         "compute_at(out, yo)", "gpu_threads(ri, y)"}));
+    // A pure producer the same way: each thread wrote one element of its
+    // own copy and read two.
+    Blur b;
+    Schedule pure;
+    pure[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    pure[b.blur_x].compute_at(b.blur_y, b.xi).gpu_threads(b.y);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(pure); },
+        {"Func blur_x's gpu_threads loop blur_x.s0.y is inside the gpu_threads loop blur_y.s0.xi",
+         "compute_at(blur_y, xo)"}));
+    // Nor blocks inside another Func's blocks: the message named a serial
+    // loop of the producer instead.
+    Schedule blocks;
+    blocks[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    blocks[b.blur_x].compute_at(b.blur_y, b.xo).gpu_blocks(b.x);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { b.cuda(blocks); },
+        {"Func blur_x's gpu_blocks loop blur_x.s0.x is inside the gpu_blocks loop blur_y.s0.xo",
+         "compute_at(blur_y, xo).gpu_threads(x, y)", "compute it at root"}));
+    // One stage's own thread loops nest, as gpu_tile makes them.
+    Schedule own;
+    own[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    own[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
+    EXPECT_NO_THROW(b.cuda(own));
+}
+
 TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
     Blur b;
     Schedule sch;
