@@ -762,6 +762,8 @@ void Interp::compile_func(FuncState *st) {
             u.predicate_reads_self = code_has_self_call(u.predicate);
         }
         for (const Code *v : u.values) collect_self_calls(v, u.self_calls);
+        // A where() that reads the Func reads it in the box too.
+        if (u.predicate) collect_self_calls(u.predicate, u.self_calls);
         for (const Code *a : u.args) {
             user_assert(!code_has_self_call(a))
                 << "In " << ctx << ", the left-hand side reads " << f.name

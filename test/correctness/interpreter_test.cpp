@@ -325,6 +325,28 @@ TEST(Interpreter, CausalSumWithPureVarInWhere) {
     }
 }
 
+TEST(Interpreter, WhereReadsTheFuncItself) {
+    // Each point doubles when its left neighbour, as updated so far, is
+    // positive. The first condition reads f(0), which no update writes or
+    // otherwise reads: the interpreter's box must hold it too.
+    int n = random_int(2, 60);
+    BufferParam in(Int(32), 1, "in");
+    Buffer<int> ib = random_buffer<int>({n}, -10, 10);
+    in.set(ib);
+    Var x("x");
+    RDom r(1, n - 1, "r");
+    Func f("f");
+    f(x) = in(x);
+    r.where(f(r - 1) > 0);
+    f(r) = f(r) * 2;
+    Buffer<int> out(interpret(f, {n}));
+    std::vector<int> expected(ib.data(), ib.data() + n);
+    for (int i = 1; i < n; i++) {
+        if (expected[i - 1] > 0) expected[i] *= 2;
+    }
+    for (int i = 0; i < n; i++) EXPECT_EQ(out(i), expected[i]) << "at " << i;
+}
+
 TEST(Interpreter, InlineReductions) {
     int h = random_int(1, 10), w = random_int(1, 10);
     BufferParam in(Float(32), 2, "in");
