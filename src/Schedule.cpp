@@ -73,39 +73,73 @@ FuncSchedule get_func_schedule(const ScheduleContents &s, const FunctionPtr &f) 
     return fs;
 }
 
-/** Whether an update definition may run its iterations in any order: it
- * reads the Func only at the point it writes, and each `vars` name appears
- * as a bare argument of the write, so distinct iterations touch distinct
- * points. With `combines_same_point`, a name may also be absent from the
- * write's arguments: every iteration then updates one point, which the
- * threads of a GPU block (or the lanes of a vector) combine as a
- * reduction. */
-bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
-                                 const std::set<std::string> &vars, bool combines_same_point) {
+namespace {
+
+/** The arguments of every call an update definition makes to its own Func:
+ * in its values, in the coordinates it writes, and in its RDom's where(). */
+std::vector<std::vector<Expr>> self_calls(const FunctionPtr &f, const Definition &d) {
     struct SelfCalls : IRVisitor {
         const std::string *name;
-        const std::vector<Expr> *lhs;
-        bool ok = true;
+        std::vector<std::vector<Expr>> args;
         void visit(const Call *op) override {
-            if (op->call_type == Call::Func && op->name == *name) {
-                if (op->args.size() != lhs->size()) ok = false;
-                for (size_t i = 0; ok && i < op->args.size(); i++) {
-                    if (!equal(op->args[i], (*lhs)[i])) ok = false;
-                }
-            }
+            if (op->call_type == Call::Func && op->name == *name) args.push_back(op->args);
             IRVisitor::visit(op);
         }
     } calls;
     calls.name = &f->name;
-    calls.lhs = &d.args;
     for (const Expr &v : d.values) v.accept(&calls);
     for (const Expr &a : d.args) a.accept(&calls);
-    if (!calls.ok) return false;
+    if (d.rdom && d.rdom->predicate.defined()) d.rdom->predicate.accept(&calls);
+    return calls.args;
+}
+
+bool is_bare_var(const Expr &e, const std::string &v) {
+    const Variable *var = e.as<Variable>();
+    return var && var->name == v;
+}
+
+}  // namespace
+
+bool update_separates_iterations_of(const FunctionPtr &f, const Definition &d,
+                                    const std::string &var) {
+    const std::vector<std::vector<Expr>> calls = self_calls(f, d);
+    for (size_t i = 0; i < d.args.size(); i++) {
+        if (!is_bare_var(d.args[i], var)) continue;
+        bool everywhere = true;
+        for (const std::vector<Expr> &args : calls) {
+            everywhere = everywhere && args.size() == d.args.size() && is_bare_var(args[i], var);
+        }
+        if (everywhere) return true;
+    }
+    return false;
+}
+
+/** Whether an update definition may run the iterations of a loop over
+ * `vars` in any order. A name the update separates the iterations of
+ * (update_separates_iterations_of) may: distinct values touch distinct
+ * points whatever else they read. That includes every pure Var, since an
+ * update's reads of itself keep its pure Vars in place, so a scan along r
+ * may run its rows in parallel. Any other name needs the update to read
+ * the Func only at the point it writes, and to be a bare argument of the
+ * write, so distinct iterations touch distinct points; with
+ * `combines_same_point` it may also be absent from the write's arguments:
+ * every iteration then updates one point, which the threads of a GPU block
+ * (or the lanes of a vector) combine as a reduction. */
+bool update_is_order_independent(const FunctionPtr &f, const Definition &d,
+                                 const std::set<std::string> &vars, bool combines_same_point) {
+    bool reads_only_the_written_point = true;
+    for (const std::vector<Expr> &args : self_calls(f, d)) {
+        if (args.size() != d.args.size()) reads_only_the_written_point = false;
+        for (size_t i = 0; reads_only_the_written_point && i < args.size(); i++) {
+            if (!equal(args[i], d.args[i])) reads_only_the_written_point = false;
+        }
+    }
     for (const std::string &v : vars) {
+        if (update_separates_iterations_of(f, d, v)) continue;
+        if (!reads_only_the_written_point) return false;
         bool bare = false, used = false;
         for (const Expr &a : d.args) {
-            const Variable *av = a.as<Variable>();
-            if (av && av->name == v) bare = true;
+            bare = bare || is_bare_var(a, v);
             used = used || expr_uses_var(a, v);
         }
         // Every iteration updating one point is a reduction, which the
@@ -333,34 +367,40 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
     std::sort(sorted.begin(), sorted.end());
     std::vector<Dim> dims = st.ss->dims;
     for (size_t k = 0; k < slots.size(); k++) dims[sorted[k]] = st.ss->dims[slots[k]];
-    // Reordering loops made of different RVars changes the order in which an
-    // update visits its domain, which is only allowed when that order cannot
-    // matter.
+    // Reordering the loops of an update's reduction domain changes the
+    // order in which it visits the domain. Two iterations that touch one
+    // point differ only in RVars the update does not separate
+    // (update_separates_iterations_of), so only the loops made of those
+    // must keep their relative order; loops of separated RVars may move
+    // anywhere. Splitting an RVar keeps its order as long as its outer
+    // loop stays outside its inner one, which this checks too.
     if (stage_ > 0) {
         auto origins = rvar_origins(func_, stage_, *st.ss);
-        std::vector<std::string> before, after;
-        auto rvar_sequence = [&](const std::vector<Dim> &ds, std::vector<std::string> &out) {
-            for (const Dim &d : ds) {
-                auto it = origins.find(d.var);
-                if (it != origins.end()) out.push_back(*it->second.begin());
+        const Definition &d = func_->updates[stage_ - 1];
+        auto ordered_loops = [&](const std::vector<Dim> &ds) {
+            std::vector<std::string> loops;
+            for (const Dim &dim : ds) {
+                auto it = origins.find(dim.var);
+                if (it == origins.end()) continue;
+                bool separated = true;
+                for (const std::string &rv : it->second)
+                    separated = separated && update_separates_iterations_of(func_, d, rv);
+                if (!separated) loops.push_back(dim.var);
             }
+            return loops;
         };
-        rvar_sequence(st.ss->dims, before);
-        rvar_sequence(dims, after);
-        if (before != after) {
-            std::set<std::string> moved(before.begin(), before.end());
-            if (!update_is_order_independent(func_, func_->updates[stage_ - 1], moved, false)) {
-                user_error << "In the schedule of " << stage_name(func_, stage_)
-                           << ": this reorder changes the order in which the reduction domain "
-                              "is visited, which changes what the update computes. RVars must "
-                              "keep their relative order (outermost first: "
-                           <<
-                    [&] {
-                        std::string s;
-                        for (auto &b : before) s += (s.empty() ? "" : ", ") + b;
-                        return s;
-                    }() << ").";
-            }
+        const std::vector<std::string> before = ordered_loops(st.ss->dims);
+        if (before != ordered_loops(dims)) {
+            std::string order;
+            for (const std::string &loop : before) order += (order.empty() ? "" : ", ") + loop;
+            user_error << "In the schedule of " << stage_name(func_, stage_)
+                       << ": this reorder changes the order in which the reduction domain is "
+                          "visited, which changes what the update computes. RVars must keep "
+                          "their relative order: the loops "
+                       << order
+                       << " (outermost first). An RVar that the update writes and reads itself "
+                          "at alone, in one place (each column of a scan down the columns), may "
+                          "move.";
         }
     }
     st.ss->dims = dims;

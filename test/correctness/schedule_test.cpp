@@ -412,6 +412,41 @@ TEST(Schedule, HistogramAndScan) {
     check_schedule(scan, Schedule(), {77}, 1e-5);
 }
 
+TEST(Schedule, ScansRunTheirIndependentLoopsInParallel) {
+    // A scan along each row reads its row's previous point: the rows never
+    // meet, so its pure Var y may be parallel or vectorized, each lane a
+    // row.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), yi("yi");
+    RDom s(1, in.dim(1).extent() - 1, "s");
+    Func rows("rows");
+    rows(y, x) = in(y, x);
+    rows(y, s) = rows(y, s - 1) * 0.75f + in(y, s);
+    in.set(random_buffer<float>({45, 203}));
+    Schedule parallel_rows;
+    parallel_rows[rows].parallel(y);
+    parallel_rows[rows].update().parallel(y);
+    check_schedule(rows, parallel_rows, {45, 203}, 1e-5);
+    Schedule vector_rows;
+    vector_rows[rows].update().split(y, yo, yi, 8).reorder(yo, s, yi).vectorize(yi).parallel(yo);
+    check_schedule(rows, vector_rows, {45, 203}, 1e-5);
+
+    // A scan down each column over a two-dimensional RDom: each column is
+    // read and written at its own c.x alone, so its loop may be parallel,
+    // and may move inside the loop down the rows, which keeps its order.
+    RDom c({{0, in.dim(1).extent()}, {1, in.dim(0).extent() - 1}}, "c");
+    Func columns("columns");
+    columns(y, x) = in(y, x);
+    columns(c.y, c.x) = columns(c.y - 1, c.x) * 0.5f + in(c.y, c.x);
+    Schedule parallel_columns;
+    parallel_columns[columns].update().parallel(c.x);
+    check_schedule(columns, parallel_columns, {45, 203}, 1e-5);
+    Schedule columns_inside;
+    RVar cxo("cxo"), cxi("cxi");
+    columns_inside[columns].update().split(c.x, cxo, cxi, 8).reorder(cxo, c.y, cxi).vectorize(cxi);
+    check_schedule(columns, columns_inside, {45, 203}, 1e-5);
+}
+
 TEST(Schedule, TupleAndArgmax) {
     BufferParam in(Float(32), 2, "in");
     Var r("r");

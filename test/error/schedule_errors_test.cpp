@@ -158,9 +158,34 @@ TEST(ScheduleErrors, ReorderingRVarsChangesMeaning) {
     f(x) = 0.0f;
     f(x) = f(x) * 0.5f + in(r.x, r.y);
     Schedule s;
-    EXPECT_TRUE(
-        throws_with<CompileError>([&] { s[f].update().reorder(r.y, r.x); },
-                                  {"update 0 of Func f", "RVars must keep their relative order"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { s[f].update().reorder(r.y, r.x); },
+        {"update 0 of Func f", "RVars must keep their relative order: the loops r.x, r.y"}));
+    // The parts of one RVar swapped visit it out of order too: a scan then
+    // read points it had not computed yet.
+    Var y("y");
+    RDom k(1, 99, "k");
+    RVar ko("ko"), ki("ki");
+    Func scan("scan");
+    scan(y, x) = in(y, x);
+    scan(y, k) = scan(y, k - 1) + in(y, k);
+    Schedule split;
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { split[scan].update().split(k, ko, ki, 8).reorder(ki, ko); },
+        {"update 0 of Func scan", "RVars must keep their relative order: the loops ko, ki"}));
+    // Parallel loops too: the loop along the scan carries its dependence.
+    Schedule parallel;
+    EXPECT_TRUE(throws_with<CompileError>([&] { parallel[scan].update().parallel(k); },
+                                          {"cannot parallelize loop 'k.x'", "dependence"}));
+    // So does a where() that reads the Func at another point.
+    RDom w(1, 99, "w");
+    Func doubled("doubled");
+    doubled(x) = in(0, x);
+    w.where(doubled(w - 1) > 0.0f);
+    doubled(w) = doubled(w) * 2.0f;
+    Schedule guarded;
+    EXPECT_TRUE(throws_with<CompileError>([&] { guarded[doubled].update().parallel(w); },
+                                          {"cannot parallelize loop 'w.x'", "dependence"}));
 }
 
 TEST(ScheduleErrors, InliningAFuncWithUpdates) {

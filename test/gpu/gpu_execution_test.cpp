@@ -344,6 +344,38 @@ TEST(GpuExecution, VectorizedRVarsAcrossThreads) {
     expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(32, 4), {3, 7}, 1e-5, 1e-7);
 }
 
+TEST(GpuExecution, ScansWithAThreadPerRowOrColumn) {
+    REQUIRE_GPU();
+    // Each thread scans its own row: the rows never meet.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    RDom s(1, in.dim(1).extent() - 1, "s");
+    Func rows("rows");
+    rows(y, x) = in(y, x);
+    rows(y, s) = rows(y, s - 1) * 0.75f + in(y, s);
+    Schedule per_row;
+    per_row[rows].gpu_tile(y, x, yo, xo, yi, xi, 4, 32);
+    per_row[rows].update().split(y, yo, yi, 32).gpu_blocks(yo).gpu_threads(yi);
+    in.set(random_buffer<float>({75, 131}));
+    expect_gpu_matches_interpreter(rows, per_row, {75, 131}, 1e-5, 1e-6);
+    // Each thread scans a column down the rows, over a two-dimensional
+    // RDom whose column RVar goes on the threads.
+    RDom c({{0, in.dim(1).extent()}, {1, in.dim(0).extent() - 1}}, "c");
+    RVar cxo("cxo"), cxi("cxi");
+    Func columns("columns");
+    columns(y, x) = in(y, x);
+    columns(c.y, c.x) = columns(c.y - 1, c.x) * 0.5f + in(c.y, c.x);
+    Schedule per_column;
+    per_column[columns].gpu_tile(y, x, yo, xo, yi, xi, 4, 32);
+    per_column[columns]
+        .update()
+        .split(c.x, cxo, cxi, 64)
+        .reorder(cxo, c.y, cxi)
+        .gpu_blocks(cxo)
+        .gpu_threads(cxi);
+    expect_gpu_matches_interpreter(columns, per_column, {75, 131}, 1e-5, 1e-6);
+}
+
 TEST(GpuExecution, AThreadLoopOfOneInATallerBlock) {
     REQUIRE_GPU();
     // f0 is three rows of each tile, so the block is 8 x 3 threads; f1 is
