@@ -238,15 +238,21 @@ struct MatMul {
     }
 };
 
-/** Integer division, modulo, min/max, bit operations and narrowing casts. */
+/** Integer division, modulo, min/max, bit operations and narrowing casts;
+ * and in `shifted`, shifts by amounts from -10 to 39 (negative ones shift
+ * the other way, those of 32 or more shift every bit out), which C leaves
+ * undefined. */
 struct IntegerMix {
     loom::BufferParam in{loom::Int(32), 1, "in"};
     loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
-    loom::Func f{"f"};
+    loom::Func f{"f"}, shifted{"shifted"};
     IntegerMix() {
         loom::Expr v = in(x);
         f(x) = loom::cast<uint8_t>(v / 7 + v % 5 + loom::min(v, 3) * loom::max(v, -2)) +
                loom::cast<uint8_t>((v & 12) | (v >> 2)) + loom::cast<uint8_t>(x / 3);
+        loom::Expr amount = x % 50 - 10;
+        shifted(x) = (v << amount) ^ (v >> amount) ^
+                     loom::cast<int32_t>(loom::cast<uint16_t>(v) >> loom::cast<uint16_t>(x % 20));
     }
 };
 

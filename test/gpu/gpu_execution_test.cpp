@@ -68,6 +68,11 @@ TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
     sch[p.f].gpu_tile(p.x, p.xo, p.xi, 64);
     p.in.set(random_buffer<int32_t>({4099}, -1000, 1000));
     expect_gpu_matches_interpreter(p.f, sch, {4099});
+    Schedule shifts;
+    shifts[p.shifted].gpu_tile(p.x, p.xo, p.xi, 64).vectorize(p.xi, 4);
+    p.in.set(random_buffer<int32_t>({4099}, std::numeric_limits<int32_t>::min(),
+                                    std::numeric_limits<int32_t>::max()));
+    expect_gpu_matches_interpreter(p.shifted, shifts, {4099});
 }
 
 TEST(GpuExecution, BlurSchedules) {
