@@ -1588,7 +1588,18 @@ class CodeGen_LLVM : public IRVisitor {
 
         llvm::Type *args_t = llvm::ArrayType::get(i8ptr_t, std::max<size_t>(k.params.size(), 1));
         Value *args = entry_alloca(args_t, k.name + ".args", 8);
+        // The buffers the kernel reads get their GPU copies first: a buffer
+        // passed both as an input and as an output (an in-place update) is
+        // one descriptor, and preparing it as an output first would mark the
+        // host's data stale before it was copied.
+        std::vector<size_t> order;
         for (size_t i = 0; i < k.params.size(); i++) {
+            if (k.params[i].read) order.push_back(i);
+        }
+        for (size_t i = 0; i < k.params.size(); i++) {
+            if (!k.params[i].read) order.push_back(i);
+        }
+        for (size_t i : order) {
             const CudaKernel::Param &p = k.params[i];
             // A buffer's argument is its GPU address.
             Value *slot = entry_alloca(p.is_buffer ? i64_t : storage_type(p.type),

@@ -223,6 +223,30 @@ TEST(CudaRuntime, InputsAreCopiedOnceUntilTheHostChangesThem) {
     EXPECT_EQ(fake_cuda_live_allocations(), live - 2);
 }
 
+TEST(CudaRuntime, ABufferUpdatedInPlaceIsCopiedInFirst) {
+    // One buffer as the input and the output. The kernel's parameters are
+    // in name order, the output's (an_in_place_) before the input's (in_),
+    // and preparing the output first marked the host's data stale before it
+    // was copied: the kernel read GPU memory nothing had written.
+    FakeGpu gpu;
+    Scale s("an_in_place");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 9, cols = 40;
+    Buffer<float> data = loom_test::random_buffer<float>({rows, cols});
+    Buffer<float> original({rows, cols});
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) original(r, c) = data(r, c);
+    }
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, data, rows, cols); };
+    p(data, 2.0f, data);
+    ASSERT_EQ(gpu.launches.size(), 1u);
+    EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), 1);
+    EXPECT_TRUE(data.device_dirty());
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) ASSERT_EQ(data(r, c), original(r, c) * 2.0f + 1.0f);
+    }
+}
+
 TEST(CudaRuntime, ThePtxIsLoadedWhenTheDriverRefusesTheCubin) {
     FakeGpu gpu;
     fake_cuda_refuse_cubin(1);  // as a GPU of another capability would
@@ -252,7 +276,7 @@ TEST(CudaRuntime, EveryFailedDriverCallIsNamedAndThePipelineRecovers) {
         std::vector<std::string> message;
     };
     const std::vector<Case> cases = {
-        {"cuMemAlloc_v2", 2, {"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)", "for buffer f0"}},
+        {"cuMemAlloc_v2", 2, {"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)", "for buffer in"}},
         {"cuMemcpyHtoD_v2", 1, {"cuMemcpyHtoD failed", "copying to the GPU in"}},
         {"cuModuleGetFunction", 500, {"cuModuleGetFunction failed", "kernel loom_f2_f2"}},
         {"cuLaunchKernel",
