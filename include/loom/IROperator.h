@@ -13,7 +13,9 @@
 //     and an unsigned meet at the unsigned type.
 // Integer division and modulo round toward negative infinity: (-7) / 2 == -4 and
 // (-7) % 2 == 1; the result of % has the sign of the divisor. Dividing an
-// integer by zero yields zero (no trap).
+// integer by zero yields zero (no trap). Unsigned integers and signed ones
+// narrower than 32 bits wrap on overflow; signed 32- and 64-bit arithmetic
+// must not overflow (the compiler assumes it does not, as Halide does).
 #pragma once
 
 #include <vector>

@@ -2,7 +2,9 @@
 // schedule, as the oracle that every compiled schedule is checked against.
 //
 // Each Expr is evaluated in its own type exactly as compiled code computes it:
-// integers wrap at their width, integer / and % round toward negative infinity
+// integers wrap at their width (for signed 32- and 64-bit integers, whose
+// overflow compiled code assumes never happens, one of the results it may
+// give), integer / and % round toward negative infinity
 // (x / 0 == 0), float32 results are rounded to float32 after every operation,
 // float16 and bfloat16 results are computed in float32 and rounded to the
 // 16-bit format, float->int casts truncate toward zero.
