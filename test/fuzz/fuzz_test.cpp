@@ -1,6 +1,6 @@
 // Differential fuzzer: random pipelines (stencils, reductions, update
-// definitions, several stages) under random legal schedules, compiled through
-// the JIT and compared with the reference interpreter.
+// definitions, scans, several stages) under random legal schedules, compiled
+// through the JIT and compared with the reference interpreter.
 //
 // Each case is a pure function of a seed. When a case fails, the fuzzer
 // reduces it by dropping scheduling directives one at a time while it still
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "NVRTC.h"
@@ -42,6 +43,10 @@ struct FuzzCase {
     std::vector<Directive> directives;
     std::vector<int> sizes;
     std::string description;
+    // Funcs whose update is a scan along x (f(y, k) reads f(y, k - 1)): its
+    // loops are y and k, and only y may run in any order.
+    std::set<std::string> scans;
+    bool is_scan(const Func &f) const { return scans.count(f.name()) > 0; }
 };
 
 constexpr int kPad = 24;
@@ -70,6 +75,9 @@ void vectorize_rvar(Stage u, int lanes) {
 
 FuzzCase make_case(uint64_t seed) {
     std::mt19937_64 rng(seed);
+    // Choices added to the generator later draw from a stream of their own,
+    // so that the main stream, and with it most older seeds' cases, stays.
+    std::mt19937_64 later(seed ^ 0x2545f4914f6cdd1dull);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
     FuzzCase c;
     std::ostringstream desc;
@@ -106,8 +114,19 @@ FuzzCase make_case(uint64_t seed) {
             break;
         }
         case 2: {  // pure definition plus an update with an RDom
-            RDom r(0, 1 + pick(3), "u" + std::to_string(s));
+            const int n = 1 + pick(3);
             f(vy, vx) = prev(vy, vx);
+            if (later() % 3 == 0) {
+                // A scan along x over its first points (all inside the
+                // smallest output): each reads its left neighbour's new
+                // value, so only the rows are independent.
+                RDom k(1, n + 1, "k" + std::to_string(s));
+                f(vy, k) = f(vy, k - 1) * 0.5f + prev(vy + dy, k) * 0.25f;
+                c.scans.insert(f.name());
+                desc << f.name() << ": scan along x\n";
+                break;
+            }
+            RDom r(0, n, "u" + std::to_string(s));
             f(vy, vx) += prev(vy + r, vx + dx) * 0.125f;
             desc << f.name() << ": update over RDom\n";
             break;
@@ -188,8 +207,13 @@ FuzzCase make_case(uint64_t seed) {
     // vectorized loop per stage), and split a reduction variable (its loops
     // stay in order, so the meaning is kept).
     const int out_update_vector = out.num_update_definitions() > 0 ? pick(4) : 0;
+    // A scan's update has no loop over x, and its RVar carries its
+    // dependence: its rows are what may be vectorized or parallel.
+    const bool out_is_scan = c.is_scan(out);
     if (out_update_vector == 1) {
-        add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
+        if (out_is_scan)
+            add("out.update.vectorize y", [=](Schedule &s) { s[out].update().vectorize(vy, 4); });
+        else add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
     }
     if (out.num_update_definitions() > 0 && pick(2)) {
         add("out.update.split rvar", [=](Schedule &s) {
@@ -204,7 +228,11 @@ FuzzCase make_case(uint64_t seed) {
     // Or vectorize it: every lane updates the same point with +, so the
     // lanes are combined (their extents of 1 to 3 leave masked lanes).
     if (out_update_vector == 2) {
-        add("out.update.vectorize rvar", [=](Schedule &s) { vectorize_rvar(s[out].update(), 4); });
+        if (out_is_scan)
+            add("out.update.parallel y", [=](Schedule &s) { s[out].update().parallel(vy); });
+        else
+            add("out.update.vectorize rvar",
+                [=](Schedule &s) { vectorize_rvar(s[out].update(), 4); });
     }
 
     // The other Funcs: placement and loops. compute_at a loop of the output's
@@ -249,7 +277,12 @@ FuzzCase make_case(uint64_t seed) {
             add(f.name() + ".parallel y", [=](Schedule &s) { s[f].parallel(vy); });
         }
         const int update_vector = has_updates ? pick(3) : 0;
-        if (update_vector == 1) {
+        if (c.is_scan(f) && update_vector == 1) {
+            add(f.name() + ".update.vectorize y",
+                [=](Schedule &s) { s[f].update().vectorize(vy, 8); });
+        } else if (c.is_scan(f) && update_vector == 2) {
+            add(f.name() + ".update.parallel y", [=](Schedule &s) { s[f].update().parallel(vy); });
+        } else if (update_vector == 1) {
             add(f.name() + ".update.vectorize x",
                 [=](Schedule &s) { s[f].update().vectorize(vx, 8); });
         } else if (update_vector == 2) {
@@ -411,7 +444,9 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
     auto tile_every_stage = [&](const Func &f, int ty, int tx, TailStrategy tail) {
         for (int u = 0; u <= f.num_update_definitions(); u++) {
             Stage st = u == 0 ? sch[f] : sch[f].update(u - 1);
-            st.gpu_tile(vy, vx, yo, xo, yi, xi, ty, tx, tail);
+            // A scan's update: a thread per row, each scanning its row.
+            if (u > 0 && c.is_scan(f)) st.split(vy, yo, yi, ty * 4).gpu_blocks(yo).gpu_threads(yi);
+            else st.gpu_tile(vy, vx, yo, xo, yi, xi, ty, tx, tail);
         }
     };
     int ty = 1 << pick(4), tx = 1 << (2 + pick(4));  // up to 8 x 32 threads
@@ -458,8 +493,10 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
             // Shared by the block, computed by as many threads as it has
             // points; in shared memory, or in device memory.
             sch[f].compute_at(out, xo).gpu_threads(vx, vy);
-            for (int u = 0; u < f.num_update_definitions(); u++)
-                sch[f].update(u).gpu_threads(vx, vy);
+            for (int u = 0; u < f.num_update_definitions(); u++) {
+                if (c.is_scan(f)) sch[f].update(u).gpu_threads(vy);
+                else sch[f].update(u).gpu_threads(vx, vy);
+            }
             w << "; " << f.name() << ".compute_at(xo).gpu_threads(x, y)";
             // Each of its threads a vector along x too.
             if (lanes > 1 && f.num_update_definitions() == 0 && pick(2)) {
