@@ -24,6 +24,7 @@
 #include "Scope.h"
 #include "Simplify.h"
 #include "Substitute.h"
+#include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -31,25 +32,6 @@ namespace loom {
 namespace internal {
 
 namespace {
-
-/** The Func a loop belongs to: loops are named func.sK.var. */
-std::string func_of_loop(const std::string &loop) {
-    size_t s = loop.find(".s");
-    return s == std::string::npos ? loop : loop.substr(0, s);
-}
-
-/** The stage a loop belongs to, func.sK, and the loop's own name after it:
- * every loop of one stage's nest shares the stage's prefix. */
-std::string stage_of_loop(const std::string &loop) {
-    size_t s = loop.find(".s");
-    if (s == std::string::npos) return loop;
-    size_t dot = loop.find('.', s + 1);
-    return dot == std::string::npos ? loop : loop.substr(0, dot);
-}
-std::string var_of_loop(const std::string &loop) {
-    const std::string stage = stage_of_loop(loop);
-    return stage.size() < loop.size() ? loop.substr(stage.size() + 1) : loop;
-}
 
 bool is_gpu(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
 
@@ -104,8 +86,7 @@ std::string describe_thread_loops(const Stmt &kernel_body) {
                 const int64_t *n = as_const_int(simplify((*l)->extent));
                 extents += (extents.empty() ? "" : " x ") + (n ? std::to_string(*n) : "?");
                 const std::string &name = (*l)->name;
-                vars += (vars.empty() ? "" : ", ") +
-                        name.substr(name.find('.', name.find(".s") + 1) + 1);
+                vars += (vars.empty() ? "" : ", ") + var_of_loop(name);
             }
             std::string d =
                 func_of_loop(enclosing.front()->name) + ": " + extents + " (" + vars + ")";

@@ -12,6 +12,7 @@
 #include "IRVisitor.h"
 #include "Scope.h"
 #include "Substitute.h"
+#include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -19,21 +20,6 @@ namespace loom {
 namespace internal {
 
 namespace {
-
-/** The stage a loop belongs to: "f.s1" for the loop "f.s1.r.x". */
-std::string stage_of(const std::string &loop) {
-    for (size_t s = loop.find(".s"); s != std::string::npos; s = loop.find(".s", s + 1)) {
-        size_t d = s + 2;
-        while (d < loop.size() && std::isdigit(static_cast<unsigned char>(loop[d]))) d++;
-        if (d > s + 2 && d < loop.size() && loop[d] == '.') return loop.substr(0, d);
-    }
-    return loop;
-}
-
-std::string func_of(const std::string &loop) {
-    std::string stage = stage_of(loop);
-    return stage.substr(0, stage.rfind(".s"));
-}
 
 Expr intrinsic(Type t, const char *name, const std::vector<Expr> &args = {}) {
     return Call::make(t, name, args, Call::Intrinsic);
@@ -75,7 +61,8 @@ class FindReductions : public IRVisitor {
 
     using IRVisitor::visit;
     void visit(const For *op) override {
-        const bool stage_thread = op->for_type == ForType::GPUThread && stage_of(op->name) == stage;
+        const bool stage_thread =
+            op->for_type == ForType::GPUThread && stage_of_loop(op->name) == stage;
         // A thread loop whose bounds the region computes cannot be re-made
         // after it, where its groups fold their totals.
         bool bounds_fixed = true;
@@ -209,7 +196,7 @@ class LowerBlockLevel : public IRMutator {
     Stmt visit(const For *op) override {
         if (threads_open == 0 && op->for_type != ForType::GPUBlock &&
             (op->for_type == ForType::GPUThread || has_thread_loop(op->body))) {
-            const std::string stage = stage_of(op->name);
+            const std::string stage = stage_of_loop(op->name);
             if (!open_regions.count(stage)) {
                 FindReductions find(stage, per_thread);
                 op->accept(&find);
@@ -277,7 +264,7 @@ class LowerBlockLevel : public IRMutator {
                    "stage, at an element fixed for the whole reduction or for each point of "
                    "the stage's other gpu_threads loops. Otherwise make the loop serial, or "
                    "mark a pure variable of "
-                << func_of(t->name) << " with gpu_threads instead.";
+                << func_of_loop(t->name) << " with gpu_threads instead.";
         }
         return op;
     }
@@ -375,7 +362,7 @@ bool has_thread_loop(const Stmt &s) {
 }
 
 bool reduces_across_threads(const For *loop, const std::set<std::string> &per_thread) {
-    FindReductions find(stage_of(loop->name), per_thread);
+    FindReductions find(stage_of_loop(loop->name), per_thread);
     loop->accept(&find);
     return !find.found.empty();
 }

@@ -6,6 +6,7 @@
 #include "CrossThreadReductions.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
+#include "Util.h"
 
 namespace loom {
 namespace internal {
@@ -35,8 +36,7 @@ using Accesses = std::map<std::string, Access>;
 /** Whether `loop` is a loop of the pure definition (stage 0) of Func
  * `func`: loops are named func.sK.var. */
 bool is_pure_definition_loop(const std::string &loop, const std::string &func) {
-    const std::string stage_zero = func + ".s0.";
-    return loop.compare(0, stage_zero.size(), stage_zero) == 0;
+    return stage_of_loop(loop) == func + ".s0";
 }
 
 bool is_intrinsic_call(const Expr &e, const char *name) {

@@ -11,6 +11,7 @@
 #include "IRVisitor.h"
 #include "ScheduleContents.h"
 #include "Substitute.h"
+#include "Util.h"
 
 namespace loom {
 
@@ -391,13 +392,11 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
         };
         const std::vector<std::string> before = ordered_loops(st.ss->dims);
         if (before != ordered_loops(dims)) {
-            std::string order;
-            for (const std::string &loop : before) order += (order.empty() ? "" : ", ") + loop;
             user_error << "In the schedule of " << stage_name(func_, stage_)
                        << ": this reorder changes the order in which the reduction domain is "
                           "visited, which changes what the update computes. RVars must keep "
                           "their relative order: the loops "
-                       << order
+                       << join(before, ", ")
                        << " (outermost first). An RVar that the update writes and reads itself "
                           "at alone, in one place (each column of a scan down the columns), may "
                           "move.";

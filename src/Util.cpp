@@ -1,5 +1,6 @@
 #include "Util.h"
 
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -51,6 +52,25 @@ template <typename T> std::string vec_str(const std::vector<T> &v) {
 
 std::string vector_to_string(const std::vector<int> &v) { return vec_str(v); }
 std::string vector_to_string(const std::vector<int64_t> &v) { return vec_str(v); }
+
+std::string stage_of_loop(const std::string &loop) {
+    for (size_t s = loop.find(".s"); s != std::string::npos; s = loop.find(".s", s + 1)) {
+        size_t d = s + 2;
+        while (d < loop.size() && std::isdigit(static_cast<unsigned char>(loop[d]))) d++;
+        if (d > s + 2 && d < loop.size() && loop[d] == '.') return loop.substr(0, d);
+    }
+    return loop;
+}
+
+std::string func_of_loop(const std::string &loop) {
+    const std::string stage = stage_of_loop(loop);
+    return stage.substr(0, stage.rfind(".s"));
+}
+
+std::string var_of_loop(const std::string &loop) {
+    const std::string stage = stage_of_loop(loop);
+    return stage.size() < loop.size() ? loop.substr(stage.size() + 1) : loop;
+}
 
 }  // namespace internal
 }  // namespace loom

@@ -20,6 +20,13 @@ bool ends_with(const std::string &s, const std::string &suffix);
 /** Joins the strings with a separator: join({"a", "b"}, ", ") == "a, b". */
 std::string join(const std::vector<std::string> &parts, const std::string &sep);
 
+/** Parts of a loop's name after lowering, func.sK.var ("f.s1.r.x"): its
+ * stage ("f.s1"), its Func ("f") and its variable ("r.x"). A name of
+ * another form is its own stage and Func, and its own variable. */
+std::string stage_of_loop(const std::string &loop);
+std::string func_of_loop(const std::string &loop);
+std::string var_of_loop(const std::string &loop);
+
 /** "[1, 2, 3]", for error messages about shapes and coordinates. */
 std::string vector_to_string(const std::vector<int> &v);
 std::string vector_to_string(const std::vector<int64_t> &v);
