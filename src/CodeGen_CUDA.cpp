@@ -1174,9 +1174,13 @@ class KernelPrinter : public IRVisitor {
         }
         static const std::map<std::string, const char *> bit_ops = {
             {Call::bitwise_and, "&"}, {Call::bitwise_or, "|"}, {Call::bitwise_xor, "^"}};
-        const int64_t *amount = op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
-        if (amount && *amount >= 0 && *amount < op->type.bits) {
-            if (op->is_intrinsic(Call::shift_left))
+        const int64_t *signed_amount = op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
+        const uint64_t *unsigned_amount =
+            op->args.size() == 2 ? as_const_uint(op->args[1]) : nullptr;
+        if ((signed_amount && *signed_amount >= 0 && *signed_amount < op->type.bits) ||
+            (unsigned_amount && *unsigned_amount < static_cast<uint64_t>(op->type.bits))) {
+            // C++17 leaves a negative value shifted left undefined too.
+            if (op->is_intrinsic(Call::shift_left) && op->type.is_uint())
                 return binary(op->args[0], "<<", op->args[1], op->type);
             if (op->is_intrinsic(Call::shift_right))
                 return binary(op->args[0], ">>", op->args[1], op->type);

@@ -240,8 +240,8 @@ struct MatMul {
 
 /** Integer division, modulo, min/max, bit operations and narrowing casts;
  * and in `shifted`, shifts by amounts from -10 to 39 (negative ones shift
- * the other way, those of 32 or more shift every bit out), which C leaves
- * undefined. */
+ * the other way, those of 32 or more shift every bit out) and negative
+ * values shifted left, which C leaves undefined. */
 struct IntegerMix {
     loom::BufferParam in{loom::Int(32), 1, "in"};
     loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
@@ -251,8 +251,9 @@ struct IntegerMix {
         f(x) = loom::cast<uint8_t>(v / 7 + v % 5 + loom::min(v, 3) * loom::max(v, -2)) +
                loom::cast<uint8_t>((v & 12) | (v >> 2)) + loom::cast<uint8_t>(x / 3);
         loom::Expr amount = x % 50 - 10;
-        shifted(x) = (v << amount) ^ (v >> amount) ^
-                     loom::cast<int32_t>(loom::cast<uint16_t>(v) >> loom::cast<uint16_t>(x % 20));
+        shifted(x) = (v << amount) ^ (v >> amount) ^ (v << 3) ^
+                     loom::cast<int32_t>(loom::cast<uint16_t>(v) >> loom::cast<uint16_t>(x % 20)) ^
+                     loom::cast<int32_t>(loom::cast<uint32_t>(v) << 5);
     }
 };
 

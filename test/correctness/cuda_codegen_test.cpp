@@ -122,13 +122,16 @@ TEST(CudaCodegen, IntegerArithmeticKeepsLoomSemantics) {
     EXPECT_NE(src.find("loom_div<int>("), std::string::npos) << src;
     EXPECT_NE(src.find("loom_mod<int>("), std::string::npos) << src;
     EXPECT_NE(src.find("unsigned char *__restrict__ f_"), std::string::npos) << src;
-    // A constant amount within the width is C's shift; any other, Loom's.
+    // A constant amount within the width is C's shift, but for a signed
+    // value shifted left; any other amount, Loom's.
     EXPECT_NE(src.find(" >> 2)"), std::string::npos) << src;
     Schedule shifts;
     shifts[p.shifted].gpu_tile(p.x, p.xo, p.xi, 64);
     std::string shift_src = compile_for_every_arch(p.shifted, shifts, 1);
     EXPECT_NE(shift_src.find("loom_shift<int>("), std::string::npos) << shift_src;
     EXPECT_NE(shift_src.find("loom_shift<unsigned short>("), std::string::npos) << shift_src;
+    EXPECT_NE(shift_src.find(", 3, true)"), std::string::npos) << shift_src;
+    EXPECT_NE(shift_src.find(" << (unsigned int)(5U)"), std::string::npos) << shift_src;
 }
 
 using loom_test::Blur;
