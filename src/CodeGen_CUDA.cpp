@@ -736,9 +736,13 @@ class KernelPrinter : public IRVisitor {
     std::map<std::string, std::string> &c_names;  // lowered name -> C name
     const Target &target;
     std::ostringstream expr_out;
-    int thread_loops_open = 0;  // thread loops around the statement printed
+    std::vector<const For *> thread_loops;  // around the statement printed, outermost first
+    // The block's thread dimensions (x 1, y 2, z 4) that the thread loops
+    // around the statement printed fix: its own loops' and those above its
+    // nest's outermost one, which run on the threads at 0 alone.
+    int axes_covered = 0;
 
-    bool at_block_level() const { return has_threads && thread_loops_open == 0; }
+    bool at_block_level() const { return has_threads && thread_loops.empty(); }
     // The block's shared memory, by IR name (it starts on 16 bytes).
     std::set<std::string> shared_allocations;
     // The per-thread arrays in scope (`T name[N]`), by IR name.
@@ -1270,19 +1274,38 @@ class KernelPrinter : public IRVisitor {
             indent++;
             open_block();
             // Loops of one block may have fewer threads than it has.
-            const bool guarded = !block && thread_extent(op) < kernel.block[dim];
-            if (guarded) {
+            std::string guard;
+            if (!block && thread_extent(op) < kernel.block[dim]) {
+                guard = "threadIdx." + std::string(axis[dim]) + " < " +
+                        std::to_string(thread_extent(op));
+            }
+            // A nest of fewer thread loops than the block has dimensions
+            // runs on the threads at 0 of the others: the loops above its
+            // outermost one have a single iteration, not one per thread.
+            const int axes_before = axes_covered;
+            if (!block && thread_loops.empty()) {
+                for (int a = dim + 1; a < 3; a++) {
+                    if (kernel.block[a] > 1) {
+                        guard += std::string(guard.empty() ? "" : " && ") + "threadIdx." + axis[a] +
+                                 " == 0";
+                    }
+                    axes_covered |= 1 << a;
+                }
+            }
+            if (!block) axes_covered |= 1 << dim;
+            if (!guard.empty()) {
                 pad();
-                out << "if (threadIdx." << axis[dim] << " < " << thread_extent(op) << ") {\n";
+                out << "if (" << guard << ") {\n";
                 indent++;
             }
             pad();
             out << "const int " << n << " = " << mn << " + (int)"
                 << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
-            if (!block) thread_loops_open++;
+            if (!block) thread_loops.push_back(op);
             print(op->body);
-            if (!block) thread_loops_open--;
-            if (guarded) {
+            if (!block) thread_loops.pop_back();
+            axes_covered = axes_before;
+            if (!guard.empty()) {
                 indent--;
                 pad();
                 out << "}\n";
@@ -1321,6 +1344,7 @@ class KernelPrinter : public IRVisitor {
                 }
             }
         }
+        check_every_thread_stores_its_own(op);
         const Type t = op->value.type();
         const std::string buf = name_of(op->name), value = print(op->value);
         const bool masked = !is_const_one(op->predicate);
@@ -1343,6 +1367,71 @@ class KernelPrinter : public IRVisitor {
             out << ");\n";
         }
     }
+    /** A store inside some of a nest's thread loops but outside one of its
+     * inner ones runs on every thread of that loop's dimension: the same
+     * store, made by all of them at once. Per-thread arrays are each
+     * thread's own. In shared and device memory, only a pure definition
+     * computed within the nest's thread loops alone may be stored so: every
+     * thread then writes the value each point has (as insert_gpu_barriers
+     * assumes); with a serial loop between, one thread could write the next
+     * iteration's value while another still reads this one's. */
+    void check_every_thread_stores_its_own(const Store *op) const {
+        if (thread_loops.empty() || local_arrays.count(op->name)) return;
+        auto nest = std::find(kernel_loops.begin(), kernel_loops.end(), thread_loops.front()->name);
+        bool pure_within_threads = nest != kernel_loops.end();
+        bool own_loop = false;
+        for (auto l = nest; pure_within_threads && l != kernel_loops.end(); ++l) {
+            const bool own = stage_of_loop(*l) == op->name + ".s0";
+            const bool thread = std::any_of(thread_loops.begin(), thread_loops.end(),
+                                            [&](const For *t) { return t->name == *l; });
+            pure_within_threads = own || thread;
+            own_loop = own_loop || own;
+        }
+        if (pure_within_threads && own_loop) return;
+        for (int a = 0; a < 3; a++) {
+            if (kernel.block[a] <= 1 || (axes_covered >> a) & 1) continue;
+            const char *axis[] = {"x", "y", "z"};
+            const For *inner = thread_loop_on_axis(thread_loops.front()->body, a);
+            const For *around = thread_loops.back();
+            const int around_axis = gpu_loop_chain_depth(around->body, ForType::GPUThread);
+            const std::string inner_name =
+                inner ? inner->name : std::string("on threadIdx.") + axis[a];
+            user_error << "Kernel " << kernel.name << " stores to " << op->name
+                       << " inside the gpu_threads loop " << around->name << " (threadIdx."
+                       << axis[around_axis] << ") but outside the gpu_threads loop " << inner_name
+                       << " (threadIdx." << axis[a]
+                       << ") nested in the same loops, so every thread on threadIdx." << axis[a]
+                       << " would make that store, racing with the others (only a pure "
+                          "definition computed there may be stored so). Compute "
+                       << op->name
+                       << " inside all of those gpu_threads loops, or at the block loop with "
+                          "gpu_threads loops of its own (compute_at(consumer, xo).gpu_threads(x, "
+                          "y)); or make "
+                       << inner_name << " serial (or unroll or vectorize it).";
+        }
+    }
+    /** The thread loop in s (a nest's outermost loop's body) that runs on
+     * the given axis, if any. */
+    static const For *thread_loop_on_axis(const Stmt &s, int axis) {
+        struct Find : IRVisitor {
+            int axis;
+            const For *found = nullptr;
+            using IRVisitor::visit;
+            void visit(const For *op) override {
+                if (found) return;
+                if (op->for_type == ForType::GPUThread &&
+                    gpu_loop_chain_depth(op->body, ForType::GPUThread) == axis) {
+                    found = op;
+                    return;
+                }
+                IRVisitor::visit(op);
+            }
+        } find;
+        find.axis = axis;
+        s.accept(&find);
+        return find.found;
+    }
+
     void visit(const Allocate *op) override {
         const bool shared = at_block_level() && !per_thread.count(op->name);
         int64_t size = 1;

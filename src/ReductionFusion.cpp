@@ -13,6 +13,7 @@
 #include "RepairDerivation.h"
 #include "Simplify.h"
 #include "Substitute.h"
+#include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -1292,7 +1293,29 @@ class Rewriter {
                     << "run serially (use split_k for parallel pieces).";
             }
             std::string o = origin.count(dim.var) ? origin[dim.var] : dim.var;
-            (o == outer || shared.count(o) ? outside : inside).push_back(nd);
+            const bool own = !(o == outer || shared.count(o));
+            if (own && (dim.for_type == ForType::GPUThread || dim.for_type == ForType::GPUBlock)) {
+                // The other members' steps run once per point of the shared
+                // loops, outside this one: its threads would each repeat them.
+                std::vector<std::string> others;
+                for (const Member &m : chain.members) {
+                    if (m.name != chain.leader) others.push_back(m.name);
+                }
+                user_error << what << ": " << o << " is a Var of " << lm.name << " alone ("
+                           << join(others, " and ") << " have none), so the loop " << dim.var
+                           << " runs inside the step that updates "
+                           << (others.size() == 1 ? "it" : "them") << " once per point of "
+                           << join(std::vector<std::string>(shared.begin(), shared.end()), ", ")
+                           << "; as a "
+                           << (dim.for_type == ForType::GPUThread ? "gpu_threads loop, each of its "
+                                                                    "threads"
+                                                                  : "gpu_blocks loop, each of its "
+                                                                    "blocks")
+                           << " would repeat that step. Put the GPU loops on the Vars every "
+                              "reduction of the chain has, and keep "
+                           << dim.var << " within each thread (serial, unroll or vectorize).";
+            }
+            (own ? inside : outside).push_back(nd);
         }
         internal_assert(!outside.empty());
         group.loop_var = outside.back().var;

@@ -271,4 +271,29 @@ struct HalfChain {
     }
 };
 
+/** Per tile of out (4 x 16 threads), two Funcs over its columns, each with
+ * one thread loop over x: the column sums of in and a pointwise update. */
+struct ColumnTerms {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Var y{"y"}, x{"x"}, yo{"yo"}, xo{"xo"}, yi{"yi"}, xi{"xi"};
+    loom::RDom r{0, in.dim(0).extent(), "r"};
+    loom::Func sums{"sums"}, scaled{"scaled"}, out{"out"};
+    ColumnTerms() {
+        sums(x) = 0.0f;
+        sums(x) += in(r, x);
+        scaled(x) = in(0, x);
+        scaled(x) = scaled(x) * 2.0f + 1.0f;
+        out(y, x) = sums(x) * in(y, x) + scaled(x);
+    }
+    loom::Schedule schedule(loom::MemoryType memory = loom::MemoryType::Auto) const {
+        loom::Schedule sch;
+        sch[out].gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+        for (const loom::Func &f : {sums, scaled}) {
+            sch[f].compute_at(out, xo).gpu_threads(x).store_in(memory);
+            sch[f].update().gpu_threads(x);
+        }
+        return sch;
+    }
+};
+
 }  // namespace loom_test

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -358,6 +359,23 @@ TEST(CudaCodegen, SharedMemoryPast48KiB) {
     EXPECT_NE(src.find("float *const blur_x_ = reinterpret_cast<float *>(loom_shared_memory + 0)"),
               std::string::npos)
         << src;
+}
+
+TEST(CudaCodegen, ANestOfFewerThreadLoopsRunsOnTheFirstRowOfThreads) {
+    // The block is 16 x 4 threads (out's tile); each stage of sums and
+    // scaled has one thread loop, on threadIdx.x, which the threads at
+    // threadIdx.y == 0 alone run: each update is applied once.
+    loom_test::ColumnTerms c;
+    std::string kernel = kernels_of(compile_for_every_arch(c.out, c.schedule(), 1));
+    EXPECT_NE(kernel.find("block (16, 4, 1)"), std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel, "if (threadIdx.y == 0) {\n"), 4) << kernel;
+    for (const char *stage : {"sums_s0_x_", "sums_s1_x_", "scaled_s0_x_", "scaled_s1_x_"}) {
+        const std::regex guarded(std::string("if \\(threadIdx\\.y == 0\\) \\{\n *const int ") +
+                                 stage + " = ");
+        EXPECT_TRUE(std::regex_search(kernel, guarded)) << stage << " is not guarded:\n" << kernel;
+    }
+    EXPECT_NE(kernel.find("const int out_s0_yi_ = 0 + (int)threadIdx.y;"), std::string::npos)
+        << kernel;
 }
 
 TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {

@@ -247,3 +247,51 @@ TEST(FusionErrors, DirectivesTheFusedLoopsWouldDrop) {
     chunked[a.m].compute_root().vectorize(a.i, 4);
     EXPECT_NO_THROW(a.compile(chunked));
 }
+
+TEST(FusionErrors, GpuLoopsOnAVarOfTheFusedReductionAlone) {
+    // The weighted average o(i, d) rolled with m and l, which have no d:
+    // their step runs once per row, outside o's loop over d. With that loop
+    // on the GPU's threads, every thread of a row made the step, and l came
+    // out eight times too large.
+    BufferParam x(Float(32), 2, "x"), v(Float(32), 2, "v");
+    Var i("i"), j("j"), d("d"), io("io"), ii("ii"), dout("dout"), di("di"), c("c");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func m("m"), p("p"), l("l"), o("o"), out("out");
+    m(i) = maximum(x(i, r));
+    p(i, j) = exp(x(i, j) - m(i));
+    l(i) = sum(p(i, r));
+    o(i, d) = sum(p(i, r) * v(r, d));
+    out(i, d) = o(i, d) / l(i);
+    const Target gpu("host-cuda-sm_90");
+    Schedule rolled;
+    rolled[out]
+        .split(i, io, ii, 4)
+        .split(d, dout, di, 8)
+        .reorder(io, dout, ii, di)
+        .gpu_blocks(dout, io)
+        .gpu_threads(di, ii);
+    rolled[o].compute_at(out, dout);
+    Schedule threads_over_d = rolled.clone();
+    threads_over_d.rolling_update(o, r).gpu_threads(d, i);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile_to_cuda(threads_over_d, gpu); },
+        {"rolling_update(o, r.x): d is a Var of o alone (m and l have none)",
+         "updates them once per point of i", "gpu_threads loop, each of its threads",
+         "keep d within each thread"}));
+    // split_k's pieces the same way.
+    Schedule chunks;
+    chunks.split_k(o, r, 4, c)
+        .compute_root()
+        .split(d, dout, di, 4)
+        .gpu_blocks(c, i)
+        .gpu_threads(di);
+    chunks[o].compute_root().gpu_blocks(i).gpu_threads(d);
+    chunks[out].gpu_blocks(i).gpu_threads(d);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile_to_cuda(chunks, gpu); },
+        {"split_k(o, r.x): d is a Var of o alone", "the loop di", "once per point of c, i"}));
+    // A thread per row, d within it, compiles.
+    Schedule threads_over_i = rolled.clone();
+    threads_over_i.rolling_update(o, r).gpu_threads(i);
+    EXPECT_NO_THROW(Pipeline(out).compile_to_cuda(threads_over_i, gpu));
+}

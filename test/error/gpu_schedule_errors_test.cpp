@@ -172,6 +172,36 @@ TEST(GpuScheduleErrors, NoGpuLoopsInsideAnotherFuncsLoopsOfTheSameKind) {
     EXPECT_NO_THROW(b.cuda(own));
 }
 
+TEST(GpuScheduleErrors, AStoreInsideSomeOfANestsThreadLoopsButNotAll) {
+    // f stored per block and computed per row of threads (inside yi, outside
+    // xi): all 16 threads of a row applied its update to the row, which
+    // came out multiplied by 2^16 rather than 2.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    Func f("f"), out("out");
+    f(y, x) = in(y, x);
+    f(y, x) = f(y, x) * 2.0f;
+    out(y, x) = f(y, x) + 1.0f;
+    Schedule sch;
+    sch[out].gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+    sch[f].store_at(out, xo).compute_at(out, yi);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Kernel loom_out_out stores to f inside the gpu_threads loop out.s0.yi (threadIdx.y) but "
+         "outside the gpu_threads loop out.s0.xi (threadIdx.x)",
+         "every thread on threadIdx.x would make that store",
+         "compute_at(consumer, xo).gpu_threads(x, y)", "make out.s0.xi serial"}));
+    // Inside its own thread loops, or per thread, it is fine.
+    Schedule threads = sch.clone();
+    threads[f].compute_at(out, xo).gpu_threads(x, y);
+    threads[f].update().gpu_threads(x, y);
+    EXPECT_NO_THROW(Pipeline(out).compile_to_cuda(threads, Target("host-cuda-sm_90")));
+    Schedule per_thread;
+    per_thread[out].gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+    per_thread[f].compute_at(out, yi);
+    EXPECT_NO_THROW(Pipeline(out).compile_to_cuda(per_thread, Target("host-cuda-sm_90")));
+}
+
 TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
     Blur b;
     Schedule sch;

@@ -99,6 +99,14 @@ TEST(GpuExecution, BlurSchedules) {
                                     TailStrategy::ShiftInwards);
              sch[b.blur_x].compute_at(b.blur_y, b.xo).gpu_threads(b.x, b.y);
          }},
+        // Each row of threads computes its three rows of blur_x into the
+        // block's copy, every thread of the row all of them: the same
+        // values, the waste is the schedule's.
+        {"stored per block, computed per row of threads",
+         [](Blur &b, Schedule &sch) {
+             sch[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+             sch[b.blur_x].store_at(b.blur_y, b.xo).compute_at(b.blur_y, b.yi);
+         }},
     };
     for (const Case &c : cases) {
         SCOPED_TRACE(c.name);
@@ -402,6 +410,21 @@ TEST(GpuExecution, AThreadLoopOfOneInATallerBlock) {
     sch[f1].update().gpu_threads(x, y);
     in.set(random_buffer<float>({13 + 2, 37}));
     expect_gpu_matches_interpreter(f2, sch, {13, 37}, 1e-6, 1e-6);
+}
+
+TEST(GpuExecution, ANestOfFewerThreadLoopsThanTheBlockHas) {
+    REQUIRE_GPU();
+    // The tiles of out are 4 x 16 threads, but sums and scaled, computed per
+    // tile, have one thread loop each (over x): only the threads at
+    // threadIdx.y == 0 may run them. Run by all four rows of threads, their
+    // updates were applied four times: the column sums came out four times
+    // too large.
+    loom_test::ColumnTerms c;
+    for (MemoryType memory : {MemoryType::Auto, MemoryType::Shared}) {
+        c.in.set(random_buffer<float>({37, 45}));
+        SCOPED_TRACE(memory == MemoryType::Shared ? "in shared memory" : "memory by default");
+        expect_gpu_matches_interpreter(c.out, c.schedule(memory), {37, 45}, 1e-5, 1e-5);
+    }
 }
 
 TEST(GpuExecution, FuncsInDeviceMemoryInsideKernels) {
