@@ -1169,9 +1169,14 @@ class KernelPrinter : public IRVisitor {
         }
         if (op->is_intrinsic(Call::abs)) {
             Type t = op->args[0].type();
-            if (t.is_float())
+            if (t.is_float() && t.bits == 16) {
+                // __half and __nv_bfloat16 have no fabs of their own: through
+                // float, as min and max go (fabs on one would pick a float
+                // overload and leave a float the next operator cannot mix).
+                expr_out << "((" << type(t) << ")fabsf((float)(" << print(op->args[0]) << ")))";
+            } else if (t.is_float()) {
                 expr_out << (t.bits == 32 ? "fabsf(" : "fabs(") << print(op->args[0]) << ")";
-            else
+            } else
                 expr_out << "((" << type(op->type) << ")(" << print(op->args[0]) << " < 0 ? -"
                          << print(op->args[0]) << " : " << print(op->args[0]) << "))";
             return;

@@ -258,7 +258,7 @@ struct IntegerMix {
 };
 
 /** float16 in, bfloat16 out, float32 arithmetic in between; a 16-bit
- * constant, min and max. */
+ * constant, min, max, and abs of either 16-bit type. */
 struct HalfChain {
     loom::BufferParam in{loom::Float(16), 1, "in"};
     loom::Var x{"x"}, xo{"xo"}, xi{"xi"};
@@ -267,7 +267,9 @@ struct HalfChain {
         using loom::float16_t;
         h(x) = loom::max(in(x), loom::cast<float16_t>(0.25f)) * loom::cast<float16_t>(2.0f);
         out(x) = loom::cast<loom::bfloat16_t>(loom::exp(loom::cast<float>(h(x))) -
-                                              loom::cast<float>(loom::min(in(x), h(x))));
+                                              loom::cast<float>(loom::min(in(x), h(x)))) +
+                 loom::cast<loom::bfloat16_t>(loom::abs(in(x)-h(x))) +
+                 loom::abs(loom::cast<loom::bfloat16_t>(in(x)));
     }
 };
 

@@ -4,6 +4,7 @@
 // scripts/gpu-check.sh runs them, under compute-sanitizer too.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -49,6 +50,36 @@ TEST(GpuExecution, ElementwiseWithAScalar) {
     p.in.set(random_buffer<float>({n}));
     p.gain.set(1.75f);
     expect_gpu_matches_interpreter(p.brighten, sch, {n}, 2e-6, 1e-6);
+}
+
+TEST(GpuExecution, MinAndMaxOfANaNGiveTheNumber) {
+    REQUIRE_GPU();
+    // docs/ir.md: IEEE's minNum and maxNum, on the GPU as on the CPU, in
+    // either operand order and against a constant (which the simplifier
+    // moves to the right).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    BufferParam a(Float(32), 1, "a"), b(Float(32), 1, "b");
+    Var x("x"), xo("xo"), xi("xi"), k("k");
+    Buffer<float> av({4}), bv({4});
+    const float as[] = {nan, 1.0f, nan, 2.0f}, bs[] = {1.0f, nan, nan, 3.0f};
+    for (int i = 0; i < 4; i++) av(i) = as[i], bv(i) = bs[i];
+    a.set(av);
+    b.set(bv);
+    Func f("f");
+    f(x, k) = select(k == 0, min(a(x), b(x)), k == 1, max(a(x), b(x)),
+                     select(k == 2, min(1.5f, a(x)), max(b(x), 2.5f)));
+    Schedule sch;
+    sch[f].gpu_tile(x, k, xo, Var("ko"), xi, Var("ki"), 4, 4);
+    Buffer<float> got(Pipeline(f).realize({4, 4}, sch, kGpu));
+    for (int i = 0; i < 4; i++) {
+        const float want[] = {std::fmin(as[i], bs[i]), std::fmax(as[i], bs[i]),
+                              std::fmin(1.5f, as[i]), std::fmax(bs[i], 2.5f)};
+        for (int j = 0; j < 4; j++) {
+            if (std::isnan(want[j])) EXPECT_TRUE(std::isnan(got(i, j))) << i << ", " << j;
+            else EXPECT_EQ(got(i, j), want[j]) << i << ", " << j;
+        }
+    }
+    expect_gpu_matches_interpreter(f, sch, {4, 4});
 }
 
 TEST(GpuExecution, TilesWithAPerThreadReduction) {
