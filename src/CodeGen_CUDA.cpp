@@ -1176,9 +1176,10 @@ class KernelPrinter : public IRVisitor {
                 expr_out << "((" << type(t) << ")fabsf((float)(" << print(op->args[0]) << ")))";
             } else if (t.is_float()) {
                 expr_out << (t.bits == 32 ? "fabsf(" : "fabs(") << print(op->args[0]) << ")";
-            } else
+            } else {
                 expr_out << "((" << type(op->type) << ")(" << print(op->args[0]) << " < 0 ? -"
                          << print(op->args[0]) << " : " << print(op->args[0]) << "))";
+            }
             return;
         }
         static const std::map<std::string, const char *> bit_ops = {

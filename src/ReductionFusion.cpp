@@ -1302,7 +1302,8 @@ class Rewriter {
                     if (m.name != chain.leader) others.push_back(m.name);
                 }
                 user_error << what << ": " << o << " is a Var of " << lm.name << " alone ("
-                           << join(others, " and ") << " have none), so the loop " << dim.var
+                           << join(others, " and ") << (others.size() == 1 ? " has" : " have")
+                           << " none), so the loop " << dim.var
                            << " runs inside the step that updates "
                            << (others.size() == 1 ? "it" : "them") << " once per point of "
                            << join(std::vector<std::string>(shared.begin(), shared.end()), ", ")
