@@ -1387,13 +1387,21 @@ class KernelPrinter : public IRVisitor {
         bool pure_within_threads = nest != kernel_loops.end();
         bool own_loop = false;
         for (auto l = nest; pure_within_threads && l != kernel_loops.end(); ++l) {
-            const bool own = stage_of_loop(*l) == op->name + ".s0";
+            const bool own = is_pure_definition_loop(*l, op->name);
             const bool thread = std::any_of(thread_loops.begin(), thread_loops.end(),
                                             [&](const For *t) { return t->name == *l; });
             pure_within_threads = own || thread;
             own_loop = own_loop || own;
         }
         if (pure_within_threads && own_loop) return;
+        // A Tuple's element buffer (f.0) is named for the user by its Func.
+        std::string func = op->name;
+        for (auto l = kernel_loops.rbegin(); l != kernel_loops.rend(); ++l) {
+            if (stage_of_loop(*l) != *l && buffer_holds_func(op->name, func_of_loop(*l))) {
+                func = func_of_loop(*l);
+                break;
+            }
+        }
         for (int a = 0; a < 3; a++) {
             if (kernel.block[a] <= 1 || (axes_covered >> a) & 1) continue;
             const char *axis[] = {"x", "y", "z"};
@@ -1409,7 +1417,7 @@ class KernelPrinter : public IRVisitor {
                        << ") nested in the same loops, so every thread on threadIdx." << axis[a]
                        << " would make that store, racing with the others (only a pure "
                           "definition computed there may be stored so). Compute "
-                       << op->name
+                       << func
                        << " inside all of those gpu_threads loops, or at the block loop with "
                           "gpu_threads loops of its own (compute_at(consumer, xo).gpu_threads(x, "
                           "y)); or make "

@@ -33,12 +33,6 @@ struct Access {
 };
 using Accesses = std::map<std::string, Access>;
 
-/** Whether `loop` is a loop of the pure definition (stage 0) of Func
- * `func`: loops are named func.sK.var. */
-bool is_pure_definition_loop(const std::string &loop, const std::string &func) {
-    return stage_of_loop(loop) == func + ".s0";
-}
-
 bool is_intrinsic_call(const Expr &e, const char *name) {
     const Call *c = e.as<Call>();
     return c && c->is_intrinsic(name);
@@ -105,9 +99,8 @@ class CollectAccesses : public IRVisitor {
     /** Whether the innermost enclosing loop of buffer's Func is one of
      * its pure definition's. */
     bool in_pure_definition(const std::string &buffer) const {
-        const std::string stages = buffer + ".s";
         for (auto l = loops.rbegin(); l != loops.rend(); ++l) {
-            if (l->compare(0, stages.size(), stages) == 0)
+            if (stage_of_loop(*l) != *l && buffer_holds_func(buffer, func_of_loop(*l)))
                 return is_pure_definition_loop(*l, buffer);
         }
         return false;

@@ -1,5 +1,6 @@
 #include "Util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -70,6 +71,19 @@ std::string func_of_loop(const std::string &loop) {
 std::string var_of_loop(const std::string &loop) {
     const std::string stage = stage_of_loop(loop);
     return stage.size() < loop.size() ? loop.substr(stage.size() + 1) : loop;
+}
+
+bool buffer_holds_func(const std::string &buffer, const std::string &func) {
+    if (buffer == func) return true;
+    if (buffer.size() <= func.size() + 1 || !starts_with(buffer, func + ".")) return false;
+    return std::all_of(buffer.begin() + func.size() + 1, buffer.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+bool is_pure_definition_loop(const std::string &loop, const std::string &buffer) {
+    const std::string stage = stage_of_loop(loop);
+    return stage != loop && ends_with(stage, ".s0") &&
+           buffer_holds_func(buffer, func_of_loop(loop));
 }
 
 }  // namespace internal

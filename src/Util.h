@@ -27,6 +27,14 @@ std::string stage_of_loop(const std::string &loop);
 std::string func_of_loop(const std::string &loop);
 std::string var_of_loop(const std::string &loop);
 
+/** Whether a buffer holds Func `func`'s values: it is named after the
+ * Func, or it is one element's of a Tuple-valued Func ("f.0", "f.1"). */
+bool buffer_holds_func(const std::string &buffer, const std::string &func);
+
+/** Whether `loop` is a loop of the pure definition (stage 0) of the Func
+ * whose values `buffer` holds. */
+bool is_pure_definition_loop(const std::string &loop, const std::string &buffer);
+
 /** "[1, 2, 3]", for error messages about shapes and coordinates. */
 std::string vector_to_string(const std::vector<int> &v);
 std::string vector_to_string(const std::vector<int64_t> &v);

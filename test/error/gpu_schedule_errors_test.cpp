@@ -202,6 +202,31 @@ TEST(GpuScheduleErrors, AStoreInsideSomeOfANestsThreadLoopsButNotAll) {
     EXPECT_NO_THROW(Pipeline(out).compile_to_cuda(per_thread, Target("host-cuda-sm_90")));
 }
 
+TEST(GpuScheduleErrors, ATupleStoreInsideSomeOfANestsThreadLoopsButNotAll) {
+    // The same rule for each element buffer of a Tuple (g.0, g.1), whose
+    // Func the message names: its update is refused, its pure definition
+    // alone is not.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    Func g("g"), out("out"), pure("pure"), out_of_pure("out_of_pure");
+    g(y, x) = Tuple(in(y, x), in(y, x) * in(y, x));
+    g(y, x) = Tuple(g(y, x)[0] * 2.0f, g(y, x)[1] + 1.0f);
+    out(y, x) = g(y, x)[0] + g(y, x)[1];
+    Schedule sch;
+    sch[out].gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+    sch[g].store_at(out, xo).compute_at(out, yi);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Kernel loom_out_out stores to g.0 inside the gpu_threads loop out.s0.yi (threadIdx.y)",
+         "Compute g inside all of those gpu_threads loops"}));
+    pure(y, x) = Tuple(in(y, x), in(y, x) * in(y, x));
+    out_of_pure(y, x) = pure(y, x)[0] + pure(y, x)[1];
+    Schedule pure_sch;
+    pure_sch[out_of_pure].gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+    pure_sch[pure].store_at(out_of_pure, xo).compute_at(out_of_pure, yi);
+    EXPECT_NO_THROW(Pipeline(out_of_pure).compile_to_cuda(pure_sch, Target("host-cuda-sm_90")));
+}
+
 TEST(GpuScheduleErrors, GpuLoopsInsideParallelLoops) {
     Blur b;
     Schedule sch;

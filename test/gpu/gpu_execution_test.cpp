@@ -149,6 +149,31 @@ TEST(GpuExecution, BlurSchedules) {
     }
 }
 
+TEST(GpuExecution, TupleSchedules) {
+    REQUIRE_GPU();
+    // A Tuple's elements are buffers of their own (pair.0, pair.1), placed,
+    // guarded and synchronized as one Func.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), yo("yo"), xo("xo"), yi("yi"), xi("xi");
+    Func pair("pair"), out("out");
+    pair(y, x) = Tuple(in(y, x) + in(y, x + 1), in(y, x) * in(y, x + 1));
+    out(y, x) = pair(y, x)[0] + pair(y + 1, x)[1] * 2.0f;
+    in.set(random_buffer<float>({40, 48}));
+    Schedule tiles;
+    tiles[out].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    Schedule root = tiles.clone();
+    root[pair].compute_root().gpu_tile(y, x, yo, xo, yi, xi, 4, 16);
+    Schedule per_block = tiles.clone();
+    per_block[pair].compute_at(out, xo).gpu_threads(x, y);
+    Schedule shared_row = tiles.clone();
+    shared_row[pair].compute_at(out, xo).gpu_threads(x).store_in(MemoryType::Shared);
+    Schedule per_row_of_threads = tiles.clone();
+    per_row_of_threads[pair].store_at(out, xo).compute_at(out, yi);
+    for (const Schedule *sch : {&root, &per_block, &shared_row, &per_row_of_threads}) {
+        expect_gpu_matches_interpreter(out, *sch, {37, 45}, 1e-6);
+    }
+}
+
 TEST(GpuExecution, HalfAndBFloat16) {
     REQUIRE_GPU();
     loom_test::HalfChain p;
