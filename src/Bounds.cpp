@@ -17,7 +17,8 @@ namespace {
 
 /** An interval whose ends are equal but separately built (e.g. the bounds
  * of max(x / 7, 1), a value that does not vary) as the single point it is,
- * so that a product with it keeps both ends. */
+ * so that a product, quotient or remainder with it keeps both ends (a
+ * fused loop's pieces, t / e and t % e, at one point of t). */
 Interval as_point_if_equal(const Interval &i) {
     if (!i.is_single_point() && i.is_bounded() && equal(i.min, i.max)) {
         return Interval::single_point(i.min);
@@ -254,7 +255,7 @@ class BoundsOf : public IRVisitor {
     }
 
     void visit(const Div *op) override {
-        Interval a = bounds(op->a), b = bounds(op->b);
+        Interval a = as_point_if_equal(bounds(op->a)), b = as_point_if_equal(bounds(op->b));
         result = Interval();
         Type t = op->type;
         if (a.is_single_point() && b.is_single_point()) {
@@ -290,7 +291,7 @@ class BoundsOf : public IRVisitor {
     }
 
     void visit(const Mod *op) override {
-        Interval a = bounds(op->a), b = bounds(op->b);
+        Interval a = as_point_if_equal(bounds(op->a)), b = as_point_if_equal(bounds(op->b));
         Type t = op->type;
         result = Interval();
         if (a.is_single_point() && b.is_single_point()) {

@@ -35,6 +35,34 @@ std::vector<Expr> pure_args(const FunctionPtr &f) {
     return args;
 }
 
+/** Applies a split, fuse or rename of the fused update's loops to a pure
+ * definition's loops, where it has the Vars that it consumes (not an
+ * RVar's split, nor a Var of the leader's alone in another member). */
+void apply_to_pure_loops(const Split &sp, StageSchedule *init) {
+    auto index_of = [&](const std::string &v) {
+        for (size_t k = 0; k < init->dims.size(); k++) {
+            if (init->dims[k].var == v) return static_cast<int>(k);
+        }
+        return -1;
+    };
+    if (sp.kind == Split::FuseVars) {
+        const int o = index_of(sp.outer), i = index_of(sp.inner);
+        if (o < 0 || i < 0) return;
+        init->dims[o].var = sp.old_var;
+        init->dims.erase(init->dims.begin() + i);
+    } else {
+        const int at = index_of(sp.old_var);
+        if (at < 0) return;
+        if (sp.kind == Split::SplitVar) {
+            init->dims[at].var = sp.inner;
+            init->dims.insert(init->dims.begin() + at, Dim{sp.outer, ForType::Serial, false});
+        } else {
+            init->dims[at].var = sp.outer;
+        }
+    }
+    init->splits.push_back(sp);
+}
+
 Expr call(const FunctionPtr &f, const std::vector<Expr> &args) {
     return Call::make(f->output_types[0], f->name, args, Call::Func, f);
 }
@@ -1160,9 +1188,13 @@ class Rewriter {
             }
         }
         // Bridges see the producers' values for the chunk and tile of their
-        // key point.
+        // key point. A tile is always in one of the chunks (chunks *
+        // tiles_per_chunk tiles cover the domain); the clamp says so to
+        // bounds inference, which cannot simplify (chunks * T - 1) / T and
+        // would otherwise give the partials a size known only at run time
+        // (on a GPU, one they cannot have in shared memory).
         auto chunk_of_tile = [&](const Expr &g) {
-            return chunked ? g / max(tiles_per_chunk, 1) : Expr();
+            return chunked ? clamp(g / max(tiles_per_chunk, 1), 0, chunks - 1) : Expr();
         };
         rewrite_bridges([&](const std::string &p, const Expr &key) {
             Piece at;
@@ -1275,12 +1307,38 @@ class Rewriter {
         std::map<std::string, std::string> origin;  // loop -> original Var
         for (const std::string &a : lf->args) origin[a] = a;
         origin[outer] = outer;
+        // The Vars every member has (the rows) may be split, fused and
+        // renamed (into blocks and threads of rows): the other members'
+        // steps, which run where the rows' loops meet, define the Vars from
+        // those loops as the leader's step does. A loop of rows and the
+        // leader's own Vars both would be the leader's alone.
+        std::vector<Split> row_splits, own_splits;
+        auto origin_of = [&](const std::string &v) {
+            auto it = origin.find(v);
+            return it == origin.end() ? v : it->second;
+        };
         for (const Split &sp : splits) {
-            user_assert(!shared.count(sp.old_var))
-                << what << ": " << sp.old_var << " is a Var of every reduction of the chain; "
-                << "its loop cannot be split in the fused update. Split the consumer's loop and "
-                << "compute the chain inside it instead.";
-            origin[sp.outer] = origin[sp.inner] = origin[sp.old_var];
+            const bool fuse = sp.kind == Split::FuseVars;
+            const std::vector<std::string> consumed =
+                fuse ? std::vector<std::string>{sp.outer, sp.inner}
+                     : std::vector<std::string>{sp.old_var};
+            std::vector<std::string> rows, others;
+            for (const std::string &v : consumed) {
+                (shared.count(origin_of(v)) ? rows : others).push_back(v);
+            }
+            user_assert(rows.empty() || others.empty())
+                << what << ": fuse(" << sp.outer << ", " << sp.inner << ") joins " << rows[0]
+                << ", a Var every reduction of the chain has, with " << others[0] << ", which "
+                << lm.name << " alone has; the other reductions' steps could not run on the "
+                << "fused loop. Fuse Vars of one kind only.";
+            (rows.empty() ? own_splits : row_splits).push_back(sp);
+            const std::string o = origin_of(consumed.front());
+            if (fuse) {
+                origin[sp.old_var] = o;
+            } else {
+                origin[sp.outer] = o;
+                if (sp.kind == Split::SplitVar) origin[sp.inner] = o;
+            }
         }
         std::vector<Dim> outside, inside;
         for (const Dim &dim : user_ss.dims) {
@@ -1333,8 +1391,9 @@ class Rewriter {
             FuncSchedule &pfs = env.schedules.at(px->name);
             pfs.compute_level = pfs.store_level = {LoopLevel::At, leader, group.loop_var};
             pfs.compute_level_set = pfs.store_level_set = true;
+            // It is computed per row: the rows' splits are not its own.
             StageSchedule pss;
-            pss.splits = splits;
+            pss.splits = own_splits;
             for (const std::string &a : px->args) {
                 if (a == outer || shared.count(a)) pss.dims.push_back({a, ForType::Serial, false});
             }
@@ -1362,20 +1421,13 @@ class Rewriter {
             // The pure definitions run with the loop types the steps give
             // their Vars: on a GPU, the threads that update an element are
             // the ones that initialize it. A Var the leader's step splits
-            // (attention's head dimension, in vectors) is split the same way
-            // in its pure definition, whose loops then take the pieces'
-            // types (unrolled, vectorized) too.
+            // (attention's head dimension, in vectors; the rows, into
+            // blocks and threads) is split the same way in the pure
+            // definitions that have it, whose loops then take the pieces'
+            // types (unrolled, vectorized, blocks, threads) too.
             StageSchedule init = default_stage_schedule(f, 0);
-            if (m.name == chain.leader) {
-                for (const Split &sp : ss.splits) {
-                    if (sp.kind != Split::SplitVar) continue;
-                    auto at = std::find_if(init.dims.begin(), init.dims.end(),
-                                           [&](const Dim &d) { return d.var == sp.old_var; });
-                    if (at == init.dims.end()) continue;  // not a pure Var (an RVar's split)
-                    init.splits.push_back(sp);
-                    at->var = sp.inner;
-                    init.dims.insert(at, Dim{sp.outer, ForType::Serial, false});
-                }
+            for (const Split &sp : m.name == chain.leader ? ss.splits : row_splits) {
+                apply_to_pure_loops(sp, &init);
             }
             for (Dim &dim : init.dims) {
                 for (const Dim &step : ss.dims) {

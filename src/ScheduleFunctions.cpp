@@ -250,58 +250,13 @@ void split_conjuncts(const Expr &e, std::vector<Expr> *out) {
     }
 }
 
-}  // namespace
-
-Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const StageSchedule &ss) {
-    const Definition &def = stage == 0 ? f->init : f->updates[stage - 1];
-    std::string prefix = f->name + ".s" + std::to_string(stage) + ".";
+/** Wraps `body` in the definitions of the variables that `splits` (a
+ * stage's, with their stage-local names under `prefix`) split away, each
+ * from the loops that replace it, with the guards their tails need. Later
+ * splits refine earlier ones, so their definitions wrap outside. */
+Stmt define_split_variables(const std::string &prefix, const std::vector<Split> &splits,
+                            Stmt body) {
     auto var = [&](const std::string &v) { return int_var(prefix + v); };
-    std::map<std::string, std::string> internal;  // renamed Vars and RVars
-    const std::vector<Split> splits = unshadowed_splits(ss, internal);
-    auto internal_name = [&](const std::string &v) {
-        auto it = internal.find(v);
-        return it == internal.end() ? v : it->second;
-    };
-
-    // Stage-local names for the definition's pure Vars and RVars.
-    std::map<std::string, Expr> rename;
-    for (const std::string &a : f->args) rename[a] = var(internal_name(a));
-    std::vector<ReductionVariable> rvars = rvars_of(def);
-    for (const ReductionVariable &rv : rvars) rename[rv.var] = var(internal_name(rv.var));
-
-    std::vector<Expr> values, args;
-    for (const Expr &v : def.values) values.push_back(substitute(rename, v));
-    for (const Expr &a : def.args) args.push_back(substitute(rename, a));
-    Stmt body = Provide::make(f->name, values, args);
-    // The reduction domain's predicate is tested at every point; a conjunct
-    // that reads only some of the stage's loops (e.g. a tile partial's test
-    // of its producers, the same for the whole tile) is tested once per
-    // iteration of the innermost of them instead. Conjuncts that read what
-    // the stage writes, names the splits define, or are hints for loop
-    // partitioning stay at the point.
-    std::vector<Expr> per_loop;
-    if (def.rdom && def.rdom->predicate.defined()) {
-        std::set<std::string> loops;
-        for (const Dim &d : ss.dims) loops.insert(prefix + d.var);
-        std::vector<Expr> conjuncts;
-        split_conjuncts(substitute(rename, def.rdom->predicate), &conjuncts);
-        Expr at_point;
-        for (const Expr &c : conjuncts) {
-            bool movable = !reads_stage_or_hint(c, env, f->name);
-            for (const std::string &v : free_variables(c)) {
-                movable = movable && (v.compare(0, prefix.size(), prefix) != 0 || loops.count(v));
-            }
-            if (movable) {
-                per_loop.push_back(c);
-            } else {
-                at_point = at_point.defined() ? (at_point && c) : c;
-            }
-        }
-        if (at_point.defined()) body = IfThenElse::make(at_point, body);
-    }
-
-    // Define each split-away variable from the loops that replace it. Later
-    // splits refine earlier ones, so their definitions wrap outside.
     for (const Split &s : splits) {
         Expr old = var(s.old_var);
         if (s.kind == Split::SplitVar) {
@@ -354,6 +309,62 @@ Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const 
             body = LetStmt::make(prefix + s.old_var, var(s.outer), body);
         }
     }
+
+    return body;
+}
+
+}  // namespace
+
+Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const StageSchedule &ss) {
+    const Definition &def = stage == 0 ? f->init : f->updates[stage - 1];
+    std::string prefix = f->name + ".s" + std::to_string(stage) + ".";
+    auto var = [&](const std::string &v) { return int_var(prefix + v); };
+    std::map<std::string, std::string> internal;  // renamed Vars and RVars
+    const std::vector<Split> splits = unshadowed_splits(ss, internal);
+    auto internal_name = [&](const std::string &v) {
+        auto it = internal.find(v);
+        return it == internal.end() ? v : it->second;
+    };
+
+    // Stage-local names for the definition's pure Vars and RVars.
+    std::map<std::string, Expr> rename;
+    for (const std::string &a : f->args) rename[a] = var(internal_name(a));
+    std::vector<ReductionVariable> rvars = rvars_of(def);
+    for (const ReductionVariable &rv : rvars) rename[rv.var] = var(internal_name(rv.var));
+
+    std::vector<Expr> values, args;
+    for (const Expr &v : def.values) values.push_back(substitute(rename, v));
+    for (const Expr &a : def.args) args.push_back(substitute(rename, a));
+    Stmt body = Provide::make(f->name, values, args);
+    // The reduction domain's predicate is tested at every point; a conjunct
+    // that reads only some of the stage's loops (e.g. a tile partial's test
+    // of its producers, the same for the whole tile) is tested once per
+    // iteration of the innermost of them instead. Conjuncts that read what
+    // the stage writes, names the splits define, or are hints for loop
+    // partitioning stay at the point.
+    std::vector<Expr> per_loop;
+    if (def.rdom && def.rdom->predicate.defined()) {
+        std::set<std::string> loops;
+        for (const Dim &d : ss.dims) loops.insert(prefix + d.var);
+        std::vector<Expr> conjuncts;
+        split_conjuncts(substitute(rename, def.rdom->predicate), &conjuncts);
+        Expr at_point;
+        for (const Expr &c : conjuncts) {
+            bool movable = !reads_stage_or_hint(c, env, f->name);
+            for (const std::string &v : free_variables(c)) {
+                movable = movable && (v.compare(0, prefix.size(), prefix) != 0 || loops.count(v));
+            }
+            if (movable) {
+                per_loop.push_back(c);
+            } else {
+                at_point = at_point.defined() ? (at_point && c) : c;
+            }
+        }
+        if (at_point.defined()) body = IfThenElse::make(at_point, body);
+    }
+
+    // Define each split-away variable from the loops that replace it.
+    body = define_split_variables(prefix, splits, body);
 
     // The loops, innermost first. Their extent is written in terms of
     // loop_min and loop_max so that interval analysis can cancel min + extent
@@ -445,19 +456,45 @@ class AppendToLoop : public IRMutator {
 /** The production of a fused group: every member's pure definition, then
  * the leader's update loops with the other members' steps placed, in
  * group order, in the loop where they meet. Their Vars are the leader's
- * loop variables of the same names. */
+ * variables of the same names: its loops', or, where the leader's update
+ * splits, fuses or renames the Vars they share (whose loops are all around
+ * the meeting point), defined there from those loops as inside the
+ * leader's, with the same guards. */
 Stmt build_group_produce(const LoweringEnv &env, const FusedGroup &g) {
     std::vector<Stmt> stages;
     for (const std::string &m : g.members) {
         stages.push_back(build_stage(env, env.funcs.at(m), 0, env.schedules.at(m).stages[0]));
     }
     const FunctionPtr &leader = env.funcs.at(g.leader);
-    Stmt update = build_stage(env, leader, 1, env.schedules.at(g.leader).stages[1]);
+    const StageSchedule &leader_update = env.schedules.at(g.leader).stages[1];
+    Stmt update = build_stage(env, leader, 1, leader_update);
     const Definition &lu = leader->updates[0];
+    std::map<std::string, std::string> internal;
+    const std::vector<Split> splits = unshadowed_splits(leader_update, internal);
+    auto internal_name = [&](const std::string &v) {
+        auto it = internal.find(v);
+        return it == internal.end() ? v : it->second;
+    };
+    std::vector<Split> row_splits;
+    std::set<std::string> row_vars;
+    for (const std::string &d : g.row_dims) row_vars.insert(internal_name(d));
+    for (const Split &s : splits) {
+        if (s.kind == Split::FuseVars) {
+            if (!row_vars.count(s.outer) || !row_vars.count(s.inner)) continue;
+            row_vars.insert(s.old_var);
+        } else {
+            if (!row_vars.count(s.old_var)) continue;
+            row_vars.insert(s.outer);
+            if (s.kind == Split::SplitVar) row_vars.insert(s.inner);
+        }
+        row_splits.push_back(s);
+    }
     std::map<std::string, Expr> rename;
-    for (const std::string &a : leader->args) rename[a] = int_var(loop_name(g.leader, 1, a));
+    for (const std::string &a : leader->args) {
+        rename[a] = int_var(loop_name(g.leader, 1, internal_name(a)));
+    }
     for (const ReductionVariable &rv : rvars_of(lu)) {
-        rename[rv.var] = int_var(loop_name(g.leader, 1, rv.var));
+        rename[rv.var] = int_var(loop_name(g.leader, 1, internal_name(rv.var)));
     }
     std::vector<Stmt> steps;
     for (const std::string &m : g.members) {
@@ -473,6 +510,7 @@ Stmt build_group_produce(const LoweringEnv &env, const FusedGroup &g) {
     if (lu.rdom && lu.rdom->predicate.defined()) {
         body = IfThenElse::make(substitute(rename, lu.rdom->predicate), body);
     }
+    body = define_split_variables(g.leader + ".s1.", row_splits, body);
     AppendToLoop append(loop_name(g.leader, 1, g.loop_var), body);
     update = append.mutate(update);
     internal_assert(append.found) << "fused loop " << g.loop_var << " of " << g.leader;

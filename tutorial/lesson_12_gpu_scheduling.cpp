@@ -304,6 +304,56 @@ int main() {
         return 1;
     }
 
+    // ---- 2g. A fused chain of reductions: rolling_update and split_k.
+    // Lessons 10 and 11 fused softmax's max, sum and weighted sum into one
+    // pass (rolling_update) and into parallel chunks (split_k). On the GPU
+    // the same directives take blocks and threads on the Vars every
+    // reduction of the chain has, the rows: split them on the stage the
+    // directive returns, as any loop. A row per thread, here: each thread
+    // keeps its row's running max, sum and weighted sum (8 floats, the
+    // fixed extent of v's second dimension) in registers.
+    std::printf("\n2g. a fused chain: a row per thread, chunks on blocks\n");
+    BufferParam scores(Float(32), 2, "scores"), values(Float(32), 2, "values");
+    values.dim(1).set_extent(8);
+    Var d("d"), row_block("row_block"), row("row"), chunk("chunk");
+    RDom keys(0, scores.dim(1).extent(), "keys");
+    Func best("best"), weight("weight"), total("total"), mix("mix"), average("average");
+    best(i) = maximum(scores(i, keys));
+    weight(i, j) = exp(scores(i, j) - best(i));
+    total(i) = sum(weight(i, keys));
+    mix(i, d) = sum(weight(i, keys) * values(keys, d));
+    average(i, d) = mix(i, d) / total(i);
+    average.output_buffer().dim(1).set_extent(8);
+    Schedule rolled;
+    rolled[average].split(i, io, ii, 64).gpu_blocks(io).gpu_threads(ii);
+    rolled.rolling_update(mix, keys)
+        .split(i, row_block, row, 64)
+        .gpu_blocks(row_block)
+        .gpu_threads(row);
+    rolled[mix].compute_root();
+    std::string rolled_cuda = Pipeline(average).compile_to_cuda(rolled, gpu);
+    if (!show_lines(rolled_cuda, {"// Kernel loom_average_mix_1", "const int mix_s1_row_ = "})) {
+        return 1;
+    }
+    // With few rows (decoding: one query per head), a row per thread
+    // leaves the GPU idle. split_k cuts the keys into chunks; put the
+    // chunks on blocks too, and each thread of average combines its row's
+    // chunks with the derived repairs.
+    Schedule chunked;
+    chunked[average].split(i, io, ii, 64).gpu_blocks(io).gpu_threads(ii);
+    chunked.split_k(mix, keys, 16, chunk)
+        .split(i, row_block, row, 64)
+        .reorder(chunk, row_block, row)
+        .gpu_blocks(row_block, chunk)
+        .gpu_threads(row)
+        .compute_root();
+    chunked[mix].compute_at(average, ii);
+    std::string chunked_cuda = Pipeline(average).compile_to_cuda(chunked, gpu);
+    if (!show_lines(chunked_cuda, {"// Kernel loom_average_mix_partial_1",
+                                   "const int mix_partial_s1_chunk_ = "})) {
+        return 1;
+    }
+
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source
     // (.cu), the PTX (.ptx, readable assembly) and the cubin (.cubin, the

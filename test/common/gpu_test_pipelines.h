@@ -298,4 +298,72 @@ struct ColumnTerms {
     }
 };
 
+/** The softmax-weighted average of attention over given scores, per head
+ * h and row i: m (the max), l (the sum) and o (the weighted sum of v's
+ * rows) over r, a chain that rolling_update and split_k fuse. The head
+ * dimension d is fixed (`dims`), so that per-thread partials have a
+ * constant size. */
+struct HeadsWeightedAverage {
+    loom::BufferParam x{loom::Float(32), 3, "x"}, v{loom::Float(32), 3, "v"};
+    loom::Var h{"h"}, i{"i"}, j{"j"}, d{"d"};
+    loom::RDom r{0, x.dim(2).extent(), "r"};
+    loom::Func m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+    explicit HeadsWeightedAverage(int dims) {
+        m(h, i) = loom::maximum(x(h, i, r));
+        p(h, i, j) = loom::exp(x(h, i, j) - m(h, i));
+        l(h, i) = loom::sum(p(h, i, r));
+        o(h, i, d) = loom::sum(p(h, i, r) * v(h, r, d));
+        out(h, i, d) = o(h, i, d) / l(h, i);
+        v.dim(2).set_extent(dims);
+        out.output_buffer().dim(2).set_min(0);
+        out.output_buffer().dim(2).set_extent(dims);
+    }
+    /** The chain at root, rolled over tiles of 8 keys: the heads and rows
+     * fused, and split into blocks of 32 threads, one row each. */
+    loom::Schedule rolled_rows_in_blocks() const {
+        loom::Schedule sch;
+        loom::Var hi{"hi"}, b{"b"}, t{"t"}, io{"io"}, ii{"ii"};
+        loom::RVar ro{"ro"}, ri{"ri"};
+        sch[out].split(i, io, ii, 32).gpu_blocks(io, h).gpu_threads(ii);
+        sch.rolling_update(o, r)
+            .split(r, ro, ri, 8)
+            .fuse(h, i, hi)
+            .split(hi, b, t, 32)
+            .reorder(b, ro, t, ri, d)
+            .gpu_blocks(b)
+            .gpu_threads(t);
+        sch[o].compute_root();
+        return sch;
+    }
+    /** split_k at root: a block per (chunk, 16 rows, head), a row per
+     * thread, each rolling its chunk in tiles of 4 keys; each thread of out
+     * then combines its row's chunks. */
+    loom::Schedule chunks_in_blocks(int chunks) const {
+        loom::Schedule sch;
+        loom::Var c{"c"}, io{"io"}, ii{"ii"};
+        loom::RVar ro{"ro"}, ri{"ri"};
+        sch[out].split(i, io, ii, 16).gpu_blocks(io, h).gpu_threads(ii);
+        sch.split_k(o, r, chunks, c)
+            .split(r, ro, ri, 4)
+            .split(i, io, ii, 16)
+            .reorder(h, c, io, ro, ii, ri, d)
+            .gpu_blocks(io, c, h)
+            .gpu_threads(ii)
+            .compute_root();
+        sch[o].compute_at(out, ii);
+        return sch;
+    }
+    /** split_k within each block of out: a thread per chunk and row, the
+     * partials in shared memory, combined by each thread of out. */
+    loom::Schedule chunks_in_threads(int chunks) const {
+        loom::Schedule sch;
+        loom::Var c{"c"}, io{"io"}, ii{"ii"};
+        loom::RVar ro{"ro"}, ri{"ri"};
+        sch[out].split(i, io, ii, 8).gpu_blocks(io, h).gpu_threads(ii);
+        sch.split_k(o, r, chunks, c).split(r, ro, ri, 4).compute_at(out, io).gpu_threads(c, i);
+        sch[o].compute_at(out, ii);
+        return sch;
+    }
+};
+
 }  // namespace loom_test

@@ -378,6 +378,34 @@ TEST(CudaCodegen, ANestOfFewerThreadLoopsRunsOnTheFirstRowOfThreads) {
         << kernel;
 }
 
+TEST(CudaCodegen, FusedChainsWithRowsOnBlocksAndThreads) {
+    // rolling_update at root, its rows on blocks and threads: one kernel
+    // per member's pure definition, and the fused update, in which each
+    // thread keeps its row's tile partials in registers (a single point:
+    // the fused loop's pieces, hi / rows and hi % rows, are bounded at each
+    // thread's point).
+    loom_test::HeadsWeightedAverage a(6);
+    std::string rolled = kernels_of(compile_for_every_arch(a.out, a.rolled_rows_in_blocks(), 5));
+    EXPECT_NE(rolled.find("float m_tile_[1];"), std::string::npos) << rolled;
+    EXPECT_NE(rolled.find("float o_tile_[6];"), std::string::npos) << rolled;
+    // split_k at root: the partials' kernel runs on blocks of (rows,
+    // chunks, heads); out's kernel combines them.
+    std::string blocks = kernels_of(compile_for_every_arch(a.out, a.chunks_in_blocks(4), 5));
+    EXPECT_NE(
+        blocks.find("// Kernel loom_out_o_partial_1: grid ((o_partial.s1.io.loop_max + 1), 4, "),
+        std::string::npos)
+        << blocks;
+    EXPECT_NE(blocks.find("const int o_partial_s1_c_ = 0 + (int)blockIdx.y;"), std::string::npos)
+        << blocks;
+    // Within one block: the partials take a constant size in shared memory
+    // (4 chunks of 8 rows, 6 elements each for o), so out needs one kernel.
+    std::string threads = kernels_of(compile_for_every_arch(a.out, a.chunks_in_threads(4), 1));
+    EXPECT_NE(threads.find("float *const o_partial_ = reinterpret_cast<float *>(loom_shared_memory "
+                           "+ 0);  // [192]"),
+              std::string::npos)
+        << threads;
+}
+
 TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     // Eight rows per block: each row's 32 threads (threadIdx.x) combine
     // their partials, and the first of them (threadIdx.x == 0) folds them

@@ -99,6 +99,63 @@ TEST(SplitK, WeightedAverage) {
     }
 }
 
+TEST(ReductionFusion, RowsSplitInTheFusedUpdate) {
+    // The rows (i, a Var of every member) split into blocks of rows, the
+    // last one partial, or renamed: the members' steps run where the rows'
+    // loops meet, on i defined from them, under the same guard as the
+    // leader's. (test/gpu fuses two Vars of rows.)
+    const int rows = 13, n = 45, dims = 6;
+    Var c("c"), ib("ib"), it("it");
+    RVar ro("ro"), ri("ri");
+    {
+        WeightedAverage a;
+        a.set_inputs(rows, n, dims);
+        Schedule sch;
+        sch.rolling_update(a.o, a.r).split(a.i, ib, it, 4).parallel(ib);
+        sch[a.o].compute_root();
+        SCOPED_TRACE("rolling_update, rows in blocks of 4");
+        a.check(sch, rows, dims);
+    }
+    {
+        // split(i, i, it): the outer loop takes the Var's own name.
+        WeightedAverage a;
+        a.set_inputs(rows, n, dims);
+        Schedule sch;
+        sch.rolling_update(a.o, a.r)
+            .split(a.r, ro, ri, 8)
+            .split(a.i, a.i, it, 4)
+            .reorder(a.i, ro, it, ri, a.d)
+            .vectorize(a.d, 4);
+        sch[a.o].compute_root();
+        SCOPED_TRACE("rolling_update tiled, outer row loop named i");
+        a.check(sch, rows, dims);
+    }
+    {
+        WeightedAverage a;
+        a.set_inputs(rows, n, dims);
+        Schedule sch;
+        Var row("row");
+        sch.rolling_update(a.o, a.r).rename(a.i, row).parallel(row);
+        sch[a.o].compute_root();
+        SCOPED_TRACE("rolling_update, rows renamed");
+        a.check(sch, rows, dims);
+    }
+    for (int k : {1, 3, 8}) {
+        WeightedAverage a;
+        a.set_inputs(rows, n, dims);
+        Schedule sch;
+        sch.split_k(a.o, a.r, k, c)
+            .split(a.r, ro, ri, 4)
+            .split(a.i, ib, it, 4)
+            .reorder(c, ib, ro, it, ri, a.d)
+            .parallel(ib)
+            .compute_root();
+        sch[a.o].compute_root();
+        SCOPED_TRACE("split_k in " + std::to_string(k) + " chunks, rows in blocks of 4");
+        a.check(sch, rows, dims);
+    }
+}
+
 }  // namespace
 
 namespace {

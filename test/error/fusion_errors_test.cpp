@@ -26,6 +26,22 @@ struct Rows {
     void compile(const Schedule &sch) { Pipeline(out).compile(sch); }
 };
 
+/** The softmax-weighted average of v's rows, o(i, d), with m and l over r:
+ * a chain whose leader has a Var (d) the other members lack. */
+struct WeightedAverage {
+    BufferParam x{Float(32), 2, "x"}, v{Float(32), 2, "v"};
+    Var i{"i"}, j{"j"}, d{"d"};
+    RDom r{0, x.dim(1).extent(), "r"};
+    Func m{"m"}, p{"p"}, l{"l"}, o{"o"}, out{"out"};
+    WeightedAverage() {
+        m(i) = maximum(x(i, r));
+        p(i, j) = exp(x(i, j) - m(i));
+        l(i) = sum(p(i, r));
+        o(i, d) = sum(p(i, r) * v(r, d));
+        out(i, d) = o(i, d) / l(i);
+    }
+};
+
 }  // namespace
 
 TEST(FusionErrors, NoRepairForSine) {
@@ -248,20 +264,30 @@ TEST(FusionErrors, DirectivesTheFusedLoopsWouldDrop) {
     EXPECT_NO_THROW(a.compile(chunked));
 }
 
+TEST(FusionErrors, FusingARowVarWithAVarOfTheFusedReductionAlone) {
+    // The rows may be split, fused and renamed in the fused update; a loop
+    // over a row and the leader's own d would be the leader's alone.
+    WeightedAverage a;
+    Var id("id");
+    Schedule sch;
+    sch.rolling_update(a.o, a.r).reorder(a.r, a.i, a.d).fuse(a.i, a.d, id);
+    sch[a.o].compute_root();
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { Pipeline(a.out).compile(sch); },
+                                  {"rolling_update(o, r.x): fuse(i, d) joins i",
+                                   "with d, which o alone has", "Fuse Vars of one kind only"}));
+}
+
 TEST(FusionErrors, GpuLoopsOnAVarOfTheFusedReductionAlone) {
     // The weighted average o(i, d) rolled with m and l, which have no d:
     // their step runs once per row, outside o's loop over d. With that loop
     // on the GPU's threads, every thread of a row made the step, and l came
     // out eight times too large.
-    BufferParam x(Float(32), 2, "x"), v(Float(32), 2, "v");
-    Var i("i"), j("j"), d("d"), io("io"), ii("ii"), dout("dout"), di("di"), c("c");
-    RDom r(0, x.dim(1).extent(), "r");
-    Func m("m"), p("p"), l("l"), o("o"), out("out");
-    m(i) = maximum(x(i, r));
-    p(i, j) = exp(x(i, j) - m(i));
-    l(i) = sum(p(i, r));
-    o(i, d) = sum(p(i, r) * v(r, d));
-    out(i, d) = o(i, d) / l(i);
+    WeightedAverage a;
+    Var io("io"), ii("ii"), dout("dout"), di("di"), c("c");
+    const Var &i = a.i, &d = a.d;
+    const RDom &r = a.r;
+    const Func &o = a.o, &out = a.out;
     const Target gpu("host-cuda-sm_90");
     Schedule rolled;
     rolled[out]

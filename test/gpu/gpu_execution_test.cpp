@@ -174,6 +174,30 @@ TEST(GpuExecution, TupleSchedules) {
     }
 }
 
+TEST(GpuExecution, FusedChainsWithRowsOnBlocksAndThreads) {
+    REQUIRE_GPU();
+    // Heads and rows split (and fused) into blocks and threads in the
+    // fused update itself: rolling_update at root, and split_k with its
+    // chunks on blocks or on threads. Partial blocks of rows, a partial
+    // tile, and chunks past the last key (12 keys in 8 chunks of 4).
+    const int heads = 3, rows = 37, dims = 6;
+    for (int keys : {12, 45}) {
+        loom_test::HeadsWeightedAverage a(dims);
+        a.x.set(random_buffer<float>({heads, rows, keys}, -4.0, 4.0));
+        a.v.set(random_buffer<float>({heads, keys, dims}));
+        SCOPED_TRACE(std::to_string(keys) + " keys");
+        expect_gpu_matches_interpreter(a.out, a.rolled_rows_in_blocks(), {heads, rows, dims}, 1e-5,
+                                       1e-6);
+        for (int chunks : {1, 3, 8}) {
+            SCOPED_TRACE(std::to_string(chunks) + " chunks");
+            expect_gpu_matches_interpreter(a.out, a.chunks_in_blocks(chunks), {heads, rows, dims},
+                                           1e-5, 1e-6);
+            expect_gpu_matches_interpreter(a.out, a.chunks_in_threads(chunks), {heads, rows, dims},
+                                           1e-5, 1e-6);
+        }
+    }
+}
+
 TEST(GpuExecution, HalfAndBFloat16) {
     REQUIRE_GPU();
     loom_test::HalfChain p;
