@@ -274,5 +274,69 @@ inline void flash_attention_gpu(Schedule &sch, const AttentionChain &a,
     }
 }
 
+struct FlashDecodingGpuOptions {
+    /** Pieces of the key range, each rolled by one thread. */
+    int chunks = 64;
+    /** Threads per block over the pieces; more pieces take more blocks. */
+    int chunks_per_block = 64;
+    /** Queries per block, one per thread row (decoding has one). */
+    int queries_per_block = 1;
+    /** Keys per rolling step of a piece: each thread keeps the tile's
+     * running max, sum and weighted sum in registers, and updates its
+     * piece's partials in device memory once per tile. */
+    int key_tile = 16;
+    /** As FlashAttentionGpuOptions::head_dim: q, k and v must fix it. */
+    int head_dim = 64;
+};
+
+/** FlashDecoding on a GPU without tensor cores: for few queries over many
+ * keys, where a thread per query (flash_attention_gpu) leaves the GPU
+ * idle. The keys are cut into `chunks` pieces (split_k); a thread per piece
+ * and query rolls its piece over tiles of key_tile keys, in blocks of
+ * chunks_per_block pieces by queries_per_block queries of one head (the
+ * batch and heads fused, on blockIdx.x). The partial max, sum and weighted sum of every piece go to
+ * device memory, and each thread of the output's kernel combines its query's pieces with the
+ * derived repairs.
+ *
+ * Per-thread arrays need constant sizes: q, k and v must fix their head
+ * dimension to opt.head_dim, and the template fixes the output's to it
+ * (as Halide's Func::bound would): the partials cover the output's whole
+ * head dimension, one register array per thread. */
+inline void flash_decoding_gpu(Schedule &sch, const AttentionChain &a,
+                               const FlashDecodingGpuOptions &opt = {}) {
+    Var chunk("chunk"), co("co"), ci("ci"), io("io"), ii("ii"), bh("bh");
+    Var dout("dout"), di("di"), dv("dv"), dl("dl");
+    RVar ro("ro"), ri("ri");
+    int lanes = 8;
+    while (lanes > 1 && opt.head_dim % lanes != 0) lanes /= 2;
+    a.out.output_buffer().dim(3).set_extent(opt.head_dim);
+    Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
+    partial.split(a.r, ro, ri, opt.key_tile)
+        .split(a.i, io, ii, opt.queries_per_block, TailStrategy::GuardWithIf)
+        .split(chunk, co, ci, opt.chunks_per_block, TailStrategy::GuardWithIf)
+        .fuse(a.b, a.h, bh)
+        .reorder(co, io, bh, ii, ci, ro, ri, a.d)
+        .gpu_blocks(bh, io, co)
+        .gpu_threads(ci, ii)
+        .split(a.d, dv, dl, lanes)
+        .unroll(dv)
+        .vectorize(dl)
+        .compute_root();
+    // Each thread's query row in registers. The tile's scores, which the
+    // tile partials of m, l and o each read, are an array per thread
+    // indexed by the key, in local memory (cached in L1): unrolling the
+    // tile to keep them in registers too makes NVRTC take over a minute.
+    if (a.qf.defined()) sch[a.qf].compute_at(partial, ci).unroll(a.c);
+    if (a.qk.defined()) sch[a.qk].update().reorder(a.e, a.j).unroll(a.e);
+    // The combine: a thread per query, its pieces folded in registers.
+    sch[a.out]
+        .split(a.i, io, ii, opt.queries_per_block, TailStrategy::GuardWithIf)
+        .split(a.d, dout, di, opt.head_dim, TailStrategy::ShiftInwards)
+        .gpu_blocks(io, a.h, a.b)
+        .gpu_threads(ii)
+        .unroll(di);
+    sch[a.o].compute_at(a.out, dout).unroll(a.d);
+}
+
 }  // namespace schedules
 }  // namespace loom

@@ -1424,16 +1424,31 @@ class Rewriter {
             // (attention's head dimension, in vectors; the rows, into
             // blocks and threads) is split the same way in the pure
             // definitions that have it, whose loops then take the pieces'
-            // types (unrolled, vectorized, blocks, threads) too.
+            // types (unrolled, vectorized, blocks, threads) too ...
             StageSchedule init = default_stage_schedule(f, 0);
             for (const Split &sp : m.name == chain.leader ? ss.splits : row_splits) {
                 apply_to_pure_loops(sp, &init);
             }
-            for (Dim &dim : init.dims) {
+            // ... and nest in the steps' order (blocks outside threads).
+            std::vector<size_t> slots;
+            std::vector<Dim> stepped;
+            for (size_t k = 0; k < init.dims.size(); k++) {
                 for (const Dim &step : ss.dims) {
-                    if (!step.is_rvar && step.var == dim.var) dim.for_type = step.for_type;
+                    if (step.is_rvar || step.var != init.dims[k].var) continue;
+                    init.dims[k].for_type = step.for_type;
+                    slots.push_back(k);
+                    stepped.push_back(init.dims[k]);
                 }
             }
+            auto step_position = [&](const Dim &d) {
+                return std::find_if(ss.dims.begin(), ss.dims.end(),
+                                    [&](const Dim &s) { return s.var == d.var; }) -
+                       ss.dims.begin();
+            };
+            std::stable_sort(stepped.begin(), stepped.end(), [&](const Dim &x, const Dim &y) {
+                return step_position(x) < step_position(y);
+            });
+            for (size_t k = 0; k < slots.size(); k++) init.dims[slots[k]] = stepped[k];
             fs.stages = {init, m.name == chain.leader ? ss : default_stage_schedule(f, 1)};
         }
         if (tiled) {

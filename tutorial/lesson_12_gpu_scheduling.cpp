@@ -338,7 +338,8 @@ int main() {
     // With few rows (decoding: one query per head), a row per thread
     // leaves the GPU idle. split_k cuts the keys into chunks; put the
     // chunks on blocks too, and each thread of average combines its row's
-    // chunks with the derived repairs.
+    // chunks with the derived repairs. (schedules/flash_attention.h
+    // packages this for attention as flash_decoding_gpu.)
     Schedule chunked;
     chunked[average].split(i, io, ii, 64).gpu_blocks(io).gpu_threads(ii);
     chunked.split_k(mix, keys, 16, chunk)

@@ -5,7 +5,9 @@
 // tile programs will be measured against. Prints TFLOP/s (4 *
 // batch * heads * Lq * Lk * head_dim flops per call) for float32 and
 // float16 inputs, and the fraction of the GPU's float32 FMA peak (SMs x
-// clock x 128 FMA lanes x 2, from the device's attributes).
+// clock x 128 FMA lanes x 2, from the device's attributes). Then decoding
+// (one query per head): flash_attention_gpu against flash_decoding_gpu
+// (split_k, the keys in 64 or 256 pieces), in GB/s of keys and values read.
 //
 //   gpu_attention_bench [--quick] [--reps N]
 //
@@ -13,6 +15,7 @@
 // (attention/variants_reference.h) at sizes that leave partial blocks;
 // --quick stops there (the gpu-labelled CTest). Without a GPU it says why
 // and exits with 77 (skipped).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -75,6 +78,17 @@ struct Kernel {
             opt.qk_vector = 8;
         }
         schedules::flash_attention_gpu(sch, app.chain(), opt);
+        compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    }
+    /** flash_decoding_gpu: the keys in `chunks` pieces, one per thread. */
+    Kernel(Type t, int chunks) : app(attention::Variant::Global, t) {
+        app.fix_head_dim(kHeadDim);
+        Schedule sch;
+        schedules::FlashDecodingGpuOptions opt;
+        opt.head_dim = kHeadDim;
+        opt.chunks = chunks;
+        opt.chunks_per_block = std::min(chunks, 64);
+        schedules::flash_decoding_gpu(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
     RawBuffer bind(int b, int h, int lq, int lk, std::vector<float> *q, std::vector<float> *k,
@@ -164,6 +178,26 @@ int main(int argc, char **argv) {
             ok = ok && good;
         }
     }
+    // Decoding: one query (and a few) per head over many keys, in float16
+    // (each of these kernels takes NVRTC ten seconds to compile).
+    const int decode_chunks[] = {64, 256};
+    std::vector<Entry> decoders;
+    for (int chunks : decode_chunks) {
+        for (const Case &c : cases) {
+            if (c.type != Float(16)) continue;
+            decoders.push_back(
+                {&c, std::to_string(chunks), std::make_unique<Kernel>(c.type, chunks)});
+            for (int lq : {1, 5}) {
+                const double err = check(*decoders.back().kernel, 2, 3, lq, 301);
+                const bool good = err <= c.tolerance;
+                std::printf(
+                    "check %-8s flash_decoding_gpu chunks %-3d, %d queries: max relative error "
+                    "%.2e vs the float64 reference: %s\n",
+                    c.name, chunks, lq, err, good ? "ok" : "WRONG");
+                ok = ok && good;
+            }
+        }
+    }
     if (!ok) return 1;
     if (quick) return 0;
 
@@ -185,5 +219,24 @@ int main(int argc, char **argv) {
         "\n(batch %d, %d heads, head_dim %d, Lq = Lk; no tensor cores; key_tile 0a: "
         "aligned rows promised, q.k in vectors of 8)\n",
         B, H, kHeadDim);
+
+    // Decoding is bound by reading the keys and values once: GB/s of them.
+    std::printf("\n%-8s %-26s %7s %10s %10s\n", "input", "schedule", "Lk", "ms", "K+V GB/s");
+    auto decode_row = [&](Entry &e, const std::string &name) {
+        for (int L : {4096, 32768}) {
+            Kernel &k = *e.kernel;
+            RawBuffer out = k.bind(B, H, 1, L, nullptr, nullptr, nullptr);
+            const double s =
+                loom_bench::seconds_per_call([&] { k.compiled.realize({out}); }, cu, reps, 3);
+            const double bytes = 2.0 * B * H * double(L) * kHeadDim * e.c->type.bytes();
+            std::printf("%-8s %-26s %7d %10.3f %10.1f\n", e.c->name, name.c_str(), L, s * 1e3,
+                        bytes / s / 1e9);
+        }
+    };
+    for (Entry &e : kernels) {
+        if (e.key_tile == "0a" && e.c->type == Float(16)) decode_row(e, "flash_attention_gpu 0a");
+    }
+    for (Entry &e : decoders) decode_row(e, "flash_decoding_gpu " + e.key_tile + " chunks");
+    std::printf("\n(batch %d, %d heads, one query each, head_dim %d)\n", B, H, kHeadDim);
     return 0;
 }

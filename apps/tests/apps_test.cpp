@@ -360,6 +360,36 @@ TEST(Apps, GpuAttentionOverKeyTilesCompilesThroughNvrtc) {
     }
 }
 
+TEST(Apps, GpuFlashDecodingCompilesThroughNvrtc) {
+    // flash_decoding_gpu: the pieces' kernel runs a block per 64 pieces,
+    // query and head (heads and batch fused), a thread per piece, each with
+    // its tile's running values in registers; the output's kernel combines
+    // the pieces, a thread per query.
+    // (One variant: the template does not know which it schedules, and
+    // each compile of these kernels takes NVRTC ten seconds.)
+    for (attention::Variant var : {attention::Variant::Causal}) {
+        attention::AttentionVariant app(var, Float(16));
+        app.fix_head_dim(64);
+        Schedule sch;
+        schedules::flash_decoding_gpu(sch, app.chain());
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            const CudaText cuda =
+                compile_to_cuda_text(app.out, sch, Target(std::string("host-cuda-") + arch));
+            const std::string &source = cuda.source;
+            for (const char *piece :
+                 {"// Kernel loom_out_o_partial_1: grid ((o_partial.s1.bh.loop_max + 1), "
+                  "o_partial.s1.i.loop_extent, 1), "
+                  "block (64, 1, 1)",
+                  "const int o_partial_s1_ci_ = 0 + (int)threadIdx.x;", "float qf_[64];",
+                  "float o_partial_tile_[64];", "float o_[64];"}) {
+                EXPECT_NE(source.find(piece), std::string::npos)
+                    << app.name() << " " << arch << ": " << piece;
+            }
+            EXPECT_NE(cuda.ptx.find(".entry loom_out_out("), std::string::npos) << arch;
+        }
+    }
+}
+
 TEST(Apps, GpuAttentionOverKeyTilesNeedsTheKeysAndValues) {
     attention::AttentionVariant app(attention::Variant::Global, Float(32));
     app.fix_head_dim(32);

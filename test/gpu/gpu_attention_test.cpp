@@ -1,5 +1,6 @@
 // The GPU schedules of plain attention (schedules/flash_attention.h,
-// flash_attention_gpu: per key, and over key tiles staged in shared memory)
+// flash_attention_gpu: per key, and over key tiles staged in shared memory;
+// flash_decoding_gpu: the keys in pieces, a thread per piece and query)
 // on the GPU, against the float64 reference, for every attention variant
 // and input type, at sizes that leave partial blocks and a partial tile.
 // Label gpu: reported as skipped without a GPU.
@@ -31,6 +32,33 @@ std::string param_name(const ::testing::TestParamInfo<Param> &info) {
 
 class GpuAttention : public ::testing::TestWithParam<Param> {};
 
+/** Two heads of keys and values per batch (one for grouped-query), four of
+ * queries, head dimension 32. */
+VariantShape shape(Variant var, int queries, int keys) {
+    VariantShape sh;
+    sh.batch = 2;
+    sh.q_heads = 4;
+    sh.kv_heads = var == Variant::GroupedQuery ? 2 : 4;
+    sh.seq_q = queries;
+    sh.seq_k = keys;
+    sh.head_dim = 32;
+    return sh;
+}
+
+/** Runs `compiled` on fresh random inputs of shape `sh` and compares with
+ * the float64 reference. */
+void expect_matches_reference(const CompiledPipeline &compiled, AttentionVariant &app, Variant var,
+                              Type t, const VariantShape &sh) {
+    const float scale = default_scale(var, sh.head_dim);
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(describe(var, t, sh, scale, window, seed));
+    Inputs in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
+    bind(app, in);
+    std::vector<double> got = realize(compiled, in);
+    EXPECT_TRUE(close_to(got, in.ref, t, sh)) << "GPU vs the float64 reference";
+    EXPECT_GT(max_abs(in.ref), 0.05);
+}
+
 }  // namespace
 
 TEST_P(GpuAttention, MatchesReference) {
@@ -41,13 +69,7 @@ TEST_P(GpuAttention, MatchesReference) {
     // 77 queries: one full block of 64 and a partial one; the keys are not
     // a multiple of anything (nine tiles of 8 and a partial one); grouped-query has 2 query heads
     // per key head.
-    VariantShape sh;
-    sh.batch = 2;
-    sh.q_heads = 4;
-    sh.kv_heads = var == Variant::GroupedQuery ? 2 : 4;
-    sh.seq_q = 77;
-    sh.seq_k = 77;
-    sh.head_dim = 32;
+    const VariantShape sh = shape(var, 77, 77);
     AttentionVariant app(var, t);
     app.fix_head_dim(sh.head_dim);
     Schedule sch;
@@ -56,16 +78,55 @@ TEST_P(GpuAttention, MatchesReference) {
     opt.key_tile = key_tile;
     schedules::flash_attention_gpu(sch, app.chain(), opt);
     CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
-
-    const float scale = default_scale(var, sh.head_dim);
-    const unsigned seed = fresh_seed();
-    SCOPED_TRACE(describe(var, t, sh, scale, window, seed));
-    Inputs in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
-    bind(app, in);
-    std::vector<double> got = realize(compiled, in);
-    EXPECT_TRUE(close_to(got, in.ref, t, sh)) << "GPU vs the float64 reference";
-    EXPECT_GT(max_abs(in.ref), 0.05);
+    expect_matches_reference(compiled, app, var, t, sh);
 }
+
+namespace {
+
+using DecodingParam = std::tuple<Variant, int /*index in all_types*/>;
+
+std::string decoding_name(const ::testing::TestParamInfo<DecodingParam> &info) {
+    const auto [var, type_index] = info.param;
+    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]);
+}
+
+class GpuDecoding : public ::testing::TestWithParam<DecodingParam> {};
+
+}  // namespace
+
+TEST_P(GpuDecoding, MatchesReference) {
+    const std::string why = no_gpu_reason();
+    if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
+    const auto [var, type_index] = GetParam();
+    const Type t = all_types[type_index];
+    // flash_decoding_gpu with small pieces: 77 keys in 8 pieces of 12 (three
+    // tiles of 4, the last piece partial), two blocks of 4 pieces; one query,
+    // and 5 (two blocks of 2 queries and a partial one).
+    AttentionVariant app(var, t);
+    app.fix_head_dim(32);
+    Schedule sch;
+    schedules::FlashDecodingGpuOptions opt;
+    opt.head_dim = 32;
+    opt.chunks = 8;
+    opt.chunks_per_block = 4;
+    opt.queries_per_block = 2;
+    opt.key_tile = 4;
+    schedules::flash_decoding_gpu(sch, app.chain(), opt);
+    CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    for (int queries : {1, 5})
+        expect_matches_reference(compiled, app, var, t, shape(var, queries, 77));
+}
+
+// Every variant in float16, and the other types on global attention (each
+// case costs an NVRTC compile of the kernels).
+INSTANTIATE_TEST_SUITE_P(Variants, GpuDecoding,
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(1)),
+                         decoding_name);
+INSTANTIATE_TEST_SUITE_P(Types, GpuDecoding,
+                         ::testing::Combine(::testing::Values(Variant::Global),
+                                            ::testing::Values(0, 2)),
+                         decoding_name);
 
 INSTANTIATE_TEST_SUITE_P(All, GpuAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
