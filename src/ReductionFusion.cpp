@@ -1310,8 +1310,8 @@ class Rewriter {
         // The Vars every member has (the rows) may be split, fused and
         // renamed (into blocks and threads of rows): the other members'
         // steps, which run where the rows' loops meet, define the Vars from
-        // those loops as the leader's step does. A loop of rows and the
-        // leader's own Vars both would be the leader's alone.
+        // those loops as the leader's step does. A loop over a row and one
+        // of the leader's own Vars at once would be the leader's alone.
         std::vector<Split> row_splits, own_splits;
         auto origin_of = [&](const std::string &v) {
             auto it = origin.find(v);
