@@ -1395,13 +1395,8 @@ class KernelPrinter : public IRVisitor {
         }
         if (pure_within_threads && own_loop) return;
         // A Tuple's element buffer (f.0) is named for the user by its Func.
-        std::string func = op->name;
-        for (auto l = kernel_loops.rbegin(); l != kernel_loops.rend(); ++l) {
-            if (stage_of_loop(*l) != *l && buffer_holds_func(op->name, func_of_loop(*l))) {
-                func = func_of_loop(*l);
-                break;
-            }
-        }
+        const std::string func_loop = innermost_loop_of_buffer(kernel_loops, op->name);
+        const std::string func = func_loop.empty() ? op->name : func_of_loop(func_loop);
         for (int a = 0; a < 3; a++) {
             if (kernel.block[a] <= 1 || (axes_covered >> a) & 1) continue;
             const char *axis[] = {"x", "y", "z"};

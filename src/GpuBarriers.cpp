@@ -99,11 +99,8 @@ class CollectAccesses : public IRVisitor {
     /** Whether the innermost enclosing loop of buffer's Func is one of
      * its pure definition's. */
     bool in_pure_definition(const std::string &buffer) const {
-        for (auto l = loops.rbegin(); l != loops.rend(); ++l) {
-            if (stage_of_loop(*l) != *l && buffer_holds_func(buffer, func_of_loop(*l)))
-                return is_pure_definition_loop(*l, buffer);
-        }
-        return false;
+        const std::string loop = innermost_loop_of_buffer(loops, buffer);
+        return !loop.empty() && is_pure_definition_loop(loop, buffer);
     }
 };
 

@@ -86,5 +86,13 @@ bool is_pure_definition_loop(const std::string &loop, const std::string &buffer)
            buffer_holds_func(buffer, func_of_loop(loop));
 }
 
+std::string innermost_loop_of_buffer(const std::vector<std::string> &loops,
+                                     const std::string &buffer) {
+    for (auto l = loops.rbegin(); l != loops.rend(); ++l) {
+        if (stage_of_loop(*l) != *l && buffer_holds_func(buffer, func_of_loop(*l))) return *l;
+    }
+    return "";
+}
+
 }  // namespace internal
 }  // namespace loom

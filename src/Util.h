@@ -35,6 +35,11 @@ bool buffer_holds_func(const std::string &buffer, const std::string &func);
  * whose values `buffer` holds. */
 bool is_pure_definition_loop(const std::string &loop, const std::string &buffer);
 
+/** The innermost of `loops` (outermost first) that is a loop of the Func
+ * whose values `buffer` holds, or "" if none is. */
+std::string innermost_loop_of_buffer(const std::vector<std::string> &loops,
+                                     const std::string &buffer);
+
 /** "[1, 2, 3]", for error messages about shapes and coordinates. */
 std::string vector_to_string(const std::vector<int> &v);
 std::string vector_to_string(const std::vector<int64_t> &v);
