@@ -294,9 +294,9 @@ struct FlashDecodingGpuOptions {
  * idle. The keys are cut into `chunks` pieces (split_k); a thread per piece
  * and query rolls its piece over tiles of key_tile keys, in blocks of
  * chunks_per_block pieces by queries_per_block queries of one head (the
- * batch and heads fused, on blockIdx.x). The partial max, sum and weighted sum of every piece go to
- * device memory, and each thread of the output's kernel combines its query's pieces with the
- * derived repairs.
+ * batch and heads fused, on blockIdx.x). The partial max, sum and
+ * weighted sum of every piece go to device memory, and each thread of the
+ * output's kernel combines its query's pieces with the derived repairs.
  *
  * Per-thread arrays need constant sizes: q, k and v must fix their head
  * dimension to opt.head_dim, and the template fixes the output's to it
