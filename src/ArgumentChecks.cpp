@@ -62,6 +62,11 @@ void check_buffer(const BufferArg &b, std::vector<Stmt> *checks) {
         empty = empty || int_var(b.name + ".extent." + std::to_string(k)) <= 0;
     }
     checks->push_back(AssertStmt::make(
+        !bool_var(b.name + ".gpu_memory_alone") || empty,
+        StringImm::make(who + " has GPU memory alone (its host pointer is null), but this "
+                              "pipeline uses it on the CPU. Give it host memory, or compile the "
+                              "pipeline for a CUDA target with every use of it in GPU loops.")));
+    checks->push_back(AssertStmt::make(
         !bool_var(b.name + ".host_is_null") || empty,
         StringImm::make(who + " has a null data pointer, but its extents say it holds data.")));
 }

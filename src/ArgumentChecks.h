@@ -23,7 +23,7 @@ namespace internal {
  * `params`, then the outputs' buffers) to s. They read the symbols that code
  * generation defines for each buffer b (LoweredFunc.h): b.is_null,
  * b.type.code, b.type.bits, b.type.lanes, b.dimensions, b.dim_is_null,
- * b.host_is_null and b.extent.K. */
+ * b.host_is_null, b.gpu_memory_alone and b.extent.K. */
 Stmt add_argument_checks(const Stmt &s, const std::vector<ParameterPtr> &params,
                          const std::vector<FunctionPtr> &outputs);
 

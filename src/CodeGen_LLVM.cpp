@@ -218,17 +218,23 @@ class CodeGen_LLVM : public IRVisitor {
                 symbols.push(a.name, host);
                 symbols.push(a.name + ".buffer", p);
                 symbols.push(a.name + ".is_null", is_null);
-                // A buffer that only kernels touch may have GPU memory alone.
-                Value *no_memory = builder->CreateIsNull(host);
-                if (gpu && !host_use.count(a.name)) {
-                    Value *device = field(i64_t, {0}, 8, a.name + ".device");
-                    no_memory = builder->CreateAnd(
-                        no_memory, builder->CreateICmpEQ(device, builder->getInt64(0)));
+                // A buffer that only kernels touch may have GPU memory alone;
+                // one the CPU code uses may not.
+                Value *no_host = builder->CreateIsNull(host);
+                Value *has_device = builder->CreateICmpNE(field(i64_t, {0}, 8, a.name + ".device"),
+                                                          builder->getInt64(0));
+                const bool kernels_only = gpu && !host_use.count(a.name);
+                Value *no_memory = no_host, *gpu_memory_alone = builder->getFalse();
+                if (kernels_only) {
+                    no_memory = builder->CreateAnd(no_host, builder->CreateNot(has_device));
+                } else {
+                    gpu_memory_alone = builder->CreateAnd(no_host, has_device);
                 }
                 symbols.push(a.name + ".host_is_null", no_memory);
+                symbols.push(a.name + ".gpu_memory_alone", gpu_memory_alone);
                 // The CPU's address, whose alignment a promise is checked on;
                 // a kernel's launch checks the GPU address it passes.
-                symbols.push(a.name + ".host_address", gpu && !host_use.count(a.name)
+                symbols.push(a.name + ".host_address", kernels_only
                                                            ? builder->getInt64(0)
                                                            : builder->CreatePtrToInt(host, i64_t));
                 if (a.host_alignment > 1) promised_alignment[a.name] = a;

@@ -12,7 +12,9 @@
 //    `b.stride.K` for each dimension K; `b.buffer` is the loom_buffer_t*
 //    (Handle). For the argument checks (ArgumentChecks.h) there are also
 //    `b.is_null` and `b.host_is_null` (Bool: the descriptor / its host
-//    pointer is null), `b.type.code`, `b.type.bits`, `b.type.lanes` and
+//    pointer is null; for a buffer only GPU kernels use, both its pointers
+//    are), `b.gpu_memory_alone` (Bool: the CPU code uses the buffer, and
+//    only its device pointer is set), `b.type.code`, `b.type.bits`, `b.type.lanes` and
 //    `b.dimensions` (Int(32), as the caller's descriptor says),
 //    `b.dim_is_null` (Bool), and `b.host_address` (Int(64)): the host
 //    pointer as an integer where the CPU code uses it, else 0 (a GPU

@@ -301,9 +301,20 @@ int32_t copy_elements(loom_buffer_t *b, bool to_device, const char *name) {
     }
 }
 
+/** A buffer marked as changed on the GPU with no GPU memory would lose
+ * what its caller thinks the GPU holds: reported, not guessed at. */
+int32_t check_dirty_has_device(const loom_buffer_t *b, const char *name) {
+    if (b->device || !(b->flags & loom_buffer_device_dirty)) return 0;
+    return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
+                       " is marked as changed on the GPU (loom_buffer_device_dirty), but has no "
+                       "GPU memory (its device field is 0). Set device to its GPU address, or "
+                       "clear the flag.");
+}
+
 /** Gives b device memory for its span, if it has none. */
 int32_t device_malloc(loom_buffer_t *b, const char *name) {
     if (b->device) return 0;
+    if (int32_t err = check_dirty_has_device(b, name)) return err;
     int32_t err = ensure_context();
     if (err) return err;
     int64_t lo, hi;
@@ -321,9 +332,10 @@ int32_t device_malloc(loom_buffer_t *b, const char *name) {
 }
 
 int32_t to_host(loom_buffer_t *b, const char *name) {
-    if (!(b->flags & loom_buffer_device_dirty) || !b->device) return 0;
+    if (int32_t err = check_dirty_has_device(b, name)) return err;
+    if (!(b->flags & loom_buffer_device_dirty)) return 0;
     if (!b->host) {
-        return plain_error("CUDA: buffer ", name ? name : "",
+        return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
                            " was written on the GPU, and is read on the host, but it has no host "
                            "memory. Give it host memory, or read it only in GPU kernels.");
     }
@@ -339,7 +351,7 @@ int32_t to_device(loom_buffer_t *b, const char *name) {
     if (err) return err;
     if (!(b->flags & loom_buffer_host_dirty) || !b->host) return 0;
     if (b->flags & loom_buffer_device_dirty) {
-        return plain_error("CUDA: buffer ", name ? name : "",
+        return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
                            " was changed both on the host and on the GPU; Loom cannot tell which "
                            "copy holds the data. Copy one way (loom_copy_to_host / "
                            "loom_copy_to_device) before changing the other.");

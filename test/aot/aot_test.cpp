@@ -254,6 +254,15 @@ TEST(AOT, NullHostPointer) {
     expect_blur_error(
         [](loom_buffer_t *&, loom_buffer_t *&, View &in, View &) { in.buf.dim = nullptr; },
         {"Input buffer in has a null dim pointer"});
+    // GPU memory alone (a CUDA tensor) is no use to a library that runs on
+    // the CPU: the error says so, rather than calling the host null. Nothing
+    // reads the address before the check.
+    expect_blur_error(
+        [](loom_buffer_t *&, loom_buffer_t *&, View &in, View &) {
+            in.buf.host = nullptr;
+            in.buf.device = 0x1000;
+        },
+        {"Input buffer in has GPU memory alone", "uses it on the CPU"});
 }
 
 TEST(AOT, EmptyBuffersWithNullHostAreFine) {
@@ -462,6 +471,31 @@ TEST(AOT, GpuLibraryLaunchesItsEmbeddedKernel) {
     ASSERT_EQ(loom_device_free(&vout), 0);
     EXPECT_EQ(fake_cuda_live_allocations(), 0);
     fake_cuda_set_launch_hook(nullptr, nullptr);
+}
+
+TEST(AOT, GpuLibraryRefusesAChangeOnTheGpuWithoutGpuMemory) {
+    // A descriptor that says its GPU copy is newer, with no GPU copy: the data
+    // its caller meant is nowhere Loom can see, so the call fails instead of
+    // uploading the host's (stale) elements.
+    fake_cuda_reset(1, 90);
+    std::vector<float> in = random_floats(13 * 70), out(13 * 70);
+    View vin(in.data(), f32, {13, 70}), vout(out.data(), f32, {13, 70});
+    vin.buf.flags = loom_buffer_device_dirty;
+    EXPECT_NE(aot_gpu_scale(&vin, 3.0f, &vout), 0);
+    EXPECT_NE(std::string(loom_last_error_message())
+                  .find("buffer in is marked as changed on the GPU (loom_buffer_device_dirty), "
+                        "but has no GPU memory"),
+              std::string::npos)
+        << loom_last_error_message();
+    EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 0);
+    // The explicit copies say the same of a buffer they are handed.
+    EXPECT_NE(loom_copy_to_host(&vin), 0);
+    EXPECT_NE(std::string(loom_last_error_message()).find("the buffer is marked as changed"),
+              std::string::npos)
+        << loom_last_error_message();
+    EXPECT_NE(loom_copy_to_device(&vin), 0);
+    ASSERT_EQ(loom_device_free(&vout), 0);
+    EXPECT_EQ(fake_cuda_live_allocations(), 0);
 }
 
 TEST(AOT, GpuLibraryRunsOnDLPackCudaTensorsInPlace) {

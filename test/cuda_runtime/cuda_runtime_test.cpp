@@ -757,6 +757,12 @@ TEST(CudaRuntime, CpuPipelinesSeeWhatGpuPipelinesWroteAndTheOtherWayRound) {
     on_gpu(in, 1.0f, mid);
     EXPECT_EQ(fake_cuda_calls("cuMemcpyHtoD_v2"), uploads + 1);
     EXPECT_EQ(mid(0, 0), source(0, 0) + 100.0f + 1.0f);
+    // GPU memory alone cannot be read on the CPU; the error says which
+    // buffer and why, not that its host pointer is null.
+    RawBuffer gpu_alone = RawBuffer::wrap_device(Float(32), mid.raw_buffer()->device, {rows, cols});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { on_cpu(gpu_alone, last); },
+        {"Input buffer in2 has GPU memory alone", "uses it on the CPU", "Give it host memory"}));
 }
 
 TEST(CudaRuntime, WorkGoesOnTheStreamTheCallerSets) {
