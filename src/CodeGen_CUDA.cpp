@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -815,8 +816,13 @@ class KernelPrinter : public IRVisitor {
     // ---- expressions
     using IRVisitor::visit;
     void visit(const IntImm *op) override {
-        if (op->type.bits == 64) expr_out << op->value << "LL";
-        else if (op->type.bits == 32) expr_out << op->value;
+        // The least value has no literal of its type: -2147483648 negates
+        // 2147483648, a long, and makes what it meets a long too.
+        const bool least = (op->type.bits == 64 && op->value == INT64_MIN) ||
+                           (op->type.bits == 32 && op->value == INT32_MIN);
+        const char *suffix = op->type.bits == 64 ? "LL" : "";
+        if (least) expr_out << "(" << op->value + 1 << suffix << " - 1" << suffix << ")";
+        else if (op->type.bits == 64 || op->type.bits == 32) expr_out << op->value << suffix;
         else expr_out << "(" << type(op->type) << ")(" << op->value << ")";
     }
     void visit(const UIntImm *op) override {
@@ -1304,9 +1310,13 @@ class KernelPrinter : public IRVisitor {
                 out << "if (" << guard << ") {\n";
                 indent++;
             }
-            pad();
-            out << "const int " << n << " = " << mn << " + (int)"
-                << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
+            // (A loop may be there only to say which threads run its body:
+            // one that folds a group's total, say, without its coordinate.)
+            if (stmt_uses_var(op->body, op->name)) {
+                pad();
+                out << "const int " << n << " = " << mn << " + (int)"
+                    << (block ? "blockIdx." : "threadIdx.") << axis[dim] << ";\n";
+            }
             if (!block) thread_loops.push_back(op);
             print(op->body);
             if (!block) thread_loops.pop_back();

@@ -12,12 +12,20 @@
 //   shared memory across warps) and the first thread folds the total into
 //   the element. The update must be an associative and commutative operator
 //   of the element and a value (+, *, min, max, &&, ||), as with Halide's
-//   rfactor; any other store that several threads make to one element is
-//   refused. When the element depends on other gpu_threads loops of the
+//   rfactor. When the element depends on other gpu_threads loops of the
 //   stage (several rows per block, a row per group of threads), each group
 //   of threads that shares those loops' coordinates combines its own
 //   partials (warp shuffles when a group is a part of a warp), and its
 //   first thread folds them into its element.
+// - an update that keeps the point where a value reaches its max or min
+//   (argmax: each element of a Tuple takes its value at a point under one
+//   test of the value against the extreme's old value) is shared the same
+//   way: each thread keeps its own extreme, elements and point; the block
+//   combines the extremes, then, among the threads that reached the
+//   combined one, the points' ranks by the update's RVars (the least for a
+//   strict test, the greatest otherwise, as the serial loop would keep);
+//   the thread holding that point folds it in. Any other store that
+//   several threads make to one element is refused.
 //
 // The barriers that make one thread's writes visible to the others are
 // placed afterwards, with all the kernel's others, by insert_gpu_barriers.
@@ -46,6 +54,13 @@ constexpr const char *block_reduce = "gpu_block_reduce";
  * `reduced` (a mask: x 1, y 2, z 4), returned to each of them. Every thread
  * of the block must reach it. */
 constexpr const char *group_reduce = "gpu_group_reduce";
+/** gpu_point_rank(rvar): the value of one of an update's RVars, bound by a
+ * let of its own (`<stage>.<rvar>.rank`, outermost RVar first) around a
+ * Tuple update that may keep the point reaching an extreme, when an RVar
+ * is on GPU threads (schedule_functions). An intrinsic, so that no pass
+ * drops or inlines the let: a thread ranks the points it takes by them.
+ * lower_block_level_code turns them back into plain lets. */
+constexpr const char *point_rank = "gpu_point_rank";
 }  // namespace gpu_intrinsic
 
 struct BlockLevelKernel {
@@ -65,8 +80,8 @@ bool has_thread_loop(const Stmt &s);
 bool reduces_across_threads(const For *loop, const std::set<std::string> &per_thread);
 
 /** Rewrites the body of one kernel (its outermost gpu_blocks loop) as
- * described above. `kernel` names it in errors. Kernels without thread
- * loops are returned unchanged. */
+ * described above, and drops the point_rank marks. `kernel` names it in
+ * errors. Kernels without thread loops are returned unchanged. */
 BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel);
 
 }  // namespace internal

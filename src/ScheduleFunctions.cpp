@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "CrossThreadReductions.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
 #include "Substitute.h"
@@ -313,6 +314,20 @@ Stmt define_split_variables(const std::string &prefix, const std::vector<Split> 
     return body;
 }
 
+/** Whether an update of f has an element that becomes select(test, x, its
+ * own old value), as those of an update keeping a point do. */
+bool may_keep_a_point(const FunctionPtr &f, const Definition &def) {
+    for (size_t k = 0; k < def.values.size(); k++) {
+        const Select *s = def.values[k].as<Select>();
+        const Call *old = s ? s->false_value.as<Call>() : nullptr;
+        if (old && old->call_type == Call::Func && old->name == f->name &&
+            old->value_index == static_cast<int>(k)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const StageSchedule &ss) {
@@ -336,6 +351,24 @@ Stmt build_stage(const LoweringEnv &env, const FunctionPtr &f, int stage, const 
     for (const Expr &v : def.values) values.push_back(substitute(rename, v));
     for (const Expr &a : def.args) args.push_back(substitute(rename, a));
     Stmt body = Provide::make(f->name, values, args);
+    // A Tuple update that may keep the point where a value reaches an
+    // extreme (argmax: an element becomes select(test, x, its old value)),
+    // with an RVar on GPU threads: lets that say where the point lies in
+    // the serial order, its RVars outermost first. The threads that share
+    // the update keep the point the serial loop would by them
+    // (lower_block_level_code); they are intrinsics, which no pass inlines
+    // or drops (the RVars' own lets may be: an unrolled loop's are
+    // constants plus the thread's index).
+    if (stage > 0 && values.size() > 1 && may_keep_a_point(f, def) &&
+        std::any_of(ss.dims.begin(), ss.dims.end(),
+                    [](const Dim &d) { return d.is_rvar && d.for_type == ForType::GPUThread; })) {
+        for (auto it = rvars.rbegin(); it != rvars.rend(); ++it) {
+            body = LetStmt::make(prefix + internal_name(it->var) + ".rank",
+                                 Call::make(Int(32), gpu_intrinsic::point_rank,
+                                            {rename.at(it->var)}, Call::Intrinsic),
+                                 body);
+        }
+    }
     // The reduction domain's predicate is tested at every point; a conjunct
     // that reads only some of the stage's loops (e.g. a tile partial's test
     // of its producers, the same for the whole tile) is tested once per

@@ -243,6 +243,34 @@ int main() {
         return 1;
     }
 
+    // Greedy decoding wants the point of each row where it is largest, not
+    // the largest value: an argmax. Written out as a Tuple update, each
+    // element takes its value at a point that beats the running max, under
+    // the one test (argmax() builds this update inline; write it out to
+    // schedule it):
+    //
+    //   top(y) = (index, max), each taken under the test v > top(y)[1]
+    //
+    // Its threads can share a row too. Each keeps its own max, the point
+    // where it found it, and the rest of the Tuple there; the block combines
+    // the maxima, then picks, among the threads that reached the largest,
+    // the point the serial loop would have kept: with a strict test (>) the
+    // first, with >= the last, by the update's RVars. So ties go as they
+    // would on the CPU, whatever thread saw which point.
+    std::printf("\n2d. argmax, one block per row\n");
+    Func top("top");
+    top(y) = Tuple(0, type_min(Float(32)));
+    Expr beats = in(y, r) > top(y)[1];
+    top(y) = Tuple(select(beats, Expr(r), top(y)[0]), select(beats, in(y, r), top(y)[1]));
+    Schedule argmax_rows;
+    argmax_rows[top].gpu_blocks(y);
+    argmax_rows[top].update().split(r, ro, ri, 256).gpu_threads(ri).gpu_blocks(y);
+    std::string argmax_cuda = Pipeline(top).compile_to_cuda(argmax_rows, gpu);
+    if (!show_lines(argmax_cuda, {"top_1_partial_best_[0] = loom_block_reduce(",
+                                  "top_1_partial_rank0_best_[0] = loom_block_reduce("})) {
+        return 1;
+    }
+
     // ---- 2e. A thread's own arrays.
     // A Func computed inside the thread loops is an array per thread. Its
     // size must be a constant, and it stays in registers only if every

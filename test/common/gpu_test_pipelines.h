@@ -366,4 +366,64 @@ struct HeadsWeightedAverage {
     }
 };
 
+/** The point of each row where `in` reaches its max (or min), with the
+ * value of `tag` there: a Tuple update (index, extreme, tag) written out,
+ * as a Halide user writes argmax to schedule it. A strict test keeps the
+ * first such point, one that is not strict the last. With `min_max_form`
+ * the extreme is kept with max (min) and only the index and the tag test. */
+struct RowArgExtreme {
+    loom::BufferParam in{loom::Float(32), 2, "in"}, tag{loom::Float(32), 2, "tag"};
+    loom::Var y{"y"}, yo{"yo"}, yi{"yi"};
+    loom::RDom r{0, in.dim(1).extent(), "r"};
+    loom::RVar ro{"ro"}, ri{"ri"};
+    loom::Func best{"best"};
+    RowArgExtreme(bool is_max, bool strict, bool min_max_form = false) {
+        loom::Expr start =
+            is_max ? loom::type_min(loom::Float(32)) : loom::type_max(loom::Float(32));
+        best(y) = loom::Tuple(0, start, 0.0f);
+        loom::Expr v = in(y, r), old = best(y)[1];
+        loom::Expr better = is_max ? (strict ? v > old : v >= old) : (strict ? v < old : v <= old);
+        loom::Expr extreme = !min_max_form ? loom::select(better, v, old)
+                             : is_max      ? loom::max(old, v)
+                                           : loom::min(old, v);
+        best(y) = loom::Tuple(loom::select(better, loom::Expr(r), best(y)[0]), extreme,
+                              loom::select(better, tag(y, r), best(y)[2]));
+    }
+    /** A block per row, `threads` threads striding along it. */
+    loom::Schedule one_row_per_block(int threads) const {
+        loom::Schedule sch;
+        sch[best].gpu_blocks(y);
+        sch[best].update().split(r, ro, ri, threads).gpu_threads(ri).gpu_blocks(y);
+        return sch;
+    }
+    /** A block per row, each of `threads` threads taking `unrolled`
+     * consecutive points at a time, in an unrolled loop. */
+    loom::Schedule unrolled_in_threads(int threads, int unrolled) const {
+        loom::Schedule sch;
+        loom::RVar ru{"ru"};
+        sch[best].gpu_blocks(y);
+        sch[best]
+            .update()
+            .split(r, ro, ri, threads * unrolled)
+            .split(ri, ri, ru, unrolled)
+            .gpu_threads(ri)
+            .unroll(ru)
+            .gpu_blocks(y);
+        return sch;
+    }
+    /** `rows` rows per block (threadIdx.y), `threads` threads per row. */
+    loom::Schedule rows_per_block(int rows, int threads) const {
+        loom::Schedule sch;
+        sch[best].gpu_tile(y, yo, yi, rows);
+        sch[best]
+            .update()
+            .split(r, ro, ri, threads)
+            .split(y, yo, yi, rows)
+            .reorder(yo, ro, yi, ri)
+            .gpu_threads(ri, yi)
+            .gpu_blocks(yo);
+        return sch;
+    }
+};
+
 }  // namespace loom_test

@@ -406,6 +406,43 @@ TEST(CudaCodegen, FusedChainsWithRowsOnBlocksAndThreads) {
         << threads;
 }
 
+TEST(CudaCodegen, ArgmaxAcrossThreads) {
+    // Each thread keeps its own extreme, its point's rank (the RVar) and
+    // payloads; the block combines the extremes, then the ranks of the
+    // threads that reached it; the thread holding the winning point folds
+    // it in. A strict test keeps the first point (the least rank), one that
+    // is not strict the last (the greatest, from the least int32, which is
+    // printed so that it stays an int).
+    for (bool strict : {true, false}) {
+        SCOPED_TRACE(strict ? "strict" : "not strict");
+        loom_test::RowArgExtreme a(true, strict);
+        std::string kernel =
+            kernels_of(compile_for_every_arch(a.best, a.one_row_per_block(128), 2));
+        EXPECT_EQ(count_of(kernel, "loom_block_reduce("), 2) << kernel;
+        EXPECT_NE(kernel.find(strict ? "loom_min<int>(" : "loom_max<int>("), std::string::npos)
+            << kernel;
+        EXPECT_EQ(kernel.find("-2147483648"), std::string::npos) << kernel;
+        if (!strict) EXPECT_NE(kernel.find("(-2147483647 - 1)"), std::string::npos) << kernel;
+        // One store to each element, by the holder of the winning point.
+        for (const char *element : {"best_0_[", "best_1_[", "best_2_["}) {
+            EXPECT_EQ(count_of(kernel, std::string(element) + "(best_s1_y_ - "),
+                      1 + (std::string(element) == "best_1_["))  // the fold reads the extreme
+                << kernel;
+        }
+    }
+    // Groups of 32 threads (a row each) combine by shuffles.
+    loom_test::RowArgExtreme a(false, true, true);
+    std::string kernel = kernels_of(compile_for_every_arch(a.best, a.rows_per_block(8, 32), 2));
+    EXPECT_EQ(count_of(kernel, "loom_group_reduce("), 2) << kernel;
+    EXPECT_EQ(kernel.find("loom_block_reduce("), std::string::npos) << kernel;
+    // Unrolled, each of a thread's points is ranked by the RVar's value,
+    // kept in a let of its own (best.s1.r.x.rank) where the RVar's let was
+    // folded into its uses.
+    kernel = kernels_of(compile_for_every_arch(a.best, a.unrolled_in_threads(64, 4), 2));
+    EXPECT_EQ(count_of(kernel, "const int best_s1_r_x_rank_ = "), 4) << kernel;
+    EXPECT_EQ(kernel.find("gpu_point_rank"), std::string::npos) << kernel;
+}
+
 TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     // Eight rows per block: each row's 32 threads (threadIdx.x) combine
     // their partials, and the first of them (threadIdx.x == 0) folds them

@@ -114,6 +114,20 @@ TEST(GpuScheduleErrors, ThreadsCombineOnlyReductions) {
             [&] { Pipeline(pair).compile_to_cuda(ps, Target("host-cuda-sm_90")); },
             {"every thread of the gpu_threads loop pair.s1.ri store to the same element of pair"}));
     }
+    // An argmax whose index takes the point under another test than its
+    // extreme does keeps no one point: the threads cannot share it.
+    Func skewed("skewed");
+    skewed(y) = Tuple(0, type_min(Float(32)));
+    Expr v = in(y, r);
+    skewed(y) = Tuple(select(v > skewed(y)[1], Expr(r), skewed(y)[0]),
+                      select(v >= skewed(y)[1], v, skewed(y)[1]));
+    Schedule ss;
+    ss[skewed].gpu_blocks(y);
+    ss[skewed].update().split(r, ro, ri, 128).gpu_blocks(y).gpu_threads(ri);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(skewed).compile_to_cuda(ss, Target("host-cuda-sm_90")); },
+        {"every thread of the gpu_threads loop skewed.s1.ri store to the same element",
+         "keep the point where a value reaches its max or min"}));
     // A histogram's threads may collide on a bin that depends on r: refused
     // when scheduled.
     Func hist("hist");

@@ -174,6 +174,80 @@ TEST(GpuExecution, TupleSchedules) {
     }
 }
 
+namespace {
+
+/** Rows of small whole numbers (many ties), with rows of -inf, of +inf, of
+ * one value throughout, and one whose max is at its last two points. */
+Buffer<float> rows_with_ties(int rows, int cols) {
+    Buffer<float> b = random_buffer<float>({rows, cols}, -4.0, 4.0);
+    for (int y = 0; y < rows; y++) {
+        for (int x = 0; x < cols; x++) {
+            b(y, x) = y == 1 ? -INFINITY : y == 2 ? INFINITY : y == 3 ? 1.0f : std::floor(b(y, x));
+        }
+    }
+    b(4, cols - 1) = b(4, cols - 2) = 9.0f;
+    return b;
+}
+
+}  // namespace
+
+TEST(GpuExecution, ArgmaxAndArgminAcrossThreads) {
+    REQUIRE_GPU();
+    // The threads of a row (a block, or a group of its threads) share an
+    // update that keeps the point where the row reaches its max or min and
+    // what it carries there; among ties the serial loop's point (the first
+    // with a strict test, the last without) wins, whichever thread saw it.
+    // With 77 columns a block's split of the row has a single piece; with
+    // the unrolled schedule, each thread takes 4 points per iteration.
+    const int rows = 37;
+    for (bool is_max : {true, false}) {
+        for (bool strict : {true, false}) {
+            for (bool min_max_form : {false, true}) {
+                loom_test::RowArgExtreme a(is_max, strict, min_max_form);
+                for (int cols : {1000, 77}) {
+                    SCOPED_TRACE(std::string(is_max ? "max" : "min") +
+                                 (strict ? " strict" : " not strict") +
+                                 (min_max_form ? ", min/max form, " : ", ") + std::to_string(cols) +
+                                 " columns");
+                    a.in.set(rows_with_ties(rows, cols));
+                    a.tag.set(random_buffer<float>({rows, cols}));
+                    std::vector<RawBuffer> expected = interpret_tuple(a.best, {rows});
+                    for (const Schedule &sch :
+                         {a.one_row_per_block(128), a.rows_per_block(8, 32),
+                          a.rows_per_block(4, 64), a.unrolled_in_threads(64, 4)}) {
+                        std::vector<RawBuffer> actual{RawBuffer(Int(32), {rows}),
+                                                      RawBuffer(Float(32), {rows}),
+                                                      RawBuffer(Float(32), {rows})};
+                        Pipeline(a.best).realize(actual, sch, kGpu);
+                        for (int k = 0; k < 3; k++) {
+                            EXPECT_TRUE(buffers_match(actual[k], expected[k])) << "element " << k;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Over two RVars, threads on both: points rank by the outer RVar first.
+    BufferParam img(Int(32), 3, "img");
+    img.set(random_buffer<int32_t>({5, 20, 30}, 0, 4));
+    RDom q({{0, 20}, {0, 30}}, "q");
+    Var z("z");
+    RVar qo("qo"), qi("qi");
+    Func best("best");
+    best(z) = Tuple(0, 0, -1);
+    Expr v = img(z, q.x, q.y), better = v > best(z)[2];
+    best(z) = Tuple(select(better, Expr(q.x), best(z)[0]), select(better, Expr(q.y), best(z)[1]),
+                    max(best(z)[2], v));
+    Schedule sch;
+    sch[best].gpu_blocks(z);
+    sch[best].update().split(q.y, qo, qi, 16).gpu_threads(qi, q.x).gpu_blocks(z);
+    std::vector<RawBuffer> expected = interpret_tuple(best, {5});
+    std::vector<RawBuffer> actual{RawBuffer(Int(32), {5}), RawBuffer(Int(32), {5}),
+                                  RawBuffer(Int(32), {5})};
+    Pipeline(best).realize(actual, sch, kGpu);
+    for (int k = 0; k < 3; k++) EXPECT_TRUE(buffers_match(actual[k], expected[k])) << k;
+}
+
 TEST(GpuExecution, FusedChainsWithRowsOnBlocksAndThreads) {
     REQUIRE_GPU();
     // Heads and rows split (and fused) into blocks and threads in the
@@ -435,6 +509,29 @@ TEST(GpuExecution, VectorizedRVarsAcrossThreads) {
     expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(32, 8), {6, 1024}, 1e-5, 1e-7);
     p.in.set(random_buffer<float>({3, 7}, -20.0, 20.0));
     expect_gpu_matches_interpreter(p.softmax, p.one_row_per_block(32, 4), {3, 7}, 1e-5, 1e-7);
+}
+
+TEST(GpuExecution, UnrolledRVarsAcrossThreads) {
+    REQUIRE_GPU();
+    // Each thread takes 4 consecutive points of its row per iteration, in
+    // an unrolled loop. The element's index, a loop invariant hoisted out
+    // of that loop into a let inside the thread loop, is bound again where
+    // the block folds its total.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri"), ru("ru");
+    Func total("total");
+    total(y) = 0.0f;
+    total(y) = total(y) + in(y, r);
+    Schedule sch;
+    sch[total].gpu_blocks(y);
+    sch[total].update().split(r, ro, ri, 64 * 4).split(ri, ri, ru, 4).gpu_threads(ri).unroll(ru);
+    sch[total].update().gpu_blocks(y);
+    in.set(random_buffer<float>({13, 1001}));
+    // (The threads add in another order: a sum of 1001 terms near 1 in size
+    // may differ by a few ulps of its largest partial sums.)
+    expect_gpu_matches_interpreter(total, sch, {13}, 1e-5, 1e-4);
 }
 
 TEST(GpuExecution, ScansWithAThreadPerRowOrColumn) {
