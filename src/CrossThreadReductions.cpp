@@ -86,9 +86,7 @@ struct SelectUpdate {
     const Store *store;
     Expr condition, value;           // with the lets in the stored value substituted
     const LetStmt *computed_before;  // the let that evaluated it ahead of the stores, if any
-    size_t order;                    // the region's stores before it
-    std::vector<const LetStmt *> lets_open;
-    Reduction element;  // its element, as a reduction's (op unset)
+    Reduction element;               // its element, as a reduction's (op unset)
 };
 
 /** The stores to one element per region (or per group of its threads) made
@@ -157,8 +155,7 @@ class FindReductions : public IRVisitor {
             return;
         }
         stores_of[op->name]++;
-        const size_t order = stores_seen++;
-        order_of[op] = order;
+        order_of[op] = stores_seen++;
         lets_of[op] = lets_open;
         rank_lets_at[op] = rank_lets_open();
         std::set<std::string> deps = depends_on(op->index);
@@ -170,7 +167,7 @@ class FindReductions : public IRVisitor {
         r.group_loops = deps;
         r.reduced = 0;
         if (!describe_element(op, deps, &r)) return;
-        if (as_select_update(op, r, order)) return;
+        if (as_select_update(op, r)) return;
         Expr value;
         if (!as_associative_update(op, &r.op, &value)) return;  // refused as a race later
         // (Every min or max may be a site of an extreme whose point is kept.)
@@ -226,16 +223,12 @@ class FindReductions : public IRVisitor {
 
     /** Records op if it stores select(c, x, the element), directly or
      * through a let that computed it before the stores. */
-    bool as_select_update(const Store *op, const Reduction &element, size_t order) {
+    bool as_select_update(const Store *op, const Reduction &element) {
         if (!op->value.type().is_scalar() || !is_const_one(op->predicate)) return false;
         Expr v = op->value;
-        const LetStmt *before = nullptr;
-        if (const Variable *var = v.as<Variable>()) {
-            for (auto l = lets_open.rbegin(); l != lets_open.rend() && !before; ++l) {
-                if ((*l)->name == var->name) before = *l;
-            }
-            if (before) v = before->value;
-        }
+        const Variable *var = v.as<Variable>();
+        const LetStmt *before = var ? binding(lets_open, var->name) : nullptr;
+        if (before) v = before->value;
         std::vector<std::pair<std::string, Expr>> bindings;
         while (const Let *l = v.as<Let>()) {
             bindings.emplace_back(l->name, l->value);
@@ -249,8 +242,8 @@ class FindReductions : public IRVisitor {
             return false;
         }
         selects.push_back({op, substitute_enclosing_lets(bindings, select->condition),
-                           substitute_enclosing_lets(bindings, select->true_value), before, order,
-                           lets_open, element});
+                           substitute_enclosing_lets(bindings, select->true_value), before,
+                           element});
         return true;
     }
 
@@ -338,9 +331,9 @@ class FindReductions : public IRVisitor {
                 auto it = old ? sites.find(old->name) : sites.end();
                 if (it == sites.end()) continue;
                 const size_t evaluated =
-                    p.computed_before ? let_order.at(p.computed_before) : p.order;
+                    p.computed_before ? let_order.at(p.computed_before) : order_of.at(p.store);
                 // (A payload computed in a let sees the lets outside it.)
-                std::vector<const LetStmt *> scope = p.lets_open;
+                std::vector<const LetStmt *> scope = lets_of.at(p.store);
                 if (p.computed_before) {
                     scope.resize(std::find(scope.begin(), scope.end(), p.computed_before) -
                                  scope.begin());
@@ -353,6 +346,9 @@ class FindReductions : public IRVisitor {
                     }
                 }
                 bool matches = site && equal(old->index, site->store->index);
+                for (const std::string &v : free_variables(p.condition)) {
+                    matches = matches && binding(scope, v) == binding(lets_of.at(site->store), v);
+                }
                 if (matches && site->test.defined()) {
                     matches = equal(p.condition, site->test);
                 } else if (matches) {
@@ -365,9 +361,6 @@ class FindReductions : public IRVisitor {
                         site->test = p.condition;
                         site->strict = strict;
                     }
-                }
-                for (const std::string &v : free_variables(p.condition)) {
-                    matches = matches && binding(scope, v) == binding(lets_of.at(site->store), v);
                 }
                 if (matches) site->payloads.push_back(&p);
                 else failed.insert(it->first);
@@ -731,7 +724,8 @@ class LowerBlockLevel : public IRMutator {
             if (!r.keeps_point) continue;
             registers.push_back({best_of(r.partial), r.type});
             for (Reduction::Payload &p : r.payloads) {
-                p.partial = p.buffer + ".partial" + (n ? std::to_string(n) : "");
+                int m = partial_names[p.buffer]++;
+                p.partial = p.buffer + ".partial" + (m ? std::to_string(m) : "");
                 registers.push_back({p.partial, p.type});
             }
             for (size_t k = 0; k < r.rank_vars.size(); k++) {
