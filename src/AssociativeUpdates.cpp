@@ -13,24 +13,20 @@
 namespace loom {
 namespace internal {
 
-namespace {
-
-bool loads_from(const Expr &e, const std::string &buffer) {
+bool loads_from(const Expr &e, const std::set<std::string> &buffers) {
     struct Find : IRVisitor {
-        const std::string *buffer;
+        const std::set<std::string> *buffers;
         bool found = false;
         using IRVisitor::visit;
         void visit(const Load *op) override {
-            found = found || op->name == *buffer;
+            found = found || buffers->count(op->name);
             IRVisitor::visit(op);
         }
     } find;
-    find.buffer = &buffer;
+    find.buffers = &buffers;
     e.accept(&find);
     return find.found;
 }
-
-}  // namespace
 
 bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value) {
     Expr v = st->value;
@@ -57,9 +53,9 @@ bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value) {
                is_const_one(l->predicate);
     };
     if (is_self(b)) std::swap(a, b);
-    if (!is_self(a) || loads_from(b, st->name)) return false;
+    if (!is_self(a) || loads_from(b, {st->name})) return false;
     for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
-        if (loads_from((*l)->value, st->name)) return false;
+        if (loads_from((*l)->value, {st->name})) return false;
         b = Let::make((*l)->name, (*l)->value, b);
     }
     *value = b;

@@ -6,6 +6,9 @@
 // are combined into the element.
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "loom/IR.h"
 
 namespace loom {
@@ -17,6 +20,9 @@ namespace internal {
  * the element, with those lets around it). The value must not read the
  * buffer, and the store must be scalar and unpredicated. */
 bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value);
+
+/** Whether e loads from any of `buffers`. */
+bool loads_from(const Expr &e, const std::set<std::string> &buffers);
 
 /** x such that combine(op, x, y) == y, for values of type t. */
 Expr reduction_identity(VectorReduce::Op op, Type t);

@@ -247,22 +247,6 @@ class FindReductions : public IRVisitor {
         return true;
     }
 
-    /** Whether e loads the element of one of `buffers` (by buffer). */
-    static bool loads_any(const Expr &e, const std::set<std::string> &buffers) {
-        struct Find : IRVisitor {
-            const std::set<std::string> *buffers;
-            bool found = false;
-            using IRVisitor::visit;
-            void visit(const Load *op) override {
-                found = found || buffers->count(op->name);
-                IRVisitor::visit(op);
-            }
-        } find;
-        find.buffers = &buffers;
-        e.accept(&find);
-        return find.found;
-    }
-
     /** Where a key's extreme changes: the key's store, with the value the
      * point brings (v) and the test of v against the key's old value under
      * which the point is taken (and every payload takes its value). */
@@ -401,10 +385,10 @@ class FindReductions : public IRVisitor {
             if (stores_of[b] != static_cast<int>(key_sites.size())) return;
         }
         for (const SelectUpdate &u : selects) {
-            if (group.count(u.store->name) && loads_any(u.value, group)) return;
+            if (group.count(u.store->name) && loads_from(u.value, group)) return;
         }
         for (const auto &[store, value] : extreme_values) {
-            if (group.count(store->name) && loads_any(value, group)) return;
+            if (group.count(store->name) && loads_from(value, group)) return;
         }
         // Every read of the group's elements is of the elements themselves.
         for (const Load *l : loads) {
