@@ -10,6 +10,12 @@
 // device-to-device copy) and a Loom copy kernel with the same vectorized
 // schedule as the elementwise chain.
 //
+// Then a row argmax (greedy decoding's: the index of each row's largest
+// value, and the value), a block per row whose threads share the row and
+// keep the first of equal maxima as the CPU does. It reads its input once
+// and writes almost nothing, so it counts the bytes read, against the copy's
+// read-and-write rate.
+//
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
 // Every kernel is first checked against the same pipeline on the CPU (small
@@ -115,6 +121,24 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     }
 }
 
+/** The index and value of each row's largest point, written out (as
+ * argmax() would make it) so that its RVar can go on the GPU's threads: a
+ * block per row, `threads` threads striding along it. */
+struct RowArgmax {
+    Var r{"r"};
+    RDom k;
+    Func top{"top"};
+    Schedule gpu;
+    RowArgmax(const BufferParam &in, int threads) : k(0, in.dim(1).extent(), "k") {
+        top(r) = Tuple(0, type_min(Float(32)));
+        Expr v = in(r, k), beats = v > top(r)[1];
+        top(r) = Tuple(select(beats, Expr(k), top(r)[0]), select(beats, v, top(r)[1]));
+        RVar ko("ko"), ki("ki");
+        gpu[top].gpu_blocks(r);
+        gpu[top].update().split(k, ko, ki, threads).gpu_threads(ki).gpu_blocks(r);
+    }
+};
+
 /** A rows x cols matrix whose rows are padded to a multiple of 4 floats,
  * as aligned rows must be. */
 Buffer<float> padded_rows(int rows, int cols, uint32_t seed) {
@@ -167,6 +191,28 @@ int main(int argc, char **argv) {
         std::printf("%-28s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
                     good ? "ok" : "MISMATCH");
     }
+    RowArgmax argmax(in, 256);
+    {
+        // Exact: the same point and value, ties included (rows of small whole
+        // numbers tie often).
+        const int rows = 37, cols = 3001;
+        Buffer<float> ties = pseudo_random({rows, cols}, 4);
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) ties(i, j) = std::floor(ties(i, j));
+        }
+        in.set(ties);
+        Buffer<int32_t> index({rows}), expected_index({rows});
+        Buffer<float> value({rows}), expected_value({rows});
+        Pipeline(argmax.top).realize(std::vector<RawBuffer>{expected_index, expected_value});
+        Pipeline(argmax.top).compile(argmax.gpu, gpu).realize({index, value});
+        int wrong = 0;
+        for (int i = 0; i < rows; i++) {
+            wrong += index(i) != expected_index(i) || value(i) != expected_value(i);
+        }
+        ok = ok && wrong == 0;
+        std::printf("%-28s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
+                    wrong ? "MISMATCH" : "ok");
+    }
     if (!ok) return 1;
     if (quick) return 0;
 
@@ -192,5 +238,14 @@ int main(int argc, char **argv) {
         std::printf("%-28s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
                     copy / t);
     }
+    // The argmax reads the matrix once: GB/s of reads, against the copy's
+    // rate of reads and writes together.
+    in.set(input);
+    Buffer<int32_t> index({rows});
+    Buffer<float> value({rows});
+    CompiledPipeline top = Pipeline(argmax.top).compile(argmax.gpu, gpu);
+    const double t = seconds_per_call([&] { top.realize({index, value}); }, cu, reps, 10);
+    std::printf("%-28s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
+                bytes / 2 / t / 1e9, bytes / 2 / t / 1e9 / copy_bw, rows, cols);
     return 0;
 }
