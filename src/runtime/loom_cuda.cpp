@@ -301,14 +301,20 @@ int32_t copy_elements(loom_buffer_t *b, bool to_device, const char *name) {
     }
 }
 
+/** An error about a buffer: "CUDA: buffer <name><what>", or "CUDA: the
+ * buffer<what>" for one the caller passed without a name. */
+int32_t buffer_error(const char *name, const char *what) {
+    return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "", what);
+}
+
 /** A buffer marked as changed on the GPU with no GPU memory would lose
  * what its caller thinks the GPU holds: reported, not guessed at. */
 int32_t check_dirty_has_device(const loom_buffer_t *b, const char *name) {
     if (b->device || !(b->flags & loom_buffer_device_dirty)) return 0;
-    return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
-                       " is marked as changed on the GPU (loom_buffer_device_dirty), but has no "
-                       "GPU memory (its device field is 0). Set device to its GPU address, or "
-                       "clear the flag.");
+    return buffer_error(name,
+                        " is marked as changed on the GPU (loom_buffer_device_dirty), but has no "
+                        "GPU memory (its device field is 0). Set device to its GPU address, or "
+                        "clear the flag.");
 }
 
 /** Gives b device memory for its span, if it has none. */
@@ -335,9 +341,9 @@ int32_t to_host(loom_buffer_t *b, const char *name) {
     if (int32_t err = check_dirty_has_device(b, name)) return err;
     if (!(b->flags & loom_buffer_device_dirty)) return 0;
     if (!b->host) {
-        return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
-                           " was written on the GPU, and is read on the host, but it has no host "
-                           "memory. Give it host memory, or read it only in GPU kernels.");
+        return buffer_error(name,
+                            " was written on the GPU, and is read on the host, but it has no host "
+                            "memory. Give it host memory, or read it only in GPU kernels.");
     }
     int32_t err = ensure_context();
     if (!err) err = copy_elements(b, false, name);
@@ -351,10 +357,10 @@ int32_t to_device(loom_buffer_t *b, const char *name) {
     if (err) return err;
     if (!(b->flags & loom_buffer_host_dirty) || !b->host) return 0;
     if (b->flags & loom_buffer_device_dirty) {
-        return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "",
-                           " was changed both on the host and on the GPU; Loom cannot tell which "
-                           "copy holds the data. Copy one way (loom_copy_to_host / "
-                           "loom_copy_to_device) before changing the other.");
+        return buffer_error(name,
+                            " was changed both on the host and on the GPU; Loom cannot tell which "
+                            "copy holds the data. Copy one way (loom_copy_to_host / "
+                            "loom_copy_to_device) before changing the other.");
     }
     err = ensure_context();
     if (!err) err = copy_elements(b, true, name);
