@@ -39,6 +39,19 @@ void expect_gpu_matches_interpreter(const Func &out, const Schedule &sch,
     EXPECT_TRUE(buffers_match(actual, expected, rel_tol, abs_tol));
 }
 
+/** Runs the Tuple-valued `out` on the GPU into buffers shaped as
+ * `expected` (the interpreter's, interpret_tuple) and compares every
+ * element exactly. */
+void expect_gpu_tuple_matches(const Func &out, const Schedule &sch,
+                              const std::vector<RawBuffer> &expected) {
+    std::vector<RawBuffer> actual;
+    for (const RawBuffer &e : expected) actual.push_back(RawBuffer(e.type(), e.shape()));
+    Pipeline(out).realize(actual, sch, kGpu);
+    for (size_t k = 0; k < actual.size(); k++) {
+        EXPECT_TRUE(buffers_match(actual[k], expected[k])) << "element " << k;
+    }
+}
+
 }  // namespace
 
 TEST(GpuExecution, ElementwiseWithAScalar) {
@@ -215,13 +228,7 @@ TEST(GpuExecution, ArgmaxAndArgminAcrossThreads) {
                     for (const Schedule &sch :
                          {a.one_row_per_block(128), a.rows_per_block(8, 32),
                           a.rows_per_block(4, 64), a.unrolled_in_threads(64, 4)}) {
-                        std::vector<RawBuffer> actual{RawBuffer(Int(32), {rows}),
-                                                      RawBuffer(Float(32), {rows}),
-                                                      RawBuffer(Float(32), {rows})};
-                        Pipeline(a.best).realize(actual, sch, kGpu);
-                        for (int k = 0; k < 3; k++) {
-                            EXPECT_TRUE(buffers_match(actual[k], expected[k])) << "element " << k;
-                        }
+                        expect_gpu_tuple_matches(a.best, sch, expected);
                     }
                 }
             }
@@ -241,11 +248,7 @@ TEST(GpuExecution, ArgmaxAndArgminAcrossThreads) {
     Schedule sch;
     sch[best].gpu_blocks(z);
     sch[best].update().split(q.y, qo, qi, 16).gpu_threads(qi, q.x).gpu_blocks(z);
-    std::vector<RawBuffer> expected = interpret_tuple(best, {5});
-    std::vector<RawBuffer> actual{RawBuffer(Int(32), {5}), RawBuffer(Int(32), {5}),
-                                  RawBuffer(Int(32), {5})};
-    Pipeline(best).realize(actual, sch, kGpu);
-    for (int k = 0; k < 3; k++) EXPECT_TRUE(buffers_match(actual[k], expected[k])) << k;
+    expect_gpu_tuple_matches(best, sch, interpret_tuple(best, {5}));
 }
 
 TEST(GpuExecution, FusedChainsWithRowsOnBlocksAndThreads) {
