@@ -221,8 +221,8 @@ class CodeGen_LLVM : public IRVisitor {
                 // A buffer that only kernels touch may have GPU memory alone;
                 // one the CPU code uses may not.
                 Value *no_host = builder->CreateIsNull(host);
-                Value *has_device = builder->CreateICmpNE(field(i64_t, {0}, 8, a.name + ".device"),
-                                                          builder->getInt64(0));
+                Value *device = field(i64_t, {0}, 8, a.name + ".device");
+                Value *has_device = builder->CreateICmpNE(device, builder->getInt64(0));
                 const bool kernels_only = gpu && !host_use.count(a.name);
                 Value *no_memory = no_host, *gpu_memory_alone = builder->getFalse();
                 if (kernels_only) {
@@ -237,6 +237,9 @@ class CodeGen_LLVM : public IRVisitor {
                 symbols.push(a.name + ".host_address", kernels_only
                                                            ? builder->getInt64(0)
                                                            : builder->CreatePtrToInt(host, i64_t));
+                // Both memories, for the checks that buffers do not overlap.
+                symbols.push(a.name + ".host_pointer", builder->CreatePtrToInt(host, i64_t));
+                symbols.push(a.name + ".device_pointer", device);
                 if (a.host_alignment > 1) promised_alignment[a.name] = a;
                 buffer_descriptors[a.name] = b;
                 symbols.push(a.name + ".type.code", builder->CreateZExt(code, i32_t));

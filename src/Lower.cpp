@@ -14,6 +14,7 @@
 #include "BoundGPUThreadLoops.h"
 #include "Bounds.h"
 #include "BoundsInference.h"
+#include "BufferAliasing.h"
 #include "BufferPromises.h"
 #include "CSE.h"
 #include "CodeGen_CUDA.h"
@@ -226,6 +227,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     }
 
     Stmt s = schedule_functions(env);
+    const InPlaceVerdicts in_place = in_place_verdicts(s, env);
     const std::vector<ParameterPtr> params = find_parameters(env.funcs);
     const std::vector<ParameterPtr> promising = promising_buffers(params, outputs);
     s = substitute_fixed_sizes(s, promising);
@@ -271,6 +273,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     }
     s = assume_dense_innermost(s, dense);
     s = check_buffer_promises(s, promising);
+    s = check_buffer_aliasing(s, result.params, outputs, in_place);
     s = add_argument_checks(s, result.params, outputs);  // first of all checks at run time
 
     s = simplify(s);

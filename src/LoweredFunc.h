@@ -18,7 +18,9 @@
 //    `b.dimensions` (Int(32), as the caller's descriptor says),
 //    `b.dim_is_null` (Bool), and `b.host_address` (Int(64)): the host
 //    pointer as an integer where the CPU code uses it, else 0 (a GPU
-//    kernel's launch checks the GPU address it passes). Reading
+//    kernel's launch checks the GPU address it passes). For the overlap
+//    checks (BufferAliasing.h), `b.host_pointer` and `b.device_pointer`
+//    (Int(64)) are the descriptor's two pointers as integers. Reading
 //    these never faults: for a null descriptor they are all zero, and for a
 //    descriptor whose dimensions differ from the argument's (or whose dim
 //    pointer is null) every `b.min/extent/stride.K` is zero.

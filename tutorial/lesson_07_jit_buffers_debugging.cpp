@@ -59,6 +59,27 @@ int main() {
         std::printf("caught: %s\n", e.what());
     }
 
+    // One buffer may be both the input and the output when each element is
+    // read only to compute the same element of the output, as here:
+    // twice(y, x) reads in at (y, x) alone. This doubles `data` in place.
+    kernel(whole, whole);
+    if (data[23] != 46.0f) {
+        std::printf("expected data doubled in place\n");
+        return 1;
+    }
+    // Any other overlap would read elements already overwritten, and is
+    // refused before anything runs: a blur into its own input, or, here, a
+    // 4x4 block read through the transposed view and written through the
+    // plain one (element (y, x) of the output is element (x, y) of the
+    // input).
+    try {
+        kernel(transposed.cropped(0, 0, 4), whole.cropped(1, 0, 4));
+        std::printf("expected an error\n");
+        return 1;
+    } catch (const RuntimeError &e) {
+        std::printf("caught: %s\n", e.what());
+    }
+
     // Compiling again with the same schedule reuses the machine code.
     CompiledPipeline again = pipe.compile(Schedule());
     if (&again.assembly() != &kernel.assembly()) {

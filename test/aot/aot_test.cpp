@@ -265,6 +265,17 @@ TEST(AOT, NullHostPointer) {
         {"Input buffer in has GPU memory alone", "uses it on the CPU"});
 }
 
+TEST(AOT, OutputInsideItsInput) {
+    // The blur reads each input element for several outputs: an output in
+    // the input's memory would have it read after being written over.
+    expect_blur_error(
+        [](loom_buffer_t *&, loom_buffer_t *&, View &in, View &out) {
+            out.buf.host = in.buf.host + 4 * sizeof(float);
+        },
+        {"Buffers in (input) and blurred (output) share memory on the host",
+         "cannot compute blurred in place over in", "Pass an output buffer of its own"});
+}
+
 TEST(AOT, EmptyBuffersWithNullHostAreFine) {
     View va(nullptr, f32, {0, 5}), vo(nullptr, f32, {0});
     EXPECT_EQ(aot_reduce(&va, 1, &vo), 0) << loom_last_error_message();
@@ -530,6 +541,24 @@ TEST(AOT, GpuLibraryRunsOnDLPackCudaTensorsInPlace) {
     EXPECT_EQ(fake_cuda_calls("cuMemAlloc_v2"), 2);  // the test's own two
     const float *result = reinterpret_cast<const float *>(dout);
     for (size_t i = 0; i < n; i++) ASSERT_EQ(result[i], in[i] * 3.0f + 1.0f) << i;
+
+    // In place, element for element, is allowed; one row on is not.
+    ASSERT_EQ(aot_gpu_scale(&bout, 0.5f, &bout), 0) << loom_last_error_message();
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(result[i], (in[i] * 3.0f + 1.0f) * 0.5f + 1.0f) << i;
+    DLTensor next_row = tout;
+    next_row.data = reinterpret_cast<void *>(dout + 70 * 4);
+    int64_t fewer_rows[2] = {12, 70};
+    next_row.shape = fewer_rows;
+    loom_buffer_t bnext;
+    loom_dimension_t dnext[2];
+    ASSERT_EQ(loom_buffer_from_dltensor(&next_row, &bnext, dnext, 2), 0);
+    EXPECT_NE(aot_gpu_scale(&bout, 0.5f, &bnext), 0);
+    EXPECT_NE(std::string(loom_last_error_message())
+                  .find("Buffers in (input) and out (output) share memory on the GPU, but not "
+                        "element for element"),
+              std::string::npos)
+        << loom_last_error_message();
+    EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 2);
 
     // Back to DLPack: still the same GPU memory.
     DLTensor back;

@@ -687,3 +687,57 @@ TEST(Schedule, FixedExtentsMakeLoopsAndStorageConstant) {
     x.set(random_buffer<float>({12}));
     check_schedule(y, s, {37}, 1e-5);
 }
+
+TEST(Schedule, OutputsComputedInPlaceOverTheirInput) {
+    // One buffer as the input and the output: allowed where each element
+    // is read only to compute the same element of the output (see
+    // FrontendErrors.OutputsThatOverlapAnInputOrEachOther for the rest).
+    // The result must be the one computed into a buffer of its own.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    Func shifted("shifted"), act("act");
+    shifted(y, x) = in(y, x) - 0.25f;  // inlined: act still reads in at its point
+    act(y, x) = select(shifted(y, x) > 0.0f, shifted(y, x), shifted(y, x) * 0.125f);
+    Func prefix("prefix");  // its update reads itself, not in
+    RDom r(1, 36, "r");
+    prefix(y, x) = in(y, x) * 2.0f;
+    prefix(y, r) = prefix(y, r - 1) + prefix(y, r);
+
+    Schedule vector_rows;
+    vector_rows[act].split(x, xo, xi, 8).vectorize(xi).parallel(y);
+    Schedule tiles;
+    tiles[act].tile(y, x, yo, xo, yi, xi, 4, 16).vectorize(xi, 4).unroll(yi);
+    Schedule plain;
+    struct Case {
+        const Func *f;
+        const Schedule *s;
+        const char *name;
+    };
+    for (const Case &c : {Case{&act, &vector_rows, "act, vectors of rows"},
+                          Case{&act, &tiles, "act, tiles"}, Case{&prefix, &plain, "prefix"}}) {
+        SCOPED_TRACE(c.name);
+        Buffer<float> data = random_buffer<float>({7, 37}, -1, 1);
+        in.set(data);
+        Buffer<float> apart({7, 37});
+        Pipeline(*c.f).realize({apart}, *c.s);
+        Pipeline(*c.f).realize({data}, *c.s);
+        EXPECT_TRUE(buffers_match(data, apart, 0, 0));
+        // A view holds the same elements at the same coordinates: rows 2
+        // to 5 are computed in place, the others are left as they were.
+        Buffer<float> again = random_buffer<float>({7, 37}, -1, 1), before({7, 37});
+        for (int i = 0; i < 7; i++) {
+            for (int j = 0; j < 37; j++) before(i, j) = again(i, j);
+        }
+        in.set(again);
+        Pipeline(*c.f).realize({again.cropped(0, 2, 4)}, *c.s);
+        in.set(before);
+        Buffer<float> rows({7, 37});
+        Pipeline(*c.f).realize({rows}, *c.s);
+        for (int i = 0; i < 7; i++) {
+            for (int j = 0; j < 37; j++) {
+                ASSERT_EQ(again(i, j), i >= 2 && i < 6 ? rows(i, j) : before(i, j))
+                    << i << "," << j;
+            }
+        }
+    }
+}

@@ -435,6 +435,37 @@ TEST(CudaRuntime, BuffersOfGpuMemoryAloneAreNeverCopied) {
     EXPECT_EQ(out_host(5, 49), in_host(5, 49) * 4.0f + 1.0f);
 }
 
+TEST(CudaRuntime, GpuMemoryIsCheckedForOverlapsLikeTheHosts) {
+    // Tensors given by their GPU addresses: a pointwise pipeline may write
+    // over its input, element for element; any other overlap is refused.
+    FakeGpu gpu;
+    Scale s("over_gpu_memory");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 6, cols = 50;
+    Buffer<float> host = loom_test::random_buffer<float>({rows, cols}), before({rows, cols});
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) before(r, c) = host(r, c);
+    }
+    host.copy_to_device();
+    const uint64_t device = host.raw_buffer()->device;
+    RawBuffer tensor = RawBuffer::wrap_device(Float(32), device, {rows, cols});
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, before, rows, cols); };
+    p(tensor, 3.0f, tensor);
+    ASSERT_EQ(gpu.launches.size(), 1u);
+    host.raw_buffer()->flags |= loom_buffer_device_dirty;
+    EXPECT_EQ(host(5, 49), before(5, 49) * 3.0f + 1.0f);
+
+    // The same memory one row on: row r of the output is row r + 1 of the
+    // input, which a block computing row r + 1 may already have written.
+    RawBuffer next_rows =
+        RawBuffer::wrap_device(Float(32), device + sizeof(float) * cols, {rows - 1, cols});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { p(tensor, 3.0f, next_rows); },
+        {"Buffers in (input) and over_gpu_memory (output) share memory on the GPU, but not "
+         "element for element"}));
+    EXPECT_EQ(gpu.launches.size(), 1u);
+}
+
 TEST(CudaRuntime, ACroppedOutputCopiesBackItsOwnElementsOnly) {
     FakeGpu gpu;
     Scale s("cropped");

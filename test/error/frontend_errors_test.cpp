@@ -369,3 +369,70 @@ TEST(FrontendErrors, BufferPromiseMistakes) {
     pair(x) = Tuple(in(0, x), in(1, x));
     EXPECT_EQ(pair.output_buffer(1).name(), "pair.1");
 }
+
+TEST(FrontendErrors, OutputsThatOverlapAnInputOrEachOther) {
+    // A pipeline reads its inputs while it writes its outputs: passing one
+    // memory as both is refused, naming the two buffers and the reason,
+    // unless the output can be computed in place (CorrectnessInPlace).
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), xo("xo"), xi("xi");
+    Buffer<float> data = random_buffer<float>({6, 40});
+    in.set(data);
+    auto refused = [&](const Func &f, const Schedule &s, const std::vector<RawBuffer> &outs,
+                       const std::vector<std::string> &words) {
+        return throws_with<RuntimeError>([&] { Pipeline(f).realize(outs, s); }, words);
+    };
+    const std::string share = "Buffers in (input) and ";
+
+    Func blur("blur");
+    blur(y, x) = in(y, max(x - 1, 0)) + in(y, x);
+    EXPECT_TRUE(refused(
+        blur, Schedule(), {data},
+        {share + "blur (output) share memory on the host", "cannot compute blur in place over in",
+         "blur reads in elsewhere than at the element of blur being written",
+         "Pass an output buffer of its own"}));
+    // Any overlap counts: here a view of the input's last column.
+    EXPECT_TRUE(refused(blur, Schedule(), {data.cropped(1, 39, 1)}, {share + "blur (output)"}));
+
+    Func scaled("scaled");
+    scaled(y, x) = in(y, x) * 2.0f;
+    // Pointwise, but computed over memory shifted by a column: the element
+    // at (y, x) would be read after (y, x - 1) was written over it.
+    RawBuffer shifted = data.cropped(1, 1, 39);
+    shifted.set_min({0, 0});
+    EXPECT_TRUE(refused(scaled, Schedule(), {shifted},
+                        {share + "scaled (output) share memory on the host, but not element for "
+                                 "element",
+                         "the same strides", "Pass the same buffer for both"}));
+    Schedule shift_inwards;
+    shift_inwards[scaled].split(x, xo, xi, 16, TailStrategy::ShiftInwards);
+    EXPECT_TRUE(refused(scaled, shift_inwards, {data},
+                        {"a ShiftInwards split of scaled computes some of its points twice"}));
+
+    Func reread("reread");
+    RDom r(0, 40, "r");
+    reread(y, x) = in(y, x);
+    reread(y, r) += in(y, r);
+    EXPECT_TRUE(refused(reread, Schedule(), {data},
+                        {"reread reads in elsewhere than at the element of reread"}));
+
+    Func narrow("narrow");
+    narrow(y, x) = cast<int16_t>(in(y, x));
+    RawBuffer same_bytes = RawBuffer::wrap(Int(16), data.raw_buffer()->host, {6, 40});
+    EXPECT_TRUE(
+        refused(narrow, Schedule(), {same_bytes}, {"its elements are 2 bytes, and in's 4"}));
+
+    Func pair("pair");
+    pair(y, x) = Tuple(in(y, x), in(y, x) + 1.0f);
+    Buffer<float> first({6, 40});
+    EXPECT_TRUE(
+        refused(pair, Schedule(), {data, first},
+                {"cannot compute pair.0 in place over in", "pair.0 is an element of a Tuple"}));
+    EXPECT_TRUE(refused(pair, Schedule(), {first, first.cropped(0, 5, 1)},
+                        {"Buffers pair.0 (output) and pair.1 (output) share memory on the host",
+                         "pass buffers that do not overlap"}));
+    // Apart, everything runs.
+    Buffer<float> second({6, 40});
+    Pipeline(pair).realize({first, second}, Schedule());
+    EXPECT_EQ(second(5, 39), data(5, 39) + 1.0f);
+}
