@@ -115,6 +115,56 @@ bool update_separates_iterations_of(const FunctionPtr &f, const Definition &d,
     return false;
 }
 
+/** Whether an update combines the point it writes with a value that does
+ * not read the Func, by + - * min max && or ||: the contributions to each
+ * point then give the same result in any order, so its reduction domain
+ * may be visited in any order (as Halide allows for an update it proves
+ * associative and commutative). For floats the order changes the rounding,
+ * as grouping a sum across threads or lanes does. */
+bool update_commutes(const FunctionPtr &f, const Definition &d) {
+    if (d.values.size() != 1) return false;
+    auto reads_self = [&](const Expr &e) {
+        struct Finder : IRVisitor {
+            const std::string *name;
+            bool found = false;
+            void visit(const Call *op) override {
+                found = found || (op->call_type == Call::Func && op->name == *name);
+                IRVisitor::visit(op);
+            }
+        } finder;
+        finder.name = &f->name;
+        e.accept(&finder);
+        return finder.found;
+    };
+    auto is_the_point = [&](const Expr &e) {
+        const Call *c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->name != f->name ||
+            c->args.size() != d.args.size())
+            return false;
+        for (size_t k = 0; k < c->args.size(); k++) {
+            if (!equal(c->args[k], d.args[k])) return false;
+        }
+        return true;
+    };
+    for (const Expr &a : d.args) {
+        if (reads_self(a)) return false;
+    }
+    if (d.rdom && d.rdom->predicate.defined() && reads_self(d.rdom->predicate)) return false;
+    const Expr &v = d.values[0];
+    Expr old, term;
+    bool either_side = true;  // f - g commutes only with f on the left
+    if (const Add *n = v.as<Add>()) old = n->a, term = n->b;
+    else if (const Sub *n = v.as<Sub>()) old = n->a, term = n->b, either_side = false;
+    else if (const Mul *n = v.as<Mul>()) old = n->a, term = n->b;
+    else if (const Min *n = v.as<Min>()) old = n->a, term = n->b;
+    else if (const Max *n = v.as<Max>()) old = n->a, term = n->b;
+    else if (const And *n = v.as<And>()) old = n->a, term = n->b;
+    else if (const Or *n = v.as<Or>()) old = n->a, term = n->b;
+    else return false;
+    if (either_side && !is_the_point(old)) std::swap(old, term);
+    return is_the_point(old) && !reads_self(term);
+}
+
 /** Whether an update definition may run the iterations of a loop over
  * `vars` in any order. A name the update separates the iterations of
  * (update_separates_iterations_of) may: distinct values touch distinct
@@ -369,13 +419,14 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
     std::vector<Dim> dims = st.ss->dims;
     for (size_t k = 0; k < slots.size(); k++) dims[sorted[k]] = st.ss->dims[slots[k]];
     // Reordering the loops of an update's reduction domain changes the
-    // order in which it visits the domain. Two iterations that touch one
+    // order in which it visits the domain, which matters unless the update
+    // commutes (update_commutes). Two iterations that touch one
     // point differ only in RVars the update does not separate
     // (update_separates_iterations_of), so only the loops made of those
     // must keep their relative order; loops of separated RVars may move
     // anywhere. Splitting an RVar keeps its order as long as its outer
     // loop stays outside its inner one, which this checks too.
-    if (stage_ > 0) {
+    if (stage_ > 0 && !update_commutes(func_, func_->updates[stage_ - 1])) {
         auto origins = rvar_origins(func_, stage_, *st.ss);
         const Definition &d = func_->updates[stage_ - 1];
         auto ordered_loops = [&](const std::vector<Dim> &ds) {
@@ -399,7 +450,8 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &order) {
                        << join(before, ", ")
                        << " (outermost first). An RVar that the update writes and reads itself "
                           "at alone, in one place (each column of a scan down the columns), may "
-                          "move.";
+                          "move; all may where the update only combines the point it writes with "
+                          "a value by + - * min max && or || (a sum).";
         }
     }
     st.ss->dims = dims;

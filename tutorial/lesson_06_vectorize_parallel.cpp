@@ -88,8 +88,32 @@ int main() {
     }
     std::printf("row sums over vectors of 16 lanes match\n");
 
-    // A loop that carries a dependence cannot be vectorized or parallelized:
-    // Loom refuses it with an error naming the loop.
+    // For the same reason such an update may visit its reduction domain in
+    // any order: its RVars may be reordered, or split and interleaved, as
+    // Halide allows for an update it proves associative and commutative.
+    // Here each block of 8 rows is summed column by column (blk.y, the
+    // column, outermost) rather than row by row, the domain's own order.
+    RDom blk({{0, 8}, {0, 4099}}, "blk");
+    Func block_sum("block_sum");
+    block_sum(row) = 0.0f;
+    block_sum(row) += m(row * 8 + blk.x, blk.y);
+    Pipeline blocks(block_sum);
+    Schedule by_columns;
+    by_columns[block_sum].update().reorder(blk.y, blk.x);
+    Buffer<float> in_order(blocks.realize({8}));
+    Buffer<float> by_column({8});
+    blocks.compile(by_columns).realize({by_column});
+    for (int j = 0; j < 8; j++) {
+        if (by_column(j) != in_order(j)) {
+            std::printf("block sums differ at %d\n", j);
+            return 1;
+        }
+    }
+    std::printf("block sums visited column by column match\n");
+
+    // A loop that carries a dependence cannot be vectorized or parallelized
+    // (nor can its RVars be reordered): Loom refuses it with an error naming
+    // the loop.
     BufferParam v(Float(32), 1, "v");
     RDom r(1, 99, "r");
     Func scan("scan");

@@ -246,6 +246,45 @@ TEST(Schedule, MatmulUpdateSchedules) {
     check_schedule(C, s, {21, 35}, 1e-5);
 }
 
+TEST(Schedule, ReductionsThatCommuteVisitTheirDomainInAnyOrder) {
+    // An update that combines its point with + - * min max && || (a sum, a
+    // max, a histogram) gives the same result in any order, so its RVars
+    // may be reordered, split and interleaved with its Vars, as in Halide.
+    // (ScheduleErrors.ReorderingRVarsChangesMeaning: the others may not.)
+    BufferParam in(Float(32), 3, "in");
+    BufferParam bins(Int(32), 2, "bins");
+    Var x("x");
+    RDom r({{0, 6}, {0, 9}}, "r");
+    RVar ro("ro"), ri("ri");
+    Func sum("sum"), drop("drop"), peak("peak"), hist("hist"), all_positive("all_positive");
+    sum(x) = 0.0f;
+    sum(x) += in(x, r.y, r.x);
+    drop(x) = 1.0f;
+    drop(x) = drop(x) - in(x, r.y, r.x);
+    peak(x) = -1.0f;
+    peak(x) = max(in(x, r.y, r.x) * 2.0f, peak(x));
+    hist(x) = 0;
+    hist(clamp(bins(r.y, r.x), 0, 7)) += 1;
+    all_positive(x) = true;
+    all_positive(x) = in(x, r.y, r.x) > -0.9f && all_positive(x);
+    in.set(random_buffer<float>({11, 9, 6}));
+    bins.set(random_buffer<int32_t>({9, 6}, -1, 9));
+    for (Func *f : {&sum, &drop, &peak, &hist, &all_positive}) {
+        SCOPED_TRACE(f->name());
+        const int n = f->name() == "hist" ? 8 : 11;
+        Schedule swapped;
+        swapped[*f].update().reorder(r.y, r.x);
+        check_schedule(*f, swapped, {n}, 1e-5);
+        // The domain's inner RVar split, its inner part outermost, and x
+        // (which the histogram's update has not) inside it all.
+        Schedule interleaved;
+        Stage update = interleaved[*f].update().split(r.x, ro, ri, 4);
+        if (f == &hist) update.reorder(ri, r.y, ro);
+        else update.reorder(ri, r.y, ro, x);
+        check_schedule(*f, interleaved, {n}, 1e-5);
+    }
+}
+
 TEST(Schedule, InlineReductionsDefaultPlacement) {
     BufferParam in(Float(32), 2, "in");
     Var r("r"), c("c");

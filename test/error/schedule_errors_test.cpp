@@ -161,6 +161,15 @@ TEST(ScheduleErrors, ReorderingRVarsChangesMeaning) {
     EXPECT_TRUE(throws_with<CompileError>(
         [&] { s[f].update().reorder(r.y, r.x); },
         {"update 0 of Func f", "RVars must keep their relative order: the loops r.x, r.y"}));
+    // A difference commutes only with the point on the left: here each
+    // step negates what came before.
+    Func alternating("alternating");
+    alternating(x) = 0.0f;
+    alternating(x) = in(r.x, r.y) - alternating(x);
+    Schedule negated;
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { negated[alternating].update().reorder(r.y, r.x); },
+        {"update 0 of Func alternating", "relative order", "+ - * min max && or || (a sum)"}));
     // The parts of one RVar swapped visit it out of order too: a scan then
     // read points it had not computed yet.
     Var y("y");

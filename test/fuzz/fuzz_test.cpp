@@ -205,7 +205,7 @@ FuzzCase make_case(uint64_t seed) {
     }
     // Update stages of the output: vectorize the pure var x or the RVar (one
     // vectorized loop per stage), and split a reduction variable (its loops
-    // stay in order, so the meaning is kept).
+    // in order, or for a sum in any order: the meaning is kept).
     const int out_update_vector = out.num_update_definitions() > 0 ? pick(4) : 0;
     // A scan's update has no loop over x, and its RVar carries its
     // dependence: its rows are what may be vectorized or parallel.
@@ -216,14 +216,20 @@ FuzzCase make_case(uint64_t seed) {
         else add("out.update.vectorize", [=](Schedule &s) { s[out].update().vectorize(vx, 4); });
     }
     if (out.num_update_definitions() > 0 && pick(2)) {
-        add("out.update.split rvar", [=](Schedule &s) {
-            Stage u = s[out].update();
-            // Only updates with an RDom have an RVar loop, innermost.
-            std::string loops = u.dump();
-            size_t open = loops.rfind('('), close = loops.rfind(')');
-            std::string last = loops.substr(open + 1, close - open - 1);
-            if (last != "x" && last != "y") u.split(RVar(last), RVar("ro"), RVar("ri"), 2);
-        });
+        // A sum's RVar may also visit its points out of order: its inner
+        // part outermost (a scan's may not).
+        const bool swap_parts = !out_is_scan && pick(2);
+        add(swap_parts ? "out.update.split rvar, inner part outside" : "out.update.split rvar",
+            [=](Schedule &s) {
+                Stage u = s[out].update();
+                // Only updates with an RDom have an RVar loop, innermost.
+                std::string loops = u.dump();
+                size_t open = loops.rfind('('), close = loops.rfind(')');
+                std::string last = loops.substr(open + 1, close - open - 1);
+                if (last == "x" || last == "y") return;
+                u.split(RVar(last), RVar("ro"), RVar("ri"), 2);
+                if (swap_parts) u.reorder(RVar("ri"), RVar("ro"));
+            });
     }
     // Or vectorize it: every lane updates the same point with +, so the
     // lanes are combined (their extents of 1 to 3 leave masked lanes).
