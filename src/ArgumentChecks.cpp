@@ -69,6 +69,25 @@ void check_buffer(const BufferArg &b, std::vector<Stmt> *checks) {
     checks->push_back(AssertStmt::make(
         !bool_var(b.name + ".host_is_null") || empty,
         StringImm::make(who + " has a null data pointer, but its extents say it holds data.")));
+
+    // Indices into a buffer are 32-bit (as a Func's storage is, see
+    // StorageFlattening): its elements must lie within 2^31 - 1 of its
+    // first. A larger one would be read and written at wrapped offsets.
+    Expr reach = make_zero(Int(64));
+    for (int k = 0; k < b.dimensions; k++) {
+        std::string n = std::to_string(k);
+        Expr extent = cast(Int(64), int_var(b.name + ".extent." + n));
+        Expr stride = cast(Int(64), int_var(b.name + ".stride." + n));
+        reach = reach + max(extent - 1, make_zero(Int(64))) * abs(stride);
+    }
+    if (b.dimensions > 0) {
+        checks->push_back(AssertStmt::make(
+            empty || reach <= make_const(Int(64), (int64_t(1) << 31) - 1),
+            error_message({StringImm::make(who + " spans "), reach,
+                           StringImm::make(" elements past its first one, more than the "
+                                           "2^31 - 1 that Loom's 32-bit indices reach. Pass it "
+                                           "in pieces (views of it) to several calls.")})));
+    }
 }
 
 }  // namespace

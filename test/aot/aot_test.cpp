@@ -298,6 +298,19 @@ TEST(AOT, BuffersTooSmall) {
         {"Input buffer in is read over", "in dimension 0"});
 }
 
+TEST(AOT, BuffersBeyondThe32BitIndices) {
+    // Rows 2^30 elements apart: the last row is past 2^31 - 1 elements, which
+    // the pipeline's 32-bit indices would wrap. Refused before any access.
+    expect_blur_error(
+        [](loom_buffer_t *&, loom_buffer_t *&, View &in, View &) { in.dims[0].stride = 1 << 30; },
+        {"Input buffer in spans 7516192779 elements past its first one",
+         "2^31 - 1 that Loom's 32-bit indices reach"});
+    // Negative strides count by their size.
+    expect_blur_error([](loom_buffer_t *&, loom_buffer_t *&, View &,
+                         View &out) { out.dims[0].stride = -(1 << 29); },
+                      {"Output buffer blurred spans 2684354569 elements"});
+}
+
 TEST(AOT, BadInnermostStride) {
     expect_blur_error(
         [](loom_buffer_t *&, loom_buffer_t *&, View &in, View &) { in.dims[1].stride = 2; },
