@@ -95,7 +95,6 @@ struct BufferArg {
     Expr field(const char *f, int k) const {
         return wide(name + "." + f + "." + std::to_string(k));
     }
-    std::string who() const { return role + " buffer " + name; }
 };
 
 /** One memory (the host's or the GPU's) of a buffer: its address, and the

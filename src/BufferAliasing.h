@@ -42,9 +42,8 @@ InPlaceVerdicts in_place_verdicts(const Stmt &s, const LoweringEnv &env);
 /** Prepends to s the checks that no output buffer overlaps an input or
  * another output, on the host or on the GPU, except an input and an output
  * that `verdicts` allows in place and that are the same memory at every
- * coordinate (equal strides, and
- * the output's first element at the input's element of the same
- * coordinates). They read `b.host_pointer`, `b.device_pointer` and the
+ * coordinate (equal strides, and the output's first element at the input's
+ * element of the same coordinates). They read `b.host_pointer`, `b.device_pointer` and the
  * descriptor's `b.min/extent/stride.K` (LoweredFunc.h), so they belong after
  * the argument checks (ArgumentChecks.h), which validate those. */
 Stmt check_buffer_aliasing(const Stmt &s, const std::vector<ParameterPtr> &params,

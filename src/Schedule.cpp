@@ -122,20 +122,10 @@ bool update_separates_iterations_of(const FunctionPtr &f, const Definition &d,
  * associative and commutative). For floats the order changes the rounding,
  * as grouping a sum across threads or lanes does. */
 bool update_commutes(const FunctionPtr &f, const Definition &d) {
-    if (d.values.size() != 1) return false;
-    auto reads_self = [&](const Expr &e) {
-        struct Finder : IRVisitor {
-            const std::string *name;
-            bool found = false;
-            void visit(const Call *op) override {
-                found = found || (op->call_type == Call::Func && op->name == *name);
-                IRVisitor::visit(op);
-            }
-        } finder;
-        finder.name = &f->name;
-        e.accept(&finder);
-        return finder.found;
-    };
+    // Its one read of itself (in its values, coordinates and where()) is
+    // the old value of the point, an operand of the combining operator.
+    const std::vector<std::vector<Expr>> calls = self_calls(f, d);
+    if (d.values.size() != 1 || calls.size() != 1) return false;
     auto is_the_point = [&](const Expr &e) {
         const Call *c = e.as<Call>();
         if (!c || c->call_type != Call::Func || c->name != f->name ||
@@ -146,10 +136,6 @@ bool update_commutes(const FunctionPtr &f, const Definition &d) {
         }
         return true;
     };
-    for (const Expr &a : d.args) {
-        if (reads_self(a)) return false;
-    }
-    if (d.rdom && d.rdom->predicate.defined() && reads_self(d.rdom->predicate)) return false;
     const Expr &v = d.values[0];
     Expr old, term;
     bool either_side = true;  // f - g commutes only with f on the left
@@ -161,8 +147,7 @@ bool update_commutes(const FunctionPtr &f, const Definition &d) {
     else if (const And *n = v.as<And>()) old = n->a, term = n->b;
     else if (const Or *n = v.as<Or>()) old = n->a, term = n->b;
     else return false;
-    if (either_side && !is_the_point(old)) std::swap(old, term);
-    return is_the_point(old) && !reads_self(term);
+    return is_the_point(old) || (either_side && is_the_point(term));
 }
 
 /** Whether an update definition may run the iterations of a loop over
