@@ -81,6 +81,14 @@ void expect_near_all(const std::vector<float> &a, const std::vector<float> &b, f
     }
 }
 
+/** Whether the calling thread's last error message contains `fragment`. */
+::testing::AssertionResult last_error_says(const std::string &fragment) {
+    const std::string message = loom_last_error_message();
+    if (message.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "the last error message does not say \"" << fragment << "\": " << message;
+}
+
 std::vector<std::string> handled_messages;
 void record_message(const char *msg) { handled_messages.push_back(msg); }
 
@@ -205,7 +213,7 @@ void expect_blur_error(Mutate mutate, const std::vector<std::string> &fragments)
     loom_set_error_handler(nullptr);
     EXPECT_NE(r, 0);
     std::string msg = loom_last_error_message();
-    for (const std::string &f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << msg;
+    for (const std::string &f : fragments) EXPECT_TRUE(last_error_says(f));
     ASSERT_EQ(handled_messages.size(), 1u);
     EXPECT_EQ(handled_messages[0], msg);
     for (float v : out) {
@@ -284,9 +292,7 @@ TEST(AOT, EmptyBuffersWithNullHostAreFine) {
     std::vector<float> a(15);
     View va2(a.data(), f32, {3, 5});
     EXPECT_NE(aot_reduce(&va2, 1, &vo2), 0);
-    EXPECT_NE(std::string(loom_last_error_message()).find("Output buffer row_sum has a null data"),
-              std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(last_error_says("Output buffer row_sum has a null data"));
 }
 
 TEST(AOT, BuffersTooSmall) {
@@ -326,17 +332,11 @@ TEST(AOT, ScalarAndHalfChecksOnOtherPipelines) {
     std::vector<uint16_t> o1(4);
     View vq(q.data(), f32, {2, 2}), v0(o0.data(), f32, {2, 2}), v1(o1.data(), f16, {2, 2});
     EXPECT_NE(aot_half(&vq, 0, &v0, &v1), 0);
-    EXPECT_NE(std::string(loom_last_error_message())
-                  .find("Input buffer q has element type float32, but the pipeline expects "
-                        "float16"),
-              std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(last_error_says(
+        "Input buffer q has element type float32, but the pipeline expects float16"));
     vq.buf.type = f16;
     EXPECT_NE(aot_half(&vq, 0, &v1, &v1), 0);
-    EXPECT_NE(
-        std::string(loom_last_error_message()).find("Output buffer f.0 has element type float16"),
-        std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(last_error_says("Output buffer f.0 has element type float16"));
 }
 
 // ---------------------------------------------------------------- DLPack
@@ -412,8 +412,7 @@ TEST(DLPack, Refusals) {
     auto refused = [&](DLTensor t, int max_dims, const char *fragment) {
         int r = loom_buffer_from_dltensor(&t, &b, d, max_dims);
         EXPECT_EQ(r, loom_error_unsupported) << fragment;
-        EXPECT_NE(std::string(loom_last_error_message()).find(fragment), std::string::npos)
-            << loom_last_error_message();
+        EXPECT_TRUE(last_error_says(fragment));
     };
     DLTensor ok{data.data(), {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, nullptr, 0};
     DLTensor t = ok;
@@ -506,17 +505,13 @@ TEST(AOT, GpuLibraryRefusesAChangeOnTheGpuWithoutGpuMemory) {
     View vin(in.data(), f32, {13, 70}), vout(out.data(), f32, {13, 70});
     vin.buf.flags = loom_buffer_device_dirty;
     EXPECT_NE(aot_gpu_scale(&vin, 3.0f, &vout), 0);
-    EXPECT_NE(std::string(loom_last_error_message())
-                  .find("buffer in is marked as changed on the GPU (loom_buffer_device_dirty), "
-                        "but has no GPU memory"),
-              std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(
+        last_error_says("buffer in is marked as changed on the GPU (loom_buffer_device_dirty), but "
+                        "has no GPU memory"));
     EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 0);
     // The explicit copies say the same of a buffer they are handed.
     EXPECT_NE(loom_copy_to_host(&vin), 0);
-    EXPECT_NE(std::string(loom_last_error_message()).find("the buffer is marked as changed"),
-              std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(last_error_says("the buffer is marked as changed"));
     EXPECT_NE(loom_copy_to_device(&vin), 0);
     ASSERT_EQ(loom_device_free(&vout), 0);
     EXPECT_EQ(fake_cuda_live_allocations(), 0);
@@ -566,11 +561,9 @@ TEST(AOT, GpuLibraryRunsOnDLPackCudaTensorsInPlace) {
     loom_dimension_t dnext[2];
     ASSERT_EQ(loom_buffer_from_dltensor(&next_row, &bnext, dnext, 2), 0);
     EXPECT_NE(aot_gpu_scale(&bout, 0.5f, &bnext), 0);
-    EXPECT_NE(std::string(loom_last_error_message())
-                  .find("Buffers in (input) and out (output) share memory on the GPU, but not "
-                        "element for element"),
-              std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(
+        last_error_says("Buffers in (input) and out (output) share memory on the GPU, but not "
+                        "element for element"));
     EXPECT_EQ(fake_cuda_calls("cuLaunchKernel"), 2);
 
     // Back to DLPack: still the same GPU memory.
@@ -582,8 +575,7 @@ TEST(AOT, GpuLibraryRunsOnDLPackCudaTensorsInPlace) {
     // There is no host memory to copy to; and freeing leaves the memory to
     // its owner.
     EXPECT_NE(loom_copy_to_host(&bout), 0);
-    EXPECT_NE(std::string(loom_last_error_message()).find("no host memory"), std::string::npos)
-        << loom_last_error_message();
+    EXPECT_TRUE(last_error_says("no host memory"));
     ASSERT_EQ(loom_device_free(&bout), 0);
     EXPECT_EQ(fake_cuda_live_allocations(), 2);
     loom_cuda_free(din);
