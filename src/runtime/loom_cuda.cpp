@@ -29,6 +29,7 @@ typedef unsigned long long CUdeviceptr;
 const int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 const int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 const int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+const int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
 const CUresult CUDA_ERROR_STUB_LIBRARY = 34;
 
 struct Driver {
@@ -47,6 +48,7 @@ struct Driver {
     CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree)(CUdeviceptr);
     CUresult (*cuMemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
+    CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
@@ -105,6 +107,7 @@ void load_driver() {
     ok &= bind(&driver.cuMemAlloc, "cuMemAlloc_v2");
     ok &= bind(&driver.cuMemFree, "cuMemFree_v2");
     ok &= bind(&driver.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
+    ok &= bind(&driver.cuPointerGetAttribute, "cuPointerGetAttribute");
     ok &= bind(&driver.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     ok &= bind(&driver.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     ok &= bind(&driver.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
@@ -315,6 +318,54 @@ int32_t check_dirty_has_device(const loom_buffer_t *b, const char *name) {
                         " is marked as changed on the GPU (loom_buffer_device_dirty), but has no "
                         "GPU memory (its device field is 0). Set device to its GPU address, or "
                         "clear the flag.");
+}
+
+/** Whether both ends of the span of a buffer's caller-given GPU memory lie
+ * in memory the driver knows (allocated or mapped by CUDA, on the GPU or
+ * pinned on the host). A host pointer in the device field, freed memory, or
+ * extents that run past the end of the allocation would otherwise fault in
+ * a kernel, and leave the context unusable. Each end is asked about on its
+ * own: memory mapped piecewise (cuMemMap, as PyTorch's expandable segments
+ * do) is one tensor over several allocations. A span that runs into a
+ * neighbouring allocation is not seen. */
+int32_t check_device_memory(const loom_buffer_t *b, const char *name) {
+    int64_t lo, hi;
+    if (!span_of(b, &lo, &hi)) return 0;
+    const int64_t elem = element_bytes(b);
+    const CUdeviceptr first = static_cast<CUdeviceptr>(b->device + lo * elem),
+                      last = static_cast<CUdeviceptr>(b->device + (hi + 1) * elem - 1);
+    const CUdeviceptr ends[2] = {first, last};
+    for (CUdeviceptr p : ends) {
+        unsigned memory_type = 0;
+        CUresult r =
+            driver.cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+        if (r == 0) continue;
+        loom_error_begin();
+        loom_error_append_string(name ? "CUDA: buffer " : "CUDA: the buffer");
+        if (name) loom_error_append_string(name);
+        if (p == first) {
+            loom_error_append_string(
+                "'s device address is not memory the CUDA driver allocated or mapped "
+                "(cuPointerGetAttribute: ");
+            loom_error_append_string(error_name(r));
+            loom_error_append_string(
+                "): host memory, freed memory, or no address at all. Set its device field to "
+                "GPU memory (cudaMalloc, a CUDA tensor's data), or pass host memory in its host "
+                "field with device 0.");
+        } else {
+            loom_error_append_string(" starts in GPU memory, but its last byte, ");
+            loom_error_append_int(static_cast<int64_t>(last - first));
+            loom_error_append_string(
+                " bytes further, is not in memory the CUDA driver allocated or mapped "
+                "(cuPointerGetAttribute: ");
+            loom_error_append_string(error_name(r));
+            loom_error_append_string(
+                "). Its extents or strides describe more memory than its device address points "
+                "into.");
+        }
+        return loom_error_end();
+    }
+    return 0;
 }
 
 /** Gives b device memory for its span, if it has none. */
@@ -529,6 +580,11 @@ LOOM_RUNTIME_EXPORT int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const ch
 LOOM_RUNTIME_EXPORT int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read,
                                                         int32_t written, const char *name,
                                                         uint64_t *device) {
+    if (b->device && !(b->flags & loom_buffer_device_owned)) {
+        int32_t err = ensure_context();
+        if (!err) err = check_device_memory(b, name);
+        if (err) return err;
+    }
     int32_t err = read ? to_device(b, name) : device_malloc(b, name);
     if (err) return err;
     if (written) {

@@ -466,6 +466,70 @@ TEST(CudaRuntime, GpuMemoryIsCheckedForOverlapsLikeTheHosts) {
     EXPECT_EQ(gpu.launches.size(), 1u);
 }
 
+// A GPU address that is not GPU memory, or a tensor described as larger
+// than its memory, would fault in the kernel (and leave the context
+// unusable): both ends of every caller-given span are asked about first.
+TEST(CudaRuntime, GpuAddressesOutsideGpuMemoryAreRefusedBeforeTheLaunch) {
+    FakeGpu gpu;
+    Scale s("on_bad_addresses");
+    CompiledPipeline p = s.compile(gpu);
+    const int rows = 6, cols = 50;
+    Buffer<float> host = loom_test::random_buffer<float>({rows, cols}), before({rows, cols});
+    std::memcpy(before.data(), host.data(), sizeof(float) * rows * cols);
+    host.copy_to_device();
+    const uint64_t device = host.raw_buffer()->device;
+    RawBuffer in = RawBuffer::wrap_device(Float(32), device, {rows, cols});
+    Buffer<float> out_memory({rows, cols});
+    out_memory.copy_to_device();
+    const uint64_t out_device = out_memory.raw_buffer()->device;
+    gpu.on_launch = [&](const Launch &l) { run_scale(l, before, rows, cols); };
+
+    // Host memory in the device field, as an input and as an output.
+    RawBuffer host_as_gpu =
+        RawBuffer::wrap_device(Float(32), reinterpret_cast<uint64_t>(before.data()), {rows, cols});
+    const std::string not_gpu =
+        "'s device address is not memory the CUDA driver allocated or mapped "
+        "(cuPointerGetAttribute: CUDA_ERROR_INVALID_VALUE): host memory, freed memory, or no "
+        "address at all. Set its device field to GPU memory";
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            p(host_as_gpu, 2.0f, RawBuffer::wrap_device(Float(32), out_device, {rows, cols}));
+        },
+        {"CUDA: buffer in" + not_gpu}));
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { p(in, 2.0f, host_as_gpu); },
+                                          {"CUDA: buffer on_bad_addresses" + not_gpu}));
+
+    // One row more than the allocation holds: its last byte is past it.
+    RawBuffer too_tall = RawBuffer::wrap_device(Float(32), device, {rows + 1, cols});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            p(too_tall, 2.0f, RawBuffer::wrap_device(Float(32), out_device, {rows + 1, cols}));
+        },
+        {"CUDA: buffer in starts in GPU memory, but its last byte, " +
+             std::to_string((rows + 1) * cols * 4 - 1) +
+             " bytes further, is not in memory the CUDA driver allocated or mapped",
+         "Its extents or strides describe more memory than its device address points into."}));
+    EXPECT_EQ(gpu.launches.size(), 0u);
+
+    // The lowest address of a span is its start: rows walked backwards from
+    // the last one fit, while the same rows from the first do not.
+    RawBuffer rows_backwards = RawBuffer::wrap_device(
+        Float(32), device + sizeof(float) * (rows - 1) * cols, {rows, cols}, {-cols, 1});
+    RawBuffer out = RawBuffer::wrap_device(Float(32), out_device, {rows, cols});
+    gpu.on_launch = [&](const Launch &l) {
+        const float *first_row = reinterpret_cast<const float *>(l.arg<uint64_t>("in_"));
+        EXPECT_EQ(l.arg<int>("in_stride_0_"), -cols);
+        EXPECT_EQ(first_row[-cols], before(rows - 2, 0));
+    };
+    p(rows_backwards, 2.0f, out);
+    ASSERT_EQ(gpu.launches.size(), 1u);
+    RawBuffer backwards_from_first =
+        RawBuffer::wrap_device(Float(32), device, {rows, cols}, {-cols, 1});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { p(backwards_from_first, 2.0f, out); },
+                                          {"CUDA: buffer in" + not_gpu}));
+    EXPECT_EQ(gpu.launches.size(), 1u);
+}
+
 TEST(CudaRuntime, ACroppedOutputCopiesBackItsOwnElementsOnly) {
     FakeGpu gpu;
     Scale s("cropped");

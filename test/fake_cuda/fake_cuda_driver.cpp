@@ -359,6 +359,15 @@ CUresult cuMemGetAddressRange_v2(unsigned long long *base, size_t *size, unsigne
     return 0;
 }
 
+/** Only the memory type (2) is known; memory in an allocation is device
+ * memory (2), any other address is not CUDA's (CUDA_ERROR_INVALID_VALUE). */
+CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long p) {
+    ENTER("cuPointerGetAttribute");
+    if (attribute != 2 || !inside_allocation(p, 1)) return kInvalidValue;
+    *static_cast<unsigned *>(data) = 2;
+    return 0;
+}
+
 CUresult cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes) {
     ENTER("cuMemcpyHtoD_v2");
     if (!inside_allocation(dst, bytes)) return kInvalidValue;
