@@ -125,7 +125,8 @@ std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outpu
     return order;
 }
 
-std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env) {
+std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env,
+                                          const Stmt &schedule) {
     struct Finder : IRVisitor {
         std::vector<ParameterPtr> params;
         std::set<const ParameterContents *> seen;
@@ -153,6 +154,7 @@ std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPt
             if (e.defined()) e.accept(&finder);
         });
     }
+    if (schedule.defined()) schedule.accept(&finder);
     return finder.params;
 }
 

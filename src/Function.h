@@ -52,8 +52,11 @@ std::vector<std::string> realization_order(const std::vector<FunctionPtr> &outpu
                                            const std::map<std::string, FunctionPtr> &env,
                                            bool cycles_allowed = false);
 
-/** Input buffers and scalar params read by the pipeline, in first-use order. */
-std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env);
+/** Input buffers and scalar params read by the pipeline, in first-use order:
+ * those of the Funcs' definitions, then any other that `schedule` (their
+ * loop nest) uses, such as a Param given as a split factor. */
+std::vector<ParameterPtr> find_parameters(const std::map<std::string, FunctionPtr> &env,
+                                          const Stmt &schedule = Stmt());
 
 /** All RVars of a definition, outermost first. */
 std::vector<ReductionVariable> rvars_of(const Definition &d);

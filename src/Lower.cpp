@@ -228,7 +228,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     Stmt s = schedule_functions(env);
     const InPlaceVerdicts in_place = in_place_verdicts(s, env);
-    const std::vector<ParameterPtr> params = find_parameters(env.funcs);
+    const std::vector<ParameterPtr> params = find_parameters(env.funcs, s);
     const std::vector<ParameterPtr> promising = promising_buffers(params, outputs);
     s = substitute_fixed_sizes(s, promising);
     debug_print("schedule_functions", s);

@@ -109,6 +109,37 @@ TEST(Schedule, SplitEachTailStrategy) {
     }
 }
 
+TEST(Schedule, ParamsThatOnlyTheScheduleUsesAreArguments) {
+    // A split factor and a split_k chunk count chosen at run time: the
+    // algorithm never reads these Params, the loop nest does.
+    Blur b;
+    b.bind(19, 45);
+    Param<int> tile("tile");
+    Schedule s;
+    Var xo("xo"), xi("xi");
+    s[b.bx].compute_root().split(b.x, xo, xi, tile);
+    s[b.by].split(b.y, xo, xi, tile + 2);
+    for (int t : {1, 4, 7, 64}) {
+        tile.set(t);
+        check_schedule(b.by, s, {19, 45});
+    }
+
+    BufferParam in(Float(32), 2, "in");
+    Param<int> pieces("pieces");
+    Var x("x"), c("c");
+    RDom r(0, in.dim(1).extent(), "r");
+    Func m("m"), e("e");
+    m(x) = maximum(in(x, r));
+    e(x) = sum(exp(in(x, r) - m(x)));
+    Schedule sk;
+    sk.split_k(e, r, pieces, c).compute_root();
+    in.set(random_buffer<float>({5, 23}));
+    for (int k : {1, 3, 23, 40}) {
+        pieces.set(k);
+        check_schedule(e, sk, {5}, 1e-5);
+    }
+}
+
 TEST(Schedule, SplitsMayReuseTheOldName) {
     // As in Halide, split(x, x, xi, 8) names the outer loop after what it
     // splits; the guard and the arithmetic still use the old variable's
