@@ -95,6 +95,28 @@ bool small_enough(const Expr &e, int limit = 40) {
     return c.count <= limit;
 }
 
+/** Whether e reads memory: a Load, or a call to a Func or an input (loads
+ * once storage is flattened). Every operand of a Select, and both operands
+ * of && and ||, is evaluated whatever the condition (LLVM's select, the
+ * loads CSE lifts out of the branches): an index there must be valid
+ * where the condition fails too. So a condition's facts are not used
+ * inside such an operand, where they would drop the very clamp that keeps
+ * it in bounds: select(k < n, in(clamp(k, 0, n - 1)), 0) is the usual
+ * constant boundary condition. */
+bool reads_memory(const Expr &e) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Load *) override { found = true; }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func || op->call_type == Call::Image) found = true;
+            if (!found) IRVisitor::visit(op);
+        }
+    } find;
+    e.accept(&find);
+    return find.found;
+}
+
 bool uses_scope(const Expr &e, const Scope<Interval> &s) {
     FindVars f(s);
     e.accept(&f);
@@ -603,7 +625,7 @@ bool is_negation(const Expr &a, const Expr &b) {
 Expr Simplify::visit(const And *op) {
     Expr a = mutate(op->a);
     Expr b;
-    if (a.type().is_scalar() && !is_const(a)) {
+    if (a.type().is_scalar() && !is_const(a) && !reads_memory(op->b)) {
         // b only matters where a holds.
         std::vector<Undo> undo;
         learn(a, true, undo);
@@ -618,7 +640,7 @@ Expr Simplify::visit(const And *op) {
 Expr Simplify::visit(const Or *op) {
     Expr a = mutate(op->a);
     Expr b;
-    if (a.type().is_scalar() && !is_const(a)) {
+    if (a.type().is_scalar() && !is_const(a) && !reads_memory(op->b)) {
         // b only matters where a fails.
         std::vector<Undo> undo;
         learn(a, false, undo);
@@ -710,18 +732,18 @@ Expr Simplify::visit(const Select *op) {
     if (is_const_one(c)) return mutate(op->true_value);
     if (is_const_zero(c)) return mutate(op->false_value);
     Expr t, f;
-    if (c.type().is_scalar()) {
+    // Each value only matters where the condition picks it, but is
+    // evaluated everywhere: no facts for one that reads memory.
+    auto mutate_where = [&](const Expr &value, bool truth) {
+        if (!c.type().is_scalar() || reads_memory(value)) return mutate(value);
         std::vector<Undo> undo;
-        learn(c, true, undo);
-        t = mutate(op->true_value);
+        learn(c, truth, undo);
+        Expr result = mutate(value);
         unlearn(undo);
-        learn(c, false, undo);
-        f = mutate(op->false_value);
-        unlearn(undo);
-    } else {
-        t = mutate(op->true_value);
-        f = mutate(op->false_value);
-    }
+        return result;
+    };
+    t = mutate_where(op->true_value, true);
+    f = mutate_where(op->false_value, false);
     return rewrite_select(c, t, f);
 }
 

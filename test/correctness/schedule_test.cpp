@@ -758,6 +758,24 @@ TEST(Schedule, FixedExtentsMakeLoopsAndStorageConstant) {
     check_schedule(y, s, {37}, 1e-5);
 }
 
+TEST(Schedule, AConstantBoundaryConditionReadsOnlyInsideItsInput) {
+    // select(inside, in(clamp(...)), 0): the load is evaluated whatever the
+    // condition, so its clamp must stay (the simplifier once dropped it,
+    // knowing k < n in the true branch, and this read 64 MiB past in).
+    BufferParam in(Float(32), 1, "in");
+    Var k("k");
+    Func padded("padded");
+    Expr n = in.dim(0).extent();
+    Expr v = in(clamp(k, 0, n - 1));
+    padded(k) = select(k < n, v / (1.0f + abs(v)), 0.0f);
+    Buffer<float> small = random_buffer<float>({4});
+    const int size = 1 << 24;
+    Buffer<float> out({size});
+    Pipeline(padded).compile(Schedule())(small, out);
+    for (int i = 0; i < 4; i++) EXPECT_EQ(out(i), small(i) / (1.0f + std::abs(small(i))));
+    for (int i : {4, 5, 1000, size - 1}) EXPECT_EQ(out(i), 0.0f) << i;
+}
+
 TEST(Schedule, OutputsComputedInPlaceOverTheirInput) {
     // One buffer as the input and the output: allowed where each element
     // is read only to compute the same element of the output (see

@@ -407,6 +407,21 @@ TEST(Simplify, Select) {
     // Inside the true branch, the condition holds.
     EXPECT_SIMPLIFY(select(x < 3, min(x, 5), 0), select(x < 3, x, 0));
     EXPECT_SIMPLIFY(select(x < 3, select(x < 3, 1, 2), 0), select(x < 3, 1, 0));
+    // But both values are evaluated whatever the condition: a load's index
+    // keeps its clamp (a constant boundary condition), and so does a read
+    // of a Func, the second operand of && and ||, and the false branch.
+    Expr n = var("n");
+    Expr clamped = max(min(x, n + -1), 0);
+    Expr load = Load::make(Float(32), "in", clamped, const_true());
+    EXPECT_SIMPLIFY(select(x < n && 0 <= x, load, 0.0f), select(x < n && 0 <= x, load, 0.0f));
+    EXPECT_SIMPLIFY(select(n <= x, 0.0f, load), select(n <= x, 0.0f, load));
+    Expr bit = Load::make(Bool(), "mask", clamped, const_true());
+    EXPECT_SIMPLIFY(x < n && bit, x < n && bit);
+    EXPECT_SIMPLIFY(n <= x || bit, n <= x || bit);
+    Expr image = Call::make(Float(32), "in", {clamped}, Call::Image);
+    EXPECT_SIMPLIFY(select(x < n, image, 0.0f), select(x < n, image, 0.0f));
+    // Arithmetic alone is evaluated harmlessly either way: still simplified.
+    EXPECT_SIMPLIFY(select(x < n, clamped * 2, 0), select(x < n, max(x, 0) * 2, 0));
 }
 
 TEST(Simplify, Booleans) {
