@@ -82,6 +82,63 @@ Box box_for(const std::map<std::string, Box> &boxes, const std::string &name) {
     return it == boxes.end() ? Box() : it->second;
 }
 
+/** The bound and bound_extent directives of Func f. */
+const std::vector<DeclaredBound> &declared_bounds(const LoweringEnv &env, const std::string &f) {
+    static const std::vector<DeclaredBound> none;
+    auto it = env.schedules.find(f);
+    return it == env.schedules.end() ? none : it->second.bounds;
+}
+
+/** Replaces f's region in each Var it is bounded in by the declared range,
+ * adding to `checks` a run-time check that the region it replaces (what is
+ * read of f there, or, for an output, its buffer) lies inside, where that is
+ * not evident. */
+void apply_declared_bounds(const FunctionPtr &f, const std::vector<DeclaredBound> &declared,
+                           Box *region, std::vector<Stmt> *checks, bool output) {
+    for (const DeclaredBound &b : declared) {
+        size_t d = std::find(f->args.begin(), f->args.end(), b.var) - f->args.begin();
+        internal_assert(d < f->args.size()) << "bound of " << f->name << " on " << b.var;
+        Interval &r = (*region)[d];
+        Expr mn = simplify(b.min.defined() ? b.min : r.min);
+        Expr mx = simplify(mn + b.extent - 1);
+        Expr inside = simplify(r.max < r.min || (mn <= r.min && r.max <= mx));
+        if (!is_const_one(inside)) {
+            const std::string directive = b.min.defined() ? "bound" : "bound_extent";
+            const std::string k = std::to_string(d);
+            std::vector<Expr> message;
+            if (output) {
+                message = {
+                    StringImm::make("Output buffer " + output_buffer_name(f, 0) + " covers ["),
+                    r.min,
+                    StringImm::make(", "),
+                    r.max,
+                    StringImm::make("] in dimension " + k + ", but the schedule bounds " + f->name +
+                                    " in " + b.var + " to ["),
+                    mn,
+                    StringImm::make(", "),
+                    mx,
+                    StringImm::make("] (" + directive +
+                                    "). Pass a buffer with exactly that range there.")};
+            } else {
+                message = {
+                    StringImm::make("Func " + f->name + " is bounded in " + b.var + " to ["),
+                    mn,
+                    StringImm::make(", "),
+                    mx,
+                    StringImm::make("] (" + directive + "), but the pipeline reads it over ["),
+                    r.min,
+                    StringImm::make(", "),
+                    r.max,
+                    StringImm::make("] there. Widen the bound, or schedule the pipeline "
+                                    "to read less of " +
+                                    f->name + ".")};
+            }
+            checks->push_back(AssertStmt::make(inside, error_message(message)));
+        }
+        r = Interval(mn, mx);
+    }
+}
+
 /** Wraps `body` in the definitions of the stage bounds of Func f. */
 Stmt define_stage_bounds(const FunctionPtr &f, const Box &region, Stmt body, int first_stage,
                          int last_stage) {
@@ -114,13 +171,18 @@ class ComputeSiteBounds : public IRMutator {
         found = true;
         if (const FusedGroup *g = env.group_led_by(f->name)) return group_bounds(op, *g);
         Box required = box_for(boxes_required(for_analysis(consume->body)), f->name);
-        if (required.empty() && !f->args.empty()) {
+        const bool unread = required.empty() && !f->args.empty();
+        if (unread) {
             // Nothing reads it at this site; compute nothing.
             required = Box(f->args.size());
             for (auto &i : required.bounds) i = Interval(0, -1);
         }
         check_bounded(required, f->name, "reads");
         for (auto &i : required.bounds) i = Interval(simplify(i.min), simplify(i.max));
+        // A Func nothing reads here stays empty, bounded or not.
+        std::vector<Stmt> checks;
+        if (!unread)
+            apply_declared_bounds(f, declared_bounds(env, f->name), &required, &checks, false);
 
         // Updates run over the region consumers read; the pure definition must
         // also cover what the updates write and read of f itself.
@@ -140,8 +202,8 @@ class ComputeSiteBounds : public IRMutator {
                 }
             }
         }
-        Stmt result = Block::make(op->first, op->rest);
-        result = define_stage_bounds(f, required, result, 1, n_updates);
+        checks.push_back(Block::make(op->first, op->rest));
+        Stmt result = define_stage_bounds(f, required, Block::make(checks), 1, n_updates);
         return define_stage_bounds(f, init_region, result, 0, 0);
     }
 
@@ -157,6 +219,10 @@ class ComputeSiteBounds : public IRMutator {
         std::map<std::string, Box> required = boxes_required(for_analysis(consume->body));
         std::map<std::string, Interval> dims;
         for (const std::string &m : g.members) {
+            user_assert(declared_bounds(env, m).empty())
+                << "Func " << m << " is bounded (bound or bound_extent), but it is computed in "
+                << "the fused loops of " << g.leader << " (rolling_update or split_k), whose "
+                << "region the chain decides. Drop the bound, or bound a Func outside the chain.";
             const FunctionPtr &mf = env.funcs.at(m);
             Box b = box_for(required, m);
             if (b.empty()) continue;
@@ -185,13 +251,29 @@ class ComputeSiteBounds : public IRMutator {
     }
 };
 
-/** Gives the Realize of each Func the bounds of what is touched inside it. */
+/** Gives the Realize of each Func the bounds of what is touched inside it.
+ * In a Var the Func is bounded in, what it writes: reads past that are
+ * refused where it is computed, before anything reads them. */
 class RealizeBounds : public IRMutator {
+  public:
+    explicit RealizeBounds(const LoweringEnv &env) : env(env) {}
+
   protected:
+    const LoweringEnv &env;
     using IRMutator::visit;
     Stmt visit(const Realize *op) override {
         Stmt body = mutate(op->body);
         Box touched = box_for(boxes_touched(for_analysis(body)), op->name);
+        const FunctionPtr *f = env.funcs.count(op->name) ? &env.funcs.at(op->name) : nullptr;
+        const std::vector<DeclaredBound> &declared = declared_bounds(env, op->name);
+        if (f && !declared.empty() && !touched.empty()) {
+            Box written = box_for(boxes_provided(for_analysis(body)), op->name);
+            for (const DeclaredBound &b : declared) {
+                size_t d =
+                    std::find((*f)->args.begin(), (*f)->args.end(), b.var) - (*f)->args.begin();
+                if (d < written.size() && written[d].is_bounded()) touched[d] = written[d];
+            }
+        }
         Region bounds;
         if (touched.empty()) {
             // Touched nowhere: an empty realization.
@@ -221,7 +303,7 @@ Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
         ComputeSiteBounds site(env.funcs.at(*it), env);
         s = site.mutate(s);
     }
-    s = RealizeBounds().mutate(s);
+    s = RealizeBounds(env).mutate(s);
 
     // The outputs compute exactly the region of their buffers.
     for (const FunctionPtr &out : env.outputs) {
@@ -233,7 +315,11 @@ Stmt bounds_inference(const Stmt &input, const LoweringEnv &env) {
             Expr ext = int_var(buf + ".extent." + std::to_string(d));
             region[d] = Interval(mn, mn + ext - 1);
         }
-        s = define_stage_bounds(f, region, s, 0, static_cast<int>(f->updates.size()));
+        std::vector<Stmt> checks;
+        apply_declared_bounds(f, declared_bounds(env, f->name), &region, &checks, true);
+        checks.push_back(s);
+        s = define_stage_bounds(f, region, Block::make(checks), 0,
+                                static_cast<int>(f->updates.size()));
     }
     return s;
 }

@@ -1476,7 +1476,8 @@ class KernelPrinter : public IRVisitor {
                 << (shared ? ", which differs between blocks" : " per thread")
                 << ". Compute it where its size is constant (e.g. inside the thread loops, "
                    "over a constant tile), at a block loop over a region every block has the "
-                   "same size of, or at root.";
+                   "same size of, or at root; or give it a constant size with bound() or "
+                   "bound_extent().";
             dynamic_size = dynamic_size.defined() ? dynamic_size * at_launch : at_launch;
         }
         if (dynamic_size.defined()) {
@@ -1484,7 +1485,7 @@ class KernelPrinter : public IRVisitor {
                 << "Kernel " << kernel.name << " stores both " << dynamic_shared_func << " and "
                 << op->name
                 << " in shared memory with sizes known only at launch; one such Func per kernel "
-                   "is supported. Give the others a constant size.";
+                   "is supported. Give the others a constant size (bound(), bound_extent()).";
             dynamic_shared_func = op->name;
             kernel.dynamic_shared_bytes =
                 simplify(max(cast(Int(64), dynamic_size), 0) * (size * op->type.bytes()));
@@ -1598,7 +1599,8 @@ class KernelPrinter : public IRVisitor {
             << "Func " << func_of_loop(op->name) << "'s gpu_threads loop " << op->name
             << " has the extent " << op->extent
             << ", which is not a positive constant: a block has a fixed number of threads. "
-               "Split the loop by a constant first (gpu_tile(x, xo, xi, 128)).";
+               "Split the loop by a constant first (gpu_tile(x, xo, xi, 128)), or give the Func a "
+               "constant extent there (bound(), bound_extent()).";
         return static_cast<int>(*v);
     }
 

@@ -243,7 +243,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     LoweringResult result;
     result.notes = env.fusion_log;
     result.fusion_seconds = fusion_seconds;
-    result.params = params;
+    // Bounds inference may bring in more: a Param that a bound() gives.
+    result.params = find_parameters(env.funcs, s);
     std::stable_sort(
         result.params.begin(), result.params.end(),
         [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });

@@ -622,6 +622,61 @@ Stage &Stage::store_at(const Func &consumer, const VarOrRVar &loop) {
     return *this;
 }
 
+namespace {
+
+/** Refuses a bound's min or extent that is not a scalar integer of
+ * constants and Params (a Var or RVar has no value where the Func's
+ * region is decided). */
+void check_bound_expr(const FunctionPtr &f, const Var &v, const Expr &e, const char *what,
+                      const char *directive) {
+    user_assert(e.defined() && e.type().is_int_or_uint() && e.type().is_scalar())
+        << "In the schedule of " << f->name << ": the " << what << " of " << directive << "("
+        << v.name() << ", ...) must be an integer expression.";
+    struct FreeVars : IRVisitor {
+        std::string found;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override {
+            if (!op->param && found.empty()) found = op->name;
+        }
+    } free;
+    e.accept(&free);
+    user_assert(free.found.empty())
+        << "In the schedule of " << f->name << ": the " << what << " of " << directive << "("
+        << v.name() << ", ...) uses " << free.found << ", which has no value where the region of "
+        << f->name << " is decided. Use constants and Params only.";
+}
+
+}  // namespace
+
+Stage &Stage::bound(const Var &v, const Expr &min, const Expr &extent) {
+    StageState st = state_of(*sched_, func_, stage_);
+    const char *directive = min.defined() ? "bound" : "bound_extent";
+    user_assert(stage_ == 0) << "In the schedule of " << stage_name(func_, stage_) << ": "
+                             << directive << " applies to the Func " << func_->name
+                             << " as a whole; call it on sch[" << func_->name
+                             << "], not on an update stage.";
+    user_assert(std::find(func_->args.begin(), func_->args.end(), v.name()) != func_->args.end())
+        << "In the schedule of " << func_->name << ": " << directive << " names '" << v.name()
+        << "', which is not one of the Vars of " << func_->name << " (" << join(func_->args, ", ")
+        << "). Bound one of those.";
+    if (min.defined()) check_bound_expr(func_, v, min, "min", directive);
+    check_bound_expr(func_, v, extent, "extent", directive);
+    if (const int64_t *c = as_const_int(extent)) {
+        user_assert(*c > 0) << "In the schedule of " << func_->name << ": the extent of "
+                            << directive << "(" << v.name() << ", ...) is " << *c
+                            << "; it must be positive.";
+    }
+    DeclaredBound b{v.name(), min.defined() ? cast(Int(32), min) : Expr(), cast(Int(32), extent)};
+    auto &bounds = st.fs->bounds;
+    auto it = std::find_if(bounds.begin(), bounds.end(),
+                           [&](const DeclaredBound &d) { return d.var == b.var; });
+    if (it != bounds.end()) *it = b;
+    else bounds.push_back(b);
+    return *this;
+}
+
+Stage &Stage::bound_extent(const Var &v, const Expr &extent) { return bound(v, Expr(), extent); }
+
 std::string Stage::describe() const { return stage_name(func_, stage_); }
 
 std::string Stage::dump() const {

@@ -48,12 +48,20 @@ struct LoopLevel {
     }
 };
 
+/** A bound or bound_extent directive: the Func is computed over
+ * [min, min + extent) of Var `var` (min undefined: from bounds inference). */
+struct DeclaredBound {
+    std::string var;
+    Expr min, extent;
+};
+
 struct FuncSchedule {
     FunctionPtr func;
     LoopLevel compute_level, store_level;
     bool compute_level_set = false, store_level_set = false;
     MemoryType memory_type = MemoryType::Auto;  // store_in
     std::vector<StageSchedule> stages;          // 0: pure definition; i+1: update i
+    std::vector<DeclaredBound> bounds;          // bound / bound_extent, one per Var
 };
 
 /** A rolling_update or split_k directive. */

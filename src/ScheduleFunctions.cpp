@@ -151,6 +151,11 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
                 << "root and cannot be computed inline or at another Func's loop.";
             fs.compute_level = fs.store_level = LoopLevel::root();
         } else if (fs.compute_level.is_inlined() && f->updates.empty()) {
+            user_assert(fs.bounds.empty())
+                << "Func " << name << " is bounded in " << fs.bounds[0].var
+                << " (bound or bound_extent), but it is computed inline, where it has no region "
+                   "of its own. Compute it somewhere (compute_root or compute_at), or drop the "
+                   "bound.";
             inlined[name] = copy;
             continue;
         }

@@ -59,6 +59,38 @@ int main() {
         }
     }
 
+    // Bounds inference takes each region from what is read, and sometimes
+    // you know more. A colour image has three channels, but its channel
+    // Var ranges over whatever the output buffer holds, so a per-pixel
+    // producer's channel loop has a run-time extent and cannot be unrolled.
+    // bound(c, 0, 3) fixes the region (Halide's bound): a constant loop and
+    // a constant 3-element buffer per pixel. On an output, the buffer must
+    // then have exactly those channels; a Func read past its bound fails
+    // the call with an error naming it.
+    BufferParam rgb(Float(32), 3, "rgb");
+    Var c("c");
+    Func weighted("weighted"), toned("toned");
+    weighted(y, x, c) = rgb(y, x, c) * select(c == 0, 0.3f, select(c == 1, 0.59f, 0.11f));
+    toned(y, x, c) = weighted(y, x, c) * 0.5f +
+                     (weighted(y, x, 0) + weighted(y, x, 1) + weighted(y, x, 2)) * 0.5f;
+    Schedule colour;
+    colour[weighted].compute_at(toned, x).bound(c, 0, 3).unroll(c);
+    colour[toned].bound(c, 0, 3).unroll(c);
+    std::printf("bound(c, 0, 3):\n%s", Pipeline(toned).print_loop_nest(colour).c_str());
+
+    Buffer<float> image({4, 5, 3});
+    image.fill([](const std::vector<int> &p) { return 0.1f * (p[0] + p[1] + p[2]); });
+    rgb.set(image);
+    Buffer<float> toned_out(Pipeline(toned).realize({4, 5, 3}, colour));
+    Buffer<float> toned_ref(Pipeline(toned).realize({4, 5, 3}));
+    if (std::abs(toned_out(3, 4, 2) - toned_ref(3, 4, 2)) > 1e-6f) return 1;
+    try {
+        Pipeline(toned).realize({4, 5, 4}, colour);
+        return 1;
+    } catch (const RuntimeError &e) {
+        std::printf("four channels: %s\n", e.what());
+    }
+
     // The lowered statement shows the inferred bounds explicitly.
     std::string stmt = pipe.compile_to_lowered_stmt(tiles);
     if (stmt.find("blur_x") == std::string::npos) return 1;

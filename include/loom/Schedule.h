@@ -114,6 +114,22 @@ class Stage {
      * A choice the placement contradicts is a CompileError. */
     Stage &store_in(MemoryType memory);
 
+    /** Computes the Func over exactly [min, min + extent) of its Var `v`
+     * (Halide's bound): its loops over `v` and its storage take that
+     * range, constant when `min` and `extent` are, so that `v` can be
+     * unrolled or vectorized whole, or the Func kept in GPU shared memory
+     * or registers. `min` and `extent` are constants or Params. Where the
+     * pipeline reads more of the Func, the call fails naming it and both
+     * ranges (inside a GPU kernel, the kernel stops). On a pipeline output
+     * its buffer must cover exactly that range. A Func's Var, on a Func that
+     * is computed (not inlined) and not part of a rolling_update or split_k
+     * chain. */
+    Stage &bound(const Var &v, const Expr &min, const Expr &extent);
+    /** The same with only the extent fixed: each place the Func is
+     * computed covers `extent` points of `v` from the first one read there
+     * (a tile's worth, say); storage and loops get that extent. */
+    Stage &bound_extent(const Var &v, const Expr &extent);
+
     /** A readable description of this stage's loops, outermost first. */
     std::string dump() const;
 

@@ -426,4 +426,32 @@ struct RowArgExtreme {
     }
 };
 
+/** A filter along x whose taps (their count a run-time size) go through a
+ * table computed per block: weight(k), zero past the last tap, so that it
+ * can be computed over more entries than there are taps. */
+struct Taps {
+    loom::BufferParam in{loom::Float(32), 2, "in"}, coef{loom::Float(32), 1, "coef"};
+    loom::Var x{"x"}, y{"y"}, k{"k"}, xo{"xo"}, xi{"xi"}, yo{"yo"}, yi{"yi"};
+    loom::RDom r{0, coef.dim(0).extent(), "r"};
+    loom::Func weight{"weight"}, filtered{"filtered"};
+    Taps() {
+        loom::Expr taps = coef.dim(0).extent();
+        loom::Expr c = coef(loom::clamp(k, 0, taps - 1));
+        weight(k) = loom::select(k < taps, c / (1.0f + loom::abs(c)), 0.0f);
+        filtered(y, x) = loom::sum(weight(r) * in(y, x + r));
+    }
+    /** The table in shared memory, one entry per thread of a row of the
+     * block: bound() gives it the constant size that a block needs. */
+    loom::Schedule table_per_block(int max_taps) const {
+        loom::Schedule sch;
+        sch[filtered].gpu_tile(y, x, yo, xo, yi, xi, 4, 32);
+        sch[weight]
+            .compute_at(filtered, xo)
+            .store_in(loom::MemoryType::Shared)
+            .bound(k, 0, max_taps)
+            .gpu_threads(k);
+        return sch;
+    }
+};
+
 }  // namespace loom_test

@@ -104,6 +104,24 @@ TEST(CudaCodegen, ElementwiseOneDimension) {
     EXPECT_NE(src.find("const float *__restrict__ in_"), std::string::npos) << src;
 }
 
+TEST(CudaCodegen, ABoundGivesSharedMemoryAConstantSize) {
+    loom_test::Taps p;
+    Schedule unbounded;
+    unbounded[p.filtered].gpu_tile(p.y, p.x, p.yo, p.xo, p.yi, p.xi, 4, 32);
+    unbounded[p.weight].compute_at(p.filtered, p.xo).store_in(MemoryType::Shared).gpu_threads(p.k);
+    EXPECT_TRUE(loom_test::throws_with<CompileError>(
+        [&] { Pipeline(p.filtered).compile_to_cuda(unbounded, Target("host-cuda-sm_90")); },
+        {"gpu_threads loop weight.s0.k has the extent coef.extent.0", "bound()"}));
+    std::string src = compile_for_every_arch(p.filtered, p.table_per_block(32), 1);
+    // 32 floats at the start of the block's shared memory, and the check
+    // that the taps fit.
+    EXPECT_NE(src.find("float *const weight_ = reinterpret_cast<float *>(loom_shared_memory + 0);  "
+                       "// [32]"),
+              std::string::npos)
+        << src;
+    EXPECT_NE(src.find("if (!(coef_extent_0_ < 33)) __trap();"), std::string::npos) << src;
+}
+
 TEST(CudaCodegen, TwoDimensionalTilesWithAPerThreadReduction) {
     loom_test::RowNormalize p;
     Schedule sch;

@@ -776,6 +776,63 @@ TEST(Schedule, AConstantBoundaryConditionReadsOnlyInsideItsInput) {
     for (int i : {4, 5, 1000, size - 1}) EXPECT_EQ(out(i), 0.0f) << i;
 }
 
+TEST(Schedule, BoundFixesTheRegionAFuncIsComputedOver) {
+    // An RGB image whose channel count the algorithm leaves open: bound()
+    // says it is 3 (or 4), so the per-pixel producer's channel loop can be
+    // unrolled or vectorized whole, with storage of a constant size.
+    BufferParam in(Float(32), 3, "in");
+    Param<int> channels("channels");
+    Var y("y"), x("x"), c("c");
+    Func lit("lit"), out("out");
+    lit(y, x, c) = in(y, x, c) * 1.5f + cast<float>(c);
+    out(y, x, c) = lit(y, x, c) - lit(y, x, 0) * 0.25f;
+    const auto allocates = [&](const Schedule &sch, const std::string &what) {
+        return Pipeline(out).compile_to_lowered_stmt(sch).find(what) != std::string::npos;
+    };
+    {
+        Schedule sch;
+        sch[lit].compute_at(out, x).bound(c, 0, 3).unroll(c);
+        sch[out].bound(c, 0, 3).unroll(c);
+        in.set(random_buffer<float>({7, 9, 3}));
+        check_schedule(out, sch, {7, 9, 3});
+        EXPECT_TRUE(allocates(sch, "allocate lit[float32 * 1 * 1 * 3]"));
+        Schedule unbounded;
+        unbounded[lit].compute_at(out, x);
+        EXPECT_FALSE(allocates(unbounded, "allocate lit[float32 * 1 * 1 * 3]"));
+    }
+    {
+        // Four channels in one vector, the bound's extent a Param.
+        Schedule sch;
+        sch[lit].compute_at(out, x).bound(c, 0, channels).vectorize(c, 4);
+        channels.set(4);
+        in.set(random_buffer<float>({5, 6, 4}));
+        check_schedule(out, sch, {5, 6, 4});
+        // Reading fewer channels than the bound computes is allowed.
+        check_schedule(out, sch, {5, 6, 2});
+    }
+    {
+        // bound_extent: the blur's first pass computed per 8 columns of the
+        // second, 8 columns wherever they start: the last, partial tile too
+        // (so the input needs room for it, as with RoundUp). One vector per
+        // row, and no tail.
+        Blur b;
+        b.in.set(random_buffer<float>({12 + 2, 19 + 2 + 8}));
+        Schedule sch;
+        Var xo("xo"), xi("xi");
+        sch[b.by].split(b.x, xo, xi, 8);
+        sch[b.bx].compute_at(b.by, xo).bound_extent(b.x, 8).vectorize(b.x, 8);
+        check_schedule(b.by, sch, {12, 19});
+        const std::string stmt = Pipeline(b.by).compile_to_lowered_stmt(sch);
+        EXPECT_NE(stmt.find("allocate bx[float32 * 3 * 8]"), std::string::npos) << stmt;
+        Schedule unbounded;
+        unbounded[b.by].split(b.x, xo, xi, 8);
+        unbounded[b.bx].compute_at(b.by, xo).vectorize(b.x, 8);
+        EXPECT_NE(Pipeline(b.by).compile_to_lowered_stmt(unbounded).find(
+                      "allocate bx[float32 * 3 * bx.extent.1]"),
+                  std::string::npos);
+    }
+}
+
 TEST(Schedule, OutputsComputedInPlaceOverTheirInput) {
     // One buffer as the input and the output: allowed where each element
     // is read only to compute the same element of the output (see

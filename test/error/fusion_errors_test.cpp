@@ -321,3 +321,22 @@ TEST(FusionErrors, GpuLoopsOnAVarOfTheFusedReductionAlone) {
     threads_over_i.rolling_update(o, r).gpu_threads(i);
     EXPECT_NO_THROW(Pipeline(out).compile_to_cuda(threads_over_i, gpu));
 }
+
+TEST(FusionErrors, BoundOnAChainMember) {
+    // The chain decides the region its members are computed over.
+    BufferParam x(Float(32), 2, "x");
+    Var i("i");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func m("m"), l("l"), out("out");
+    m(i) = cast<float>(-1e30f);
+    m(i) = max(m(i), x(i, r));
+    l(i) = 0.0f;
+    l(i) += exp(x(i, r) - m(i));
+    out(i) = l(i);
+    Schedule sch;
+    sch.rolling_update(l, r);
+    sch[m].bound(i, 0, 3);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(out).compile(sch); },
+        {"Func m is bounded", "computed in the fused loops of l", "Drop the bound"}));
+}

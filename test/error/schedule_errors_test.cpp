@@ -334,3 +334,71 @@ TEST(RuntimeErrors, StridedInnermostNeedsOptIn) {
     Pipeline(f).compile()(transposed, out);
     EXPECT_EQ(Buffer<float>(out)(3, 2), data(2, 3) + 1.0f);
 }
+
+TEST(ScheduleErrors, BoundMistakes) {
+    TwoStage p;
+    Var z("z");
+    RDom r(0, 4, "r");
+    Func h("h");
+    h(p.x) = 0.0f;
+    h(p.x) += p.in(r, p.x);
+    Schedule sch;
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch[p.f].bound(z, 0, 4); },
+                                          {"bound names 'z'", "not one of the Vars of f (y, x)"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch[h].update().bound(p.x, 0, 4); },
+        {"update 0 of Func h", "bound applies to the Func h as a whole; call it on sch[h]"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch[p.f].bound_extent(p.x, 0); },
+        {"the extent of bound_extent(x, ...) is 0", "it must be positive"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch[p.f].bound(p.x, p.y, 4); },
+        {"the min of bound(x, ...) uses y", "Use constants and Params only"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch[p.f].bound(p.x, 0, 2.5f); },
+                                          {"the extent of bound(x, ...) must be an integer"}));
+    // Inlined, a Func has no region to bound.
+    Schedule inlined;
+    inlined[p.f].bound(p.x, 0, 8);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(p.g).compile(inlined); },
+        {"Func f is bounded in x", "computed inline", "compute_root or compute_at"}));
+}
+
+TEST(ScheduleErrors, ReadingPastABoundIsRefusedAtRunTime) {
+    // g reads f at x + 1: bounding f to g's own columns leaves one short.
+    TwoStage p;
+    Schedule sch;
+    Param<int> width("width");
+    sch[p.f].compute_root().bound(p.x, 0, width);
+    CompiledPipeline compiled = Pipeline(p.g).compile(sch);
+    Buffer<float> in = random_buffer<float>({4, 11}), out({4, 10});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { compiled(in, 10, out); },
+        {"Func f is bounded in x to [0, 9] (bound), but the pipeline reads it over [0, 10] there.",
+         "Widen the bound"}));
+    compiled(in, 11, out);
+    EXPECT_EQ(out(3, 9), in(3, 9) * 2.0f + in(3, 10) * 2.0f);
+
+    // Per tile of 4 columns, f covers 5 (the tile and the next column).
+    Schedule tiles;
+    Var xo("xo"), xi("xi");
+    tiles[p.g].split(p.x, xo, xi, 4);
+    tiles[p.f].compute_at(p.g, xo).bound_extent(p.x, 4);
+    Buffer<float> roomy = random_buffer<float>({4, 16});
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { Pipeline(p.g).compile(tiles)(roomy, out); },
+                                          {"Func f is bounded in x to [0, 3] (bound_extent), but "
+                                           "the pipeline reads it over [0, 4]"}));
+
+    // An output bounded to 3 columns takes exactly 3.
+    Schedule output;
+    output[p.g].bound(p.x, 0, 3).unroll(p.x);
+    CompiledPipeline three = Pipeline(p.g).compile(output);
+    Buffer<float> wide({4, 4}), narrow({4, 2});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { three(in, wide); },
+        {"Output buffer g covers [0, 3] in dimension 1, but the schedule bounds g in x to [0, 2] "
+         "(bound). Pass a buffer with exactly that range there."}));
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { three(in, narrow); },
+        {"Output buffer g is written over [0, 2] in dimension 1", "covers only [0, 1]"}));
+}

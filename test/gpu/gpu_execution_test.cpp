@@ -105,6 +105,23 @@ TEST(GpuExecution, TilesWithAPerThreadReduction) {
     expect_gpu_matches_interpreter(p.normalized, sch, {77, 301}, 1e-5);
 }
 
+TEST(GpuExecution, ABoundTableInSharedMemory) {
+    REQUIRE_GPU();
+    loom_test::Taps p;
+    Schedule sch = p.table_per_block(32);
+    for (int taps : {1, 21, 32}) {
+        SCOPED_TRACE(taps);
+        p.in.set(random_buffer<float>({9, 70 + taps}));
+        p.coef.set(random_buffer<float>({taps}));
+        expect_gpu_matches_interpreter(p.filtered, sch, {9, 70}, 1e-5, 1e-6);
+    }
+    // More taps than the table holds: its check stops the kernel, and the
+    // launch reports it.
+    p.in.set(random_buffer<float>({9, 70 + 33}));
+    p.coef.set(random_buffer<float>({33}));
+    EXPECT_THROW(Pipeline(p.filtered).realize({9, 70}, sch, kGpu), RuntimeError);
+}
+
 TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
     REQUIRE_GPU();
     loom_test::IntegerMix p;
