@@ -19,6 +19,7 @@
 #include "CSE.h"
 #include "CodeGen_CUDA.h"
 #include "HoistKernelAllocations.h"
+#include "HoistKernelChecks.h"
 #include "HoistLoopInvariants.h"
 #include "HoistVectorReductions.h"
 #include "IRMutator.h"
@@ -279,6 +280,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     s = simplify(s);
     debug_print("simplify", s);
+
+    s = hoist_kernel_checks(s);
+    debug_print("hoist_kernel_checks", s);
 
     s = hoist_loop_invariants(s);
     debug_print("hoist_loop_invariants", s);

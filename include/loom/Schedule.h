@@ -120,7 +120,8 @@ class Stage {
      * unrolled or vectorized whole, or the Func kept in GPU shared memory
      * or registers. `min` and `extent` are constants or Params. Where the
      * pipeline reads more of the Func, the call fails naming it and both
-     * ranges (inside a GPU kernel, the kernel stops). On a pipeline output
+     * ranges (inside a GPU kernel, where that depends on the block or
+     * thread, the kernel stops and its launch fails). On a pipeline output
      * its buffer must cover exactly that range. A Func's Var, on a Func that
      * is computed (not inlined) and not part of a rolling_update or split_k
      * chain. */

@@ -113,13 +113,33 @@ TEST(CudaCodegen, ABoundGivesSharedMemoryAConstantSize) {
         [&] { Pipeline(p.filtered).compile_to_cuda(unbounded, Target("host-cuda-sm_90")); },
         {"gpu_threads loop weight.s0.k has the extent coef.extent.0", "bound()"}));
     std::string src = compile_for_every_arch(p.filtered, p.table_per_block(32), 1);
-    // 32 floats at the start of the block's shared memory, and the check
-    // that the taps fit.
+    // 32 floats at the start of the block's shared memory. The check that
+    // the taps fit depends on no block or thread: the host makes it before
+    // the launch, where it has its message.
     EXPECT_NE(src.find("float *const weight_ = reinterpret_cast<float *>(loom_shared_memory + 0);  "
                        "// [32]"),
               std::string::npos)
         << src;
-    EXPECT_NE(src.find("if (!(coef_extent_0_ < 33)) __trap();"), std::string::npos) << src;
+    EXPECT_EQ(src.find("__trap"), std::string::npos) << src;
+    const std::string stmt =
+        Pipeline(p.filtered)
+            .compile_to_lowered_stmt(p.table_per_block(32), Target("host-cuda-sm_90"));
+    const size_t check = stmt.find("assert((coef.extent.0 < 33)");
+    EXPECT_NE(check, std::string::npos) << stmt;
+    EXPECT_LT(check, stmt.find("gpu_block")) << stmt;
+
+    // A block's tile of blur_x, 32 columns wherever the block starts (the
+    // last one too, without ShiftInwards): whether a block reads more
+    // depends on the block, so that check stays in the kernel.
+    loom_test::Blur b;
+    Schedule tiles;
+    tiles[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    tiles[b.blur_x].compute_at(b.blur_y, b.xo).bound_extent(b.x, 32).gpu_threads(b.x, b.y);
+    src = compile_for_every_arch(b.blur_y, tiles, 1);
+    EXPECT_NE(src.find("__trap();"), std::string::npos) << src;
+    EXPECT_NE(src.find("blur_x_ = reinterpret_cast<float *>(loom_shared_memory + 0);  // [320]"),
+              std::string::npos)
+        << src;
 }
 
 TEST(CudaCodegen, TwoDimensionalTilesWithAPerThreadReduction) {

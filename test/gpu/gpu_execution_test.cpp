@@ -115,11 +115,26 @@ TEST(GpuExecution, ABoundTableInSharedMemory) {
         p.coef.set(random_buffer<float>({taps}));
         expect_gpu_matches_interpreter(p.filtered, sch, {9, 70}, 1e-5, 1e-6);
     }
-    // More taps than the table holds: its check stops the kernel, and the
-    // launch reports it.
+    // More taps than the table holds: the host's check refuses the call
+    // before the launch.
     p.in.set(random_buffer<float>({9, 70 + 33}));
     p.coef.set(random_buffer<float>({33}));
-    EXPECT_THROW(Pipeline(p.filtered).realize({9, 70}, sch, kGpu), RuntimeError);
+    EXPECT_TRUE(loom_test::throws_with<RuntimeError>(
+        [&] {
+            Pipeline(p.filtered).realize({9, 70}, sch, kGpu);
+        },
+        {"Func weight is bounded in k to [0, 31] (bound), but the pipeline reads it over [0, "
+         "32]"}));
+
+    // A table per block of blur_x's 32 columns, the last block's too:
+    // a check that depends on the block stays in the kernel.
+    const int rows = 21, cols = 77;
+    loom_test::Blur b;
+    Schedule tiles;
+    tiles[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
+    tiles[b.blur_x].compute_at(b.blur_y, b.xo).bound_extent(b.x, 32).gpu_threads(b.x, b.y);
+    b.in.set(random_buffer<float>({rows + 2, 96 + 2}));
+    expect_gpu_matches_interpreter(b.blur_y, tiles, {rows, cols}, 1e-6);
 }
 
 TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
