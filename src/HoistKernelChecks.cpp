@@ -10,6 +10,7 @@
 #include "IRMutator.h"
 #include "IRVisitor.h"
 #include "Substitute.h"
+#include "loom/IROperator.h"
 
 namespace loom {
 namespace internal {
@@ -18,16 +19,6 @@ namespace {
 
 bool is_gpu_loop(const For *op) {
     return op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
-}
-
-bool reads_memory(const Expr &e) {
-    struct Find : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Load *) override { found = true; }
-    } find;
-    e.accept(&find);
-    return find.found;
 }
 
 /** Takes the hoistable checks out of one kernel's loop nest. */

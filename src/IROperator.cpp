@@ -213,6 +213,31 @@ Expr error_message(const std::vector<Expr> &pieces) {
     return Call::make(Int(32), Call::error, pieces, Call::Intrinsic);
 }
 
+bool reads_memory(const Expr &e) {
+    struct Find : IRVisitor {
+        bool found = false;
+        void visit(const Load *) override { found = true; }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func || op->call_type == Call::Image) found = true;
+            if (!found) IRVisitor::visit(op);
+        }
+    } find;
+    e.accept(&find);
+    return find.found;
+}
+
+bool has_side_effects(const Expr &e) {
+    struct Find : IRVisitor {
+        bool found = false;
+        void visit(const Call *op) override {
+            if (!op->is_pure()) found = true;
+            if (!found) IRVisitor::visit(op);
+        }
+    } find;
+    e.accept(&find);
+    return find.found;
+}
+
 bool is_pure(const Expr &e) {
     struct Check : IRVisitor {
         bool pure = true;

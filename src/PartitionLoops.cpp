@@ -139,7 +139,7 @@ bool uses_any(const Expr &e, const std::set<std::string> &names) {
 
 // Whether e reads memory or has side effects: its value could change while
 // the loop runs, so it cannot be evaluated once before it.
-bool reads_memory(const Expr &e) { return !is_pure(e); }
+bool reads_memory_or_has_effects(const Expr &e) { return !is_pure(e); }
 
 Expr fold_add(const Expr &a, const Expr &b) {
     if (!a.defined() || is_const_zero(a)) return b;
@@ -268,7 +268,7 @@ bool solve_comparison(const Expr &c, const std::string &var, Type t, const Occur
         if (bound.type() != t) return false;
         B = fold_add(B, Mul::make(bound, make_const(t, c_it->second)));
     }
-    if (uses_any(B, vars) || reads_memory(B)) return false;
+    if (uses_any(B, vars) || reads_memory_or_has_effects(B)) return false;
 
     // a*var + B <= k.
     Expr rhs = Sub::make(make_const(t, k), B);  // a*var <= rhs
@@ -341,7 +341,8 @@ std::vector<std::pair<std::string, Interval>> bounds_on_outer_variables(const Ex
             if (!bound.defined() || bound.type() != t) ok = false;
             if (ok) worst = fold_add(worst, Mul::make(bound, make_const(t, it->second)));
         }
-        if (!ok || uses_any(worst, inner) || reads_memory(worst) || expr_uses_var(worst, name))
+        if (!ok || uses_any(worst, inner) || reads_memory_or_has_effects(worst) ||
+            expr_uses_var(worst, name))
             continue;
         // a * v + worst <= k.
         if (a == -1) {

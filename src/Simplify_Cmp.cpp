@@ -95,28 +95,6 @@ bool small_enough(const Expr &e, int limit = 40) {
     return c.count <= limit;
 }
 
-/** Whether e reads memory: a Load, or a call to a Func or an input (loads
- * once storage is flattened). Every operand of a Select, and both operands
- * of && and ||, is evaluated whatever the condition (LLVM's select, the
- * loads CSE lifts out of the branches): an index there must be valid
- * where the condition fails too. So a condition's facts are not used
- * inside such an operand, where they would drop the very clamp that keeps
- * it in bounds: select(k < n, in(clamp(k, 0, n - 1)), 0) is the usual
- * constant boundary condition. */
-bool reads_memory(const Expr &e) {
-    struct Find : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Load *) override { found = true; }
-        void visit(const Call *op) override {
-            if (op->call_type == Call::Func || op->call_type == Call::Image) found = true;
-            if (!found) IRVisitor::visit(op);
-        }
-    } find;
-    e.accept(&find);
-    return find.found;
-}
-
 bool uses_scope(const Expr &e, const Scope<Interval> &s) {
     FindVars f(s);
     e.accept(&f);
@@ -733,7 +711,12 @@ Expr Simplify::visit(const Select *op) {
     if (is_const_zero(c)) return mutate(op->false_value);
     Expr t, f;
     // Each value only matters where the condition picks it, but is
-    // evaluated everywhere: no facts for one that reads memory.
+    // evaluated whatever the condition (LLVM's select, the loads CSE lifts
+    // out of the branches): its loads' indices must be valid where the
+    // condition fails too. So the condition's facts are not used in a value
+    // that reads memory, where they would drop the very clamp that keeps it
+    // in bounds: select(k < n, in(clamp(k, 0, n - 1)), 0) is the usual
+    // constant boundary condition. (&& and || likewise.)
     auto mutate_where = [&](const Expr &value, bool truth) {
         if (!c.type().is_scalar() || reads_memory(value)) return mutate(value);
         std::vector<Undo> undo;

@@ -19,18 +19,6 @@ Expr strip_likely(const Expr &e) {
     return e;
 }
 
-bool has_side_effects(const Expr &e) {
-    struct Check : IRVisitor {
-        bool found = false;
-        void visit(const Call *op) override {
-            if (!op->is_pure()) found = true;
-            IRVisitor::visit(op);
-        }
-    } c;
-    e.accept(&c);
-    return c.found;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------

@@ -102,20 +102,6 @@ Expr vec_mul(const Expr &a, const Expr &b) {
     return Mul::make(a, b);
 }
 
-// Whether e calls something with side effects (loads are fine).
-bool has_side_effects(const Expr &e) {
-    struct Check : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Call *op) override {
-            if (!op->is_pure()) found = true;
-            IRVisitor::visit(op);
-        }
-    } check;
-    e.accept(&check);
-    return check.found;
-}
-
 Expr and_predicates(const Expr &a, const Expr &b) {
     if (!a.defined() || is_const_one(a)) return b;
     if (!b.defined() || is_const_one(b)) return a;

@@ -108,6 +108,11 @@ const int64_t *as_const_int(const Expr &e);
 const uint64_t *as_const_uint(const Expr &e);
 const double *as_const_float(const Expr &e);
 bool is_pure(const Expr &e);
+/** Whether e reads memory: a Load, or a call to a Func or an input buffer
+ * (a load once storage is flattened). */
+bool reads_memory(const Expr &e);
+/** Whether e calls an intrinsic with side effects (loads do not count). */
+bool has_side_effects(const Expr &e);
 
 /** Converts both operands to a common type by the rules above. `op` names
  * the operator for the error message. */
