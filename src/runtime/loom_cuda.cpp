@@ -304,10 +304,20 @@ int32_t copy_elements(loom_buffer_t *b, bool to_device, const char *name) {
     }
 }
 
-/** An error about a buffer: "CUDA: buffer <name><what>", or "CUDA: the
- * buffer<what>" for one the caller passed without a name. */
+/** Starts an error about a buffer: "CUDA: buffer <name>", or "CUDA: the
+ * buffer" for one the caller passed without a name; the caller appends the
+ * rest and ends it. */
+void begin_buffer_error(const char *name) {
+    loom_error_begin();
+    loom_error_append_string(name ? "CUDA: buffer " : "CUDA: the buffer");
+    if (name) loom_error_append_string(name);
+}
+
+/** "CUDA: buffer <name><what>". */
 int32_t buffer_error(const char *name, const char *what) {
-    return plain_error(name ? "CUDA: buffer " : "CUDA: the buffer", name ? name : "", what);
+    begin_buffer_error(name);
+    loom_error_append_string(what);
+    return loom_error_end();
 }
 
 /** A buffer marked as changed on the GPU with no GPU memory would lose
@@ -340,9 +350,7 @@ int32_t check_device_memory(const loom_buffer_t *b, const char *name) {
         CUresult r =
             driver.cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
         if (r == 0) continue;
-        loom_error_begin();
-        loom_error_append_string(name ? "CUDA: buffer " : "CUDA: the buffer");
-        if (name) loom_error_append_string(name);
+        begin_buffer_error(name);
         if (p == first) {
             loom_error_append_string(
                 "'s device address is not memory the CUDA driver allocated or mapped "
