@@ -64,6 +64,15 @@ struct Blur {
         sch[blur_x].compute_at(blur_y, xo).gpu_threads(x);
         return sch;
     }
+    /** Blocks of 8 x 32 outputs (the last ones partial, GuardWithIf), with
+     * blur_x for the block in shared memory over 32 columns wherever the
+     * block starts (bound_extent): 10 x 32 floats for every block. */
+    loom::Schedule shared_tiles_of_32_columns() const {
+        loom::Schedule sch;
+        sch[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+        sch[blur_x].compute_at(blur_y, xo).bound_extent(x, 32).gpu_threads(x, y);
+        return sch;
+    }
 };
 
 /** A select, exp, sqrt and a scalar, elementwise over a 1-D input. */
@@ -441,15 +450,13 @@ struct Taps {
         filtered(y, x) = loom::sum(weight(r) * in(y, x + r));
     }
     /** The table in shared memory, one entry per thread of a row of the
-     * block: bound() gives it the constant size that a block needs. */
+     * block: bound() gives it the constant size that a block needs (none
+     * for max_taps 0: the thread loop's extent is then the taps'). */
     loom::Schedule table_per_block(int max_taps) const {
         loom::Schedule sch;
         sch[filtered].gpu_tile(y, x, yo, xo, yi, xi, 4, 32);
-        sch[weight]
-            .compute_at(filtered, xo)
-            .store_in(loom::MemoryType::Shared)
-            .bound(k, 0, max_taps)
-            .gpu_threads(k);
+        sch[weight].compute_at(filtered, xo).store_in(loom::MemoryType::Shared).gpu_threads(k);
+        if (max_taps > 0) sch[weight].bound(k, 0, max_taps);
         return sch;
     }
 };

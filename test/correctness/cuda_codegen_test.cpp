@@ -106,11 +106,10 @@ TEST(CudaCodegen, ElementwiseOneDimension) {
 
 TEST(CudaCodegen, ABoundGivesSharedMemoryAConstantSize) {
     loom_test::Taps p;
-    Schedule unbounded;
-    unbounded[p.filtered].gpu_tile(p.y, p.x, p.yo, p.xo, p.yi, p.xi, 4, 32);
-    unbounded[p.weight].compute_at(p.filtered, p.xo).store_in(MemoryType::Shared).gpu_threads(p.k);
     EXPECT_TRUE(loom_test::throws_with<CompileError>(
-        [&] { Pipeline(p.filtered).compile_to_cuda(unbounded, Target("host-cuda-sm_90")); },
+        [&] {
+            Pipeline(p.filtered).compile_to_cuda(p.table_per_block(0), Target("host-cuda-sm_90"));
+        },
         {"gpu_threads loop weight.s0.k has the extent coef.extent.0", "bound()"}));
     std::string src = compile_for_every_arch(p.filtered, p.table_per_block(32), 1);
     // 32 floats at the start of the block's shared memory. The check that
@@ -132,10 +131,7 @@ TEST(CudaCodegen, ABoundGivesSharedMemoryAConstantSize) {
     // last one too, without ShiftInwards): whether a block reads more
     // depends on the block, so that check stays in the kernel.
     loom_test::Blur b;
-    Schedule tiles;
-    tiles[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
-    tiles[b.blur_x].compute_at(b.blur_y, b.xo).bound_extent(b.x, 32).gpu_threads(b.x, b.y);
-    src = compile_for_every_arch(b.blur_y, tiles, 1);
+    src = compile_for_every_arch(b.blur_y, b.shared_tiles_of_32_columns(), 1);
     EXPECT_NE(src.find("__trap();"), std::string::npos) << src;
     EXPECT_NE(src.find("blur_x_ = reinterpret_cast<float *>(loom_shared_memory + 0);  // [320]"),
               std::string::npos)

@@ -129,12 +129,9 @@ TEST(GpuExecution, ABoundTableInSharedMemory) {
     // A table per block of blur_x's 32 columns, the last block's too:
     // a check that depends on the block stays in the kernel.
     const int rows = 21, cols = 77;
-    loom_test::Blur b;
-    Schedule tiles;
-    tiles[b.blur_y].gpu_tile(b.y, b.x, b.yo, b.xo, b.yi, b.xi, 8, 32);
-    tiles[b.blur_x].compute_at(b.blur_y, b.xo).bound_extent(b.x, 32).gpu_threads(b.x, b.y);
+    Blur b;
     b.in.set(random_buffer<float>({rows + 2, 96 + 2}));
-    expect_gpu_matches_interpreter(b.blur_y, tiles, {rows, cols}, 1e-6);
+    expect_gpu_matches_interpreter(b.blur_y, b.shared_tiles_of_32_columns(), {rows, cols}, 1e-6);
 }
 
 TEST(GpuExecution, IntegerArithmeticKeepsLoomSemantics) {
