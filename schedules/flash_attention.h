@@ -287,6 +287,11 @@ struct FlashDecodingGpuOptions {
     int key_tile = 16;
     /** As FlashAttentionGpuOptions::head_dim: q, k and v must fix it. */
     int head_dim = 64;
+    /** Compute each tile's probabilities once, into a per-thread array of
+     * key_tile floats that the tile partials of l and o both read: one
+     * exponential per key instead of two, for a second array in local
+     * memory beside the scores. */
+    bool probabilities_per_tile = false;
 };
 
 /** FlashDecoding on a GPU without tensor cores: for few queries over many
@@ -328,6 +333,7 @@ inline void flash_decoding_gpu(Schedule &sch, const AttentionChain &a,
     // tile to keep them in registers too makes NVRTC take over a minute.
     if (a.qf.defined()) sch[a.qf].compute_at(partial, ci).unroll(a.c);
     if (a.qk.defined()) sch[a.qk].update().reorder(a.e, a.j).unroll(a.e);
+    if (opt.probabilities_per_tile) sch[a.p].compute_at(partial, ro);
     // The combine: a thread per query, its pieces folded in registers.
     sch[a.out]
         .split(a.i, io, ii, opt.queries_per_block, TailStrategy::GuardWithIf)

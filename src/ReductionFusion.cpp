@@ -1103,8 +1103,25 @@ class Rewriter {
         };
 
         ReductionDomainPtr steps, tile_dom;
+        // Chunks of whole tiles can cover more tiles than the domain holds:
+        // the last chunk's final steps (and every step of a chunk past the
+        // end) have no tile. Those steps are left out (the predicate), and
+        // their tile is clamped to the last one, so that a step reads only
+        // a tile that exists: what is computed per step (the tile partials,
+        // the bridges, Funcs computed at the tile loop) then covers one
+        // tile, a constant size that a GPU thread can hold in an array.
+        // Unclamped, a step past the end would read its own tile and, through
+        // the bridges' clamped points, the last one. (In a chunk past the
+        // end, the clamped tile's partials start from the last tile's chunk;
+        // the step that would use them is left out.)
+        Expr last_tile = tiled ? (r_extent + tile - 1) / tile - 1 : Expr();
         if (tiled) {
-            steps = make_domain(leader + "." + outer, outer, 0, (span + tile - 1) / tile, Expr());
+            Expr step_pred;
+            if (chunked) {
+                step_pred = cv * tiles_per_chunk + Variable::make(Int(32), outer) <= last_tile;
+            }
+            steps =
+                make_domain(leader + "." + outer, outer, 0, (span + tile - 1) / tile, step_pred);
             // The tile partials run over global tile G = their Var `outer`;
             // their points are clamped into the domain (so bounds inference
             // sees reads inside it) and the predicate drops those past N.
@@ -1132,7 +1149,7 @@ class Rewriter {
         Piece step_piece;
         step_piece.c = cv;
         if (tiled) {
-            step_piece.tile = chunked ? cv * tiles_per_chunk + step : step;
+            step_piece.tile = chunked ? min(cv * tiles_per_chunk + step, last_tile) : step;
         } else {
             step_piece.point =
                 chunked ? r_min + min(cv * size + step, min(cv * size + size, r_extent) - 1)

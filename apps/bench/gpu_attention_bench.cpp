@@ -62,6 +62,11 @@ double output_at(const RawBuffer &out, size_t i) {
     return static_cast<float>(reinterpret_cast<const float16_t *>(out.host())[i]);
 }
 
+struct DecodingConfig {
+    int chunks;
+    bool per_tile;
+};
+
 struct Kernel {
     attention::AttentionVariant app;
     CompiledPipeline compiled;
@@ -80,14 +85,18 @@ struct Kernel {
         schedules::flash_attention_gpu(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
-    /** flash_decoding_gpu: the keys in `chunks` pieces, one per thread. */
-    Kernel(Type t, int chunks) : app(attention::Variant::Global, t) {
+    /** flash_decoding_gpu: the keys in `chunks` pieces, one per thread;
+     * with `per_tile`, each tile's probabilities computed once into an array
+     * (probabilities_per_tile). */
+    Kernel(Type t, const DecodingConfig &d) : app(attention::Variant::Global, t) {
+        const int chunks = d.chunks;
         app.fix_head_dim(kHeadDim);
         Schedule sch;
         schedules::FlashDecodingGpuOptions opt;
         opt.head_dim = kHeadDim;
         opt.chunks = chunks;
         opt.chunks_per_block = std::min(chunks, 64);
+        opt.probabilities_per_tile = d.per_tile;
         schedules::flash_decoding_gpu(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
@@ -179,21 +188,23 @@ int main(int argc, char **argv) {
         }
     }
     // Decoding: one query (and a few) per head over many keys, in float16
-    // (each of these kernels takes NVRTC ten seconds to compile).
-    const int decode_chunks[] = {64, 256};
+    // (each of these kernels takes NVRTC ten seconds to compile); 256
+    // pieces also with each tile's probabilities computed once ("256p": one
+    // exponential per key instead of two, for a second per-thread array).
+    const DecodingConfig decode_configs[] = {{64, false}, {256, false}, {256, true}};
     std::vector<Entry> decoders;
-    for (int chunks : decode_chunks) {
+    for (const DecodingConfig &d : decode_configs) {
         for (const Case &c : cases) {
             if (c.type != Float(16)) continue;
-            decoders.push_back(
-                {&c, std::to_string(chunks), std::make_unique<Kernel>(c.type, chunks)});
+            decoders.push_back({&c, std::to_string(d.chunks) + (d.per_tile ? "p" : ""),
+                                std::make_unique<Kernel>(c.type, d)});
             for (int lq : {1, 5}) {
                 const double err = check(*decoders.back().kernel, 2, 3, lq, 301);
                 const bool good = err <= c.tolerance;
                 std::printf(
-                    "check %-8s flash_decoding_gpu chunks %-3d, %d queries: max relative error "
+                    "check %-8s flash_decoding_gpu chunks %-4s, %d queries: max relative error "
                     "%.2e vs the float64 reference: %s\n",
-                    c.name, chunks, lq, err, good ? "ok" : "WRONG");
+                    c.name, decoders.back().key_tile.c_str(), lq, err, good ? "ok" : "WRONG");
                 ok = ok && good;
             }
         }
@@ -221,7 +232,7 @@ int main(int argc, char **argv) {
         B, H, kHeadDim);
 
     // Decoding is bound by reading the keys and values once: GB/s of them.
-    std::printf("\n%-8s %-26s %7s %10s %10s\n", "input", "schedule", "Lk", "ms", "K+V GB/s");
+    std::printf("\n%-8s %-30s %7s %10s %10s\n", "input", "schedule", "Lk", "ms", "K+V GB/s");
     auto decode_row = [&](Entry &e, const std::string &name) {
         for (int L : {4096, 32768}) {
             Kernel &k = *e.kernel;
@@ -229,7 +240,7 @@ int main(int argc, char **argv) {
             const double s =
                 loom_bench::seconds_per_call([&] { k.compiled.realize({out}); }, cu, reps, 3);
             const double bytes = 2.0 * B * H * double(L) * kHeadDim * e.c->type.bytes();
-            std::printf("%-8s %-26s %7d %10.3f %10.1f\n", e.c->name, name.c_str(), L, s * 1e3,
+            std::printf("%-8s %-30s %7d %10.3f %10.1f\n", e.c->name, name.c_str(), L, s * 1e3,
                         bytes / s / 1e9);
         }
     };

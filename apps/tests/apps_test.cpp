@@ -365,14 +365,21 @@ TEST(Apps, GpuFlashDecodingCompilesThroughNvrtc) {
     // query and head (heads and batch fused), a thread per piece, each with
     // its tile's running values in registers; the output's kernel combines
     // the pieces, a thread per query.
+    // With probabilities_per_tile, each thread also keeps its tile's
+    // probabilities, one array of key_tile floats: every step's tile is one
+    // that exists, so its size is constant even in the last pieces, whose
+    // steps run past the last key.
     // (One variant: the template does not know which it schedules, and
     // each compile of these kernels takes NVRTC ten seconds.)
-    for (attention::Variant var : {attention::Variant::Causal}) {
-        attention::AttentionVariant app(var, Float(16));
+    for (bool per_tile : {false, true}) {
+        attention::AttentionVariant app(attention::Variant::Causal, Float(16));
         app.fix_head_dim(64);
         Schedule sch;
-        schedules::flash_decoding_gpu(sch, app.chain());
+        schedules::FlashDecodingGpuOptions opt;
+        opt.probabilities_per_tile = per_tile;
+        schedules::flash_decoding_gpu(sch, app.chain(), opt);
         for (const char *arch : {"sm_80", "sm_90a"}) {
+            SCOPED_TRACE(std::string(arch) + (per_tile ? ", probabilities per tile" : ""));
             const CudaText cuda =
                 compile_to_cuda_text(app.out, sch, Target(std::string("host-cuda-") + arch));
             const std::string &source = cuda.source;
@@ -381,11 +388,11 @@ TEST(Apps, GpuFlashDecodingCompilesThroughNvrtc) {
                   "o_partial.s1.i.loop_extent, 1), "
                   "block (64, 1, 1)",
                   "const int o_partial_s1_ci_ = 0 + (int)threadIdx.x;", "float qf_[64];",
-                  "float o_partial_tile_[64];", "float o_[64];"}) {
-                EXPECT_NE(source.find(piece), std::string::npos)
-                    << app.name() << " " << arch << ": " << piece;
+                  "float qk_[16];", "float o_partial_tile_[64];", "float o_[64];"}) {
+                EXPECT_NE(source.find(piece), std::string::npos) << piece;
             }
-            EXPECT_NE(cuda.ptx.find(".entry loom_out_out("), std::string::npos) << arch;
+            EXPECT_EQ(source.find("float p_[16];") != std::string::npos, per_tile);
+            EXPECT_NE(cuda.ptx.find(".entry loom_out_out("), std::string::npos);
         }
     }
 }

@@ -83,11 +83,13 @@ TEST_P(GpuAttention, MatchesReference) {
 
 namespace {
 
-using DecodingParam = std::tuple<Variant, int /*index in all_types*/>;
+using DecodingParam =
+    std::tuple<Variant, int /*index in all_types*/, bool /*probabilities_per_tile*/>;
 
 std::string decoding_name(const ::testing::TestParamInfo<DecodingParam> &info) {
-    const auto [var, type_index] = info.param;
-    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]);
+    const auto [var, type_index, per_tile] = info.param;
+    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]) +
+           (per_tile ? "_probabilities_per_tile" : "");
 }
 
 class GpuDecoding : public ::testing::TestWithParam<DecodingParam> {};
@@ -97,10 +99,11 @@ class GpuDecoding : public ::testing::TestWithParam<DecodingParam> {};
 TEST_P(GpuDecoding, MatchesReference) {
     const std::string why = no_gpu_reason();
     if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
-    const auto [var, type_index] = GetParam();
+    const auto [var, type_index, per_tile] = GetParam();
     const Type t = all_types[type_index];
     // flash_decoding_gpu with small pieces: 77 keys in 8 pieces of 12 (three
-    // tiles of 4, the last piece partial), two blocks of 4 pieces; one query,
+    // tiles of 4; the seventh piece has two, the last none), two blocks of 4
+    // pieces; 3 keys (one piece of one tile, seven empty ones). One query,
     // and 5 (two blocks of 2 queries and a partial one).
     AttentionVariant app(var, t);
     app.fix_head_dim(32);
@@ -111,21 +114,24 @@ TEST_P(GpuDecoding, MatchesReference) {
     opt.chunks_per_block = 4;
     opt.queries_per_block = 2;
     opt.key_tile = 4;
+    opt.probabilities_per_tile = per_tile;
     schedules::flash_decoding_gpu(sch, app.chain(), opt);
     CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
-    for (int queries : {1, 5})
-        expect_matches_reference(compiled, app, var, t, shape(var, queries, 77));
+    for (int keys : {77, 3}) {
+        for (int queries : {1, 5})
+            expect_matches_reference(compiled, app, var, t, shape(var, queries, keys));
+    }
 }
 
 // Every variant in float16, and the other types on global attention (each
 // case costs an NVRTC compile of the kernels).
 INSTANTIATE_TEST_SUITE_P(Variants, GpuDecoding,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(1)),
+                                            ::testing::Values(1), ::testing::Values(false, true)),
                          decoding_name);
 INSTANTIATE_TEST_SUITE_P(Types, GpuDecoding,
                          ::testing::Combine(::testing::Values(Variant::Global),
-                                            ::testing::Values(0, 2)),
+                                            ::testing::Values(0, 2), ::testing::Values(false)),
                          decoding_name);
 
 INSTANTIATE_TEST_SUITE_P(All, GpuAttention,
