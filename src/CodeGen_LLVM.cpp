@@ -39,10 +39,12 @@
 #include <sstream>
 #include <vector>
 
+#include "Bounds.h"
 #include "BufferPromises.h"
 #include "IRVisitor.h"
 #include "OffloadGPULoops.h"
 #include "Scope.h"
+#include "Substitute.h"
 #include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
@@ -339,6 +341,8 @@ class CodeGen_LLVM : public IRVisitor {
     // Heap allocations live at the current point of the current function: an
     // error return must free them.
     std::vector<Value *> heap_allocations;
+    // The LetStmts around the statement being compiled, outermost first.
+    std::vector<std::pair<std::string, Expr>> enclosing_lets;
     int closure_count = 0;
 
     // GPU pipelines: the kernels and what their launches need (null for a
@@ -1489,7 +1493,27 @@ class CodeGen_LLVM : public IRVisitor {
         name_value(v, op->name);
         note_index_let(op->value, v);
         ScopedBinding<Value *> bind(symbols, op->name, v);
+        enclosing_lets.emplace_back(op->name, op->value);
         codegen(op->body);
+        enclosing_lets.pop_back();
+    }
+
+    // A constant bound of op's size in bytes, from a constant upper bound of
+    // each extent (with the lets around the allocation substituted in).
+    bool constant_bound_of_size(const Allocate *op, int64_t elem_bytes, int64_t *bytes) {
+        int64_t total = elem_bytes;
+        for (const Expr &e : op->extents) {
+            int64_t most = 0;
+            if (!constant_upper_bound(substitute_enclosing_lets(enclosing_lets, e),
+                                      Scope<Interval>(), &most)) {
+                return false;
+            }
+            most = std::max<int64_t>(most, 0);
+            if (most != 0 && total > INT64_MAX / most) return false;
+            total *= most;
+        }
+        *bytes = total;
+        return true;
     }
 
     // Frees the live heap allocations and returns `code` from the current
@@ -1933,6 +1957,16 @@ class CodeGen_LLVM : public IRVisitor {
             op->memory_type == MemoryType::Stack ||
             (op->memory_type != MemoryType::Heap && op->memory_type != MemoryType::Global &&
              const_size && total <= kMaxStackAllocation);
+        // A size that varies (a ragged last tile, a region clamped at the
+        // edge of the data) but has a small constant bound: room for the most
+        // it can hold, on the stack, rather than a malloc and a free at every
+        // iteration of the loops around it.
+        if (!const_size && op->memory_type != MemoryType::Heap &&
+            op->memory_type != MemoryType::Global) {
+            const_size = constant_bound_of_size(op, elem_bytes, &total) &&
+                         (op->memory_type == MemoryType::Stack || total <= kMaxStackAllocation);
+            on_stack = on_stack || const_size;
+        }
         if (on_stack && const_size) {
             llvm::Type *at = llvm::ArrayType::get(i8_t, std::max<int64_t>(total, 1));
             Value *p = builder->CreateBitCast(entry_alloca(at, op->name, 64), i8ptr_t);

@@ -327,10 +327,11 @@ struct Provide : StmtNode<Provide> {
 };
 
 /** Where an allocation lives. Auto: the backend chooses (on the CPU, the
- * stack for constant sizes up to 16 KiB, else the heap; in a GPU kernel,
- * registers inside the thread loops, shared memory outside them). Stack and
- * Heap are the CPU's; Register, Shared and Global are a GPU kernel's:
- * per-thread, per-block, and device memory. */
+ * stack for sizes with a constant bound up to 16 KiB, with room for the
+ * bound, as for a tile that is smaller at the edge of the data; else the
+ * heap; in a GPU kernel, registers inside the thread loops, shared memory
+ * outside them). Stack and Heap are the CPU's; Register, Shared and Global
+ * are a GPU kernel's: per-thread, per-block, and device memory. */
 enum class MemoryType { Auto, Stack, Heap, Register, Shared, Global };
 
 /** A flat allocation of prod(extents) elements of `type` live within `body`. */

@@ -196,24 +196,33 @@ TEST(CodeGen, AssertInsideParallelLoop) {
 
 TEST(CodeGen, StackAndHeapAllocations) {
     // tmp[x] = in[x] * 3; out[x] = tmp[x] + tmp[n - 1 - x]
-    // once with a small constant-size allocation (stack), once with a dynamic
-    // size (heap), once with a dynamic size forced onto the stack, and once
-    // with a large constant size (heap), inside a parallel loop.
+    // with a small constant-size allocation (stack), a dynamic size (heap),
+    // a dynamic size forced onto the stack, a large constant size (heap), and
+    // dynamic sizes with a constant bound: a small one (stack, room for the
+    // bound), given directly or through a let around the allocation, and a
+    // large one (heap).
     auto make = [](std::vector<Expr> extents, MemoryType mt) {
         Expr x = var("x"), n = var("in.extent.0");
         Stmt produce = loop("x", i32(0), n, store("tmp", load(Int(32), "in", x) * i32(3), x));
         Stmt consume =
             loop("x", i32(0), n,
                  store("out", load(Int(32), "tmp", x) + load(Int(32), "tmp", n - i32(1) - x), x));
-        return Allocate::make("tmp", Int(32), mt, extents, Expr(), Block::make(produce, consume));
+        Stmt s = Allocate::make("tmp", Int(32), mt, extents, Expr(), Block::make(produce, consume));
+        return LetStmt::make("tmp.extent", max(min(n, i32(80)), i32(1)), s);
     };
     std::vector<int> in(64), out(64);
     std::iota(in.begin(), in.end(), 0);
     Buf bi(in.data(), Int(32), {64}), bo(out.data(), Int(32), {64});
     std::vector<std::pair<std::vector<Expr>, MemoryType>> cases = {
-        {{i32(8), i32(8)}, MemoryType::Auto},      {{var("in.extent.0")}, MemoryType::Auto},
-        {{var("in.extent.0")}, MemoryType::Stack}, {{i32(64)}, MemoryType::Heap},
+        {{i32(8), i32(8)}, MemoryType::Auto},
+        {{var("in.extent.0")}, MemoryType::Auto},
+        {{var("in.extent.0")}, MemoryType::Stack},
+        {{i32(64)}, MemoryType::Heap},
         {{i32(100000)}, MemoryType::Auto},
+        {{min(var("in.extent.0"), i32(64))}, MemoryType::Auto},
+        {{var("tmp.extent")}, MemoryType::Auto},
+        {{min(var("in.extent.0"), i32(100000))}, MemoryType::Auto},
+        {{var("tmp.extent")}, MemoryType::Heap},
     };
     for (size_t c = 0; c < cases.size(); c++) {
         std::fill(out.begin(), out.end(), -1);
@@ -223,7 +232,7 @@ TEST(CodeGen, StackAndHeapAllocations) {
         ASSERT_EQ(run(m, {bi.arg(), bo.arg()}), 0) << c;
         for (int i = 0; i < 64; i++) ASSERT_EQ(out[i], 3 * i + 3 * (63 - i)) << c;
         bool heap = m->llvm_ir().find("loom_malloc") != std::string::npos;
-        EXPECT_EQ(heap, c == 1 || c == 3 || c == 4) << c;
+        EXPECT_EQ(heap, c == 1 || c == 3 || c == 4 || c == 7 || c == 8) << c;
     }
     // An allocation per iteration of a parallel loop (per-thread scratch).
     Expr y = var("y"), x = var("x");
