@@ -1,6 +1,8 @@
 // Differential fuzzer: random pipelines (stencils, reductions, update
 // definitions, scans, several stages) under random legal schedules, compiled
-// through the JIT and compared with the reference interpreter.
+// through the JIT and compared with the reference interpreter. Schedules
+// may declare regions (bound, bound_extent); one the pipeline reads past
+// must be refused at run time with the region it reads.
 //
 // Each case is a pure function of a seed. When a case fails, the fuzzer
 // reduces it by dropping scheduling directives one at a time while it still
@@ -245,6 +247,7 @@ FuzzCase make_case(uint64_t seed) {
     // pure stage is only legal when its update stages do not read the Func
     // too, which this generator does not track: it avoids the case.
     if (out.num_update_definitions() > 0) out_has_yo = out_has_xo = false;
+    std::vector<Directive> bounds;
     // Placement depth: 0 root, 1 the output's yo loop, 2 its xo loop. A
     // producer must be computed at the same or an outer level than anything
     // that reads it, so depths never decrease along the chain.
@@ -282,6 +285,26 @@ FuzzCase make_case(uint64_t seed) {
         } else if (loops == 3) {
             add(f.name() + ".parallel y", [=](Schedule &s) { s[f].parallel(vy); });
         }
+        // A declared region in x: at root, from 0 (every read is at x + a
+        // non-negative offset) over the output's width and a margin; per
+        // tile of the output's xo, the tile's width and a margin from the
+        // first point read. A margin too small for the stencils that read
+        // f is a refusal at run time (run_case tolerates it); a large one
+        // computes past what is read, inside the inputs' padding. (Listed
+        // after the other directives, so that the masks of kRegressions,
+        // kept from before bounds were drawn, still name the same ones.)
+        if (later() % 4 == 0) {
+            const int margin = static_cast<int>(later() % 12);
+            if (depth == 0) {
+                const int extent = c.sizes[1] + margin;
+                bounds.push_back({f.name() + ".bound x [0, " + std::to_string(extent) + ")",
+                                  [=](Schedule &s) { s[f].bound(vx, 0, extent); }});
+            } else if (depth == 2 || !out_has_yo) {
+                const int extent = fx + margin;
+                bounds.push_back({f.name() + ".bound_extent x " + std::to_string(extent),
+                                  [=](Schedule &s) { s[f].bound_extent(vx, extent); }});
+            }
+        }
         const int update_vector = has_updates ? pick(3) : 0;
         if (c.is_scan(f) && update_vector == 1) {
             add(f.name() + ".update.vectorize y",
@@ -296,8 +319,32 @@ FuzzCase make_case(uint64_t seed) {
                 [=](Schedule &s) { vectorize_rvar(s[f].update(), 8); });
         }
     }
+    // The output bounded to exactly the buffer it is realized into.
+    if (later() % 6 == 0) {
+        const int width = c.sizes[1];
+        bounds.push_back({"out.bound x [0, " + std::to_string(width) + ")",
+                          [=](Schedule &s) { s[out].bound(vx, 0, width); }});
+    }
+    c.directives.insert(c.directives.end(), bounds.begin(), bounds.end());
     c.description = desc.str();
     return c;
+}
+
+/** Whether `message` is the run-time refusal of a bound that the pipeline
+ * reads past: "Func f is bounded in x to [lo, hi] (bound...), but the
+ * pipeline reads it over [a, b] there", with [a, b] indeed not inside
+ * [lo, hi]. */
+bool is_bound_refusal(const std::string &message) {
+    long long lo, hi, a, b;
+    const size_t at = message.find(" is bounded in x to [");
+    if (at == std::string::npos) return false;
+    if (std::sscanf(message.c_str() + at, " is bounded in x to [%lld, %lld]", &lo, &hi) != 2)
+        return false;
+    const size_t reads = message.find("reads it over [", at);
+    if (reads == std::string::npos ||
+        std::sscanf(message.c_str() + reads, "reads it over [%lld, %lld]", &a, &b) != 2)
+        return false;
+    return a < lo || b > hi;
 }
 
 /** Binds random inputs, with rows of a multiple of 4 floats where the
@@ -316,8 +363,9 @@ void bind_inputs(FuzzCase &c, uint64_t seed, bool rows_of_4 = false) {
 }
 
 // Runs one case with the directives in `mask`; returns an empty string on
-// success, else a description of the failure.
-std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
+// success (or on a bound's refusal, counted in *bound_refusals), else a
+// description of the failure.
+std::string run_case(uint64_t seed, const std::vector<bool> &mask, int *bound_refusals = nullptr) {
     FuzzCase c = make_case(seed);
     bind_inputs(c, seed);
     Schedule s;
@@ -345,6 +393,10 @@ std::string run_case(uint64_t seed, const std::vector<bool> &mask) {
         if (!r)
             return std::string(r.message()) + "\n" + c.description + "schedule:\n" + applied.str();
     } catch (const std::exception &e) {
+        if (bound_refusals && is_bound_refusal(e.what())) {
+            ++*bound_refusals;
+            return "";
+        }
         return std::string("exception: ") + e.what() + "\n" + c.description + "schedule:\n" +
                applied.str();
     }
@@ -393,6 +445,9 @@ TEST(Fuzz, Regressions) {
     for (const auto &r : kRegressions) {
         std::vector<bool> mask;
         for (char ch : r.second) mask.push_back(ch == '1');
+        // Directives the generator draws now that it did not then (at the
+        // end of the list) are left out.
+        mask.resize(make_case(r.first).directives.size(), false);
         std::string failure = run_case(r.first, mask);
         EXPECT_TRUE(failure.empty())
             << "seed " << r.first << " mask " << r.second << ": " << failure;
@@ -408,14 +463,20 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
     if (const char *s = std::getenv("LOOM_FUZZ_SECONDS")) seconds = std::stod(s);
     std::printf("[fuzz] starting at seed %llu\n", static_cast<unsigned long long>(seed));
     auto start = std::chrono::steady_clock::now();
-    int failures = 0, run = 0;
+    int failures = 0, run = 0, bounded = 0, bound_refusals = 0;
     for (uint64_t k = 0;; k++) {
         double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (seconds > 0 ? elapsed > seconds : static_cast<int>(k) >= cases) break;
         uint64_t case_seed = seed + k;
         run++;
-        std::string failure = run_case(case_seed, {});
+        for (const Directive &d : make_case(case_seed).directives) {
+            if (d.text.find(".bound") != std::string::npos) {
+                bounded++;
+                break;
+            }
+        }
+        std::string failure = run_case(case_seed, {}, &bound_refusals);
         if (!failure.empty()) {
             size_t n = make_case(case_seed).directives.size();
             std::vector<bool> mask = reduce(case_seed, n, failure);
@@ -429,7 +490,10 @@ TEST(Fuzz, RandomPipelinesAndSchedules) {
             if (++failures >= 3) break;
         }
     }
-    std::printf("[fuzz] %d cases, %d failures\n", run, failures);
+    std::printf(
+        "[fuzz] %d cases, %d failures; %d with a bound, %d of them refused for reading "
+        "past it\n",
+        run, failures, bounded, bound_refusals);
 }
 
 namespace {
