@@ -1960,12 +1960,14 @@ class CodeGen_LLVM : public IRVisitor {
         // A size that varies (a ragged last tile, a region clamped at the
         // edge of the data) but has a small constant bound: room for the most
         // it can hold, on the stack, rather than a malloc and a free at every
-        // iteration of the loops around it.
+        // iteration of the loops around it. (A large bound is no reason to
+        // reserve it: an explicit Stack then takes the size it needs.)
+        int64_t bound = 0;
         if (!const_size && op->memory_type != MemoryType::Heap &&
-            op->memory_type != MemoryType::Global) {
-            const_size = constant_bound_of_size(op, elem_bytes, &total) &&
-                         (op->memory_type == MemoryType::Stack || total <= kMaxStackAllocation);
-            on_stack = on_stack || const_size;
+            op->memory_type != MemoryType::Global &&
+            constant_bound_of_size(op, elem_bytes, &bound) && bound <= kMaxStackAllocation) {
+            const_size = on_stack = true;
+            total = bound;
         }
         if (on_stack && const_size) {
             llvm::Type *at = llvm::ArrayType::get(i8_t, std::max<int64_t>(total, 1));

@@ -199,8 +199,8 @@ TEST(CodeGen, StackAndHeapAllocations) {
     // with a small constant-size allocation (stack), a dynamic size (heap),
     // a dynamic size forced onto the stack, a large constant size (heap), and
     // dynamic sizes with a constant bound: a small one (stack, room for the
-    // bound), given directly or through a let around the allocation, and a
-    // large one (heap).
+    // bound), given directly or through a let around the allocation, a
+    // large one (heap, or with Stack the size needed, on the stack).
     auto make = [](std::vector<Expr> extents, MemoryType mt) {
         Expr x = var("x"), n = var("in.extent.0");
         Stmt produce = loop("x", i32(0), n, store("tmp", load(Int(32), "in", x) * i32(3), x));
@@ -223,6 +223,7 @@ TEST(CodeGen, StackAndHeapAllocations) {
         {{var("tmp.extent")}, MemoryType::Auto},
         {{min(var("in.extent.0"), i32(100000))}, MemoryType::Auto},
         {{var("tmp.extent")}, MemoryType::Heap},
+        {{min(var("in.extent.0"), i32(100000))}, MemoryType::Stack},
     };
     for (size_t c = 0; c < cases.size(); c++) {
         std::fill(out.begin(), out.end(), -1);
@@ -233,6 +234,9 @@ TEST(CodeGen, StackAndHeapAllocations) {
         for (int i = 0; i < 64; i++) ASSERT_EQ(out[i], 3 * i + 3 * (63 - i)) << c;
         bool heap = m->llvm_ir().find("loom_malloc") != std::string::npos;
         EXPECT_EQ(heap, c == 1 || c == 3 || c == 4 || c == 7 || c == 8) << c;
+        // A stack allocation of the size it needs (not of a large bound).
+        bool sized_at_run_time = m->llvm_ir().find("llvm.stacksave") != std::string::npos;
+        EXPECT_EQ(sized_at_run_time, c == 2 || c == 9) << c;
     }
     // An allocation per iteration of a parallel loop (per-thread scratch).
     Expr y = var("y"), x = var("x");
