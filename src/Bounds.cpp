@@ -1039,5 +1039,11 @@ bool constant_upper_bound(const Expr &e, const Scope<Interval> &scope, int64_t *
     return ConstantBounds(scope).upper(simplify(substitute_in_all_lets(e), true, scope), out);
 }
 
+bool constant_upper_bound_under_lets(
+    const Expr &e, const std::vector<std::pair<std::string, Expr>> &enclosing_lets,
+    const Scope<Interval> &scope, int64_t *out) {
+    return constant_upper_bound(substitute_enclosing_lets(enclosing_lets, e), scope, out);
+}
+
 }  // namespace internal
 }  // namespace loom

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Interval.h"
@@ -36,6 +37,13 @@ constexpr const char *guarded_value = "guarded_value";
  * smaller at the edge has one: code that needs a constant size (a GPU
  * block's threads, per-thread arrays, unrolled copies) uses it. */
 bool constant_upper_bound(const Expr &e, const Scope<Interval> &scope, int64_t *out);
+
+/** constant_upper_bound of e where it stands inside `enclosing_lets`
+ * (name, value; outermost first), whose values are substituted in first:
+ * an allocation's or a loop's extent is usually a let of the region. */
+bool constant_upper_bound_under_lets(
+    const Expr &e, const std::vector<std::pair<std::string, Expr>> &enclosing_lets,
+    const Scope<Interval> &scope, int64_t *out);
 
 /** A region of a Func or buffer: one Interval per dimension. `used`, when
  * defined, is a condition under which the region is touched at all. */

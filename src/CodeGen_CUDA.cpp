@@ -1464,8 +1464,7 @@ class KernelPrinter : public IRVisitor {
             // A size that varies (a ragged last tile) but has a constant
             // bound: room for the most it can hold.
             int64_t most = 0;
-            if (constant_upper_bound(substitute_enclosing_lets(kernel_lets, c), Scope<Interval>(),
-                                     &most)) {
+            if (constant_upper_bound_under_lets(c, kernel_lets, Scope<Interval>(), &most)) {
                 size *= std::max<int64_t>(most, 0);
                 continue;
             }

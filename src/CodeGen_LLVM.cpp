@@ -44,7 +44,6 @@
 #include "IRVisitor.h"
 #include "OffloadGPULoops.h"
 #include "Scope.h"
-#include "Substitute.h"
 #include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
@@ -1504,8 +1503,7 @@ class CodeGen_LLVM : public IRVisitor {
         int64_t total = elem_bytes;
         for (const Expr &e : op->extents) {
             int64_t most = 0;
-            if (!constant_upper_bound(substitute_enclosing_lets(enclosing_lets, e),
-                                      Scope<Interval>(), &most)) {
+            if (!constant_upper_bound_under_lets(e, enclosing_lets, Scope<Interval>(), &most)) {
                 return false;
             }
             most = std::max<int64_t>(most, 0);

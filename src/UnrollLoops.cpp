@@ -49,8 +49,7 @@ class UnrollLoops : public LetTrackingMutator {
         int64_t upper = 0;
         // A non-constant extent with a constant upper bound unrolls to that
         // bound, each copy guarded.
-        if (!n && constant_upper_bound(substitute_enclosing_lets(enclosing_lets, extent),
-                                       loop_bounds, &upper)) {
+        if (!n && constant_upper_bound_under_lets(extent, enclosing_lets, loop_bounds, &upper)) {
             n = &upper;
             guarded = true;
         }
