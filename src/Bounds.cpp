@@ -615,21 +615,32 @@ namespace {
 
 // Walks a statement, keeping the ranges of loop variables and lets in scope,
 // and merges the boxes of the Func/Image calls (reads) and Provides (writes).
+// With `track_conditions`, it also keeps the conditions under which the
+// current point of the walk can run at all (see boxes_required_with_conditions).
 class BoxesTouched : public IRVisitor {
   public:
-    BoxesTouched(const Scope<Interval> &outer, bool reads, bool writes)
-        : consider_reads(reads), consider_writes(writes) {
+    BoxesTouched(const Scope<Interval> &outer, bool reads, bool writes,
+                 bool track_conditions = false)
+        : consider_reads(reads), consider_writes(writes), track_conditions(track_conditions) {
         outer.for_each([&](const std::string &n, const Interval &i) { scope.push(n, i); });
     }
     std::map<std::string, Box> boxes;
 
   private:
-    bool consider_reads, consider_writes;
+    bool consider_reads, consider_writes, track_conditions;
     Scope<Interval> scope;
+    // Necessary conditions, over the walk's free variables, for reaching the
+    // current point: one per enclosing loop or branch that may be skipped.
+    std::vector<Expr> reachable;
 
     void merge(const std::string &name, const std::vector<Expr> &args) {
         Box b(args.size());
         for (size_t i = 0; i < args.size(); i++) b[i] = bounds_of_expr_in_scope(args[i], scope);
+        if (!reachable.empty()) {
+            Expr all = reachable[0];
+            for (size_t i = 1; i < reachable.size(); i++) all = all && reachable[i];
+            b.used = all;
+        }
         auto it = boxes.find(name);
         if (it == boxes.end()) boxes.emplace(name, b);
         else if (it->second.size() == b.size()) it->second = box_union(it->second, b);
@@ -664,7 +675,68 @@ class BoxesTouched : public IRVisitor {
         // give max itself, keeping its correlation with min.
         Interval last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
         ScopedBinding<Interval> bind(scope, op->name, Interval(mn.min, last.max));
+        size_t depth = reachable.size();
+        if (track_conditions) {
+            // The body runs only if the extent is positive for some values
+            // of the enclosing loops.
+            Interval extent = bounds_of_expr_in_scope(op->extent, scope);
+            if (extent.max.defined()) add_reachable(extent.max > 0);
+        }
         op->body.accept(this);
+        reachable.resize(depth);
+    }
+
+    void add_reachable(const Expr &condition) {
+        Expr c = simplify(condition);
+        if (!is_const_one(c)) reachable.push_back(c);
+    }
+
+    // A condition over the free variables that holds if `cond` has the given
+    // truth for some values of the variables in scope; undefined if none is
+    // found. A condition free of them is itself; a comparison a < b can hold
+    // only if min(a - b) < 0.
+    Expr possible(const Expr &cond, bool truth) {
+        Expr c = cond;
+        if (const Call *l = c.as<Call>()) {
+            if (l->is_intrinsic(Call::likely) && l->args.size() == 1) c = l->args[0];
+        }
+        std::set<std::string> vars = free_variables(c);
+        if (!reads_memory(c) && !has_side_effects(c) &&
+            std::none_of(vars.begin(), vars.end(),
+                         [&](const std::string &v) { return scope.contains(v); })) {
+            return truth ? c : !c;
+        }
+        if (const Not *n = c.as<Not>()) return possible(n->a, !truth);
+        // a && b true, or a || b false: both sides must be; else either may be.
+        const And *conj = c.as<And>();
+        const Or *disj = c.as<Or>();
+        if (conj || disj) {
+            Expr pa = possible(conj ? conj->a : disj->a, truth);
+            Expr pb = possible(conj ? conj->b : disj->b, truth);
+            if ((conj != nullptr) == truth) {
+                if (!pa.defined()) return pb;
+                if (!pb.defined()) return pa;
+                return pa && pb;
+            }
+            if (!pa.defined() || !pb.defined()) return Expr();
+            return pa || pb;
+        }
+        Expr a, b;
+        bool strict;
+        if (const LT *lt = c.as<LT>()) a = lt->a, b = lt->b, strict = true;
+        else if (const LE *le = c.as<LE>()) a = le->a, b = le->b, strict = false;
+        else if (const GT *gt = c.as<GT>()) a = gt->b, b = gt->a, strict = true;
+        else if (const GE *ge = c.as<GE>()) a = ge->b, b = ge->a, strict = false;
+        else return Expr();
+        if (!a.type().is_int() || !a.type().is_scalar()) return Expr();
+        if (!truth) {
+            std::swap(a, b);
+            strict = !strict;
+        }
+        Interval d = bounds_of_expr_in_scope(simplify(a - b), scope);
+        if (!d.min.defined()) return Expr();
+        Expr zero = make_zero(d.min.type());
+        return strict ? d.min < zero : d.min <= zero;
     }
 
     // If `cond` (or its negation) is a simple comparison of a variable in
@@ -716,6 +788,11 @@ class BoxesTouched : public IRVisitor {
 
     void visit_branch(const Expr &cond, bool truth, const Stmt &s) {
         if (!s.defined()) return;
+        size_t depth = reachable.size();
+        if (track_conditions) {
+            Expr p = possible(cond, truth);
+            if (p.defined()) add_reachable(p);
+        }
         // Split conjunctions (in the true branch) into several narrowings.
         std::vector<Expr> conds;
         if (truth) {
@@ -744,6 +821,7 @@ class BoxesTouched : public IRVisitor {
         }
         s.accept(this);
         for (auto it = pushed.rbegin(); it != pushed.rend(); ++it) scope.pop(*it);
+        reachable.resize(depth);
     }
 
     void visit(const IfThenElse *op) override {
@@ -775,6 +853,16 @@ std::map<std::string, Box> boxes_provided(const Stmt &s, const Scope<Interval> &
 }
 std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &scope) {
     return boxes_of(s, scope, true, true);
+}
+std::map<std::string, Box> boxes_required_with_conditions(const Stmt &s) {
+    BoxesTouched b(Scope<Interval>(), true, false, true);
+    if (s.defined()) s.accept(&b);
+    return b.boxes;
+}
+std::map<std::string, Box> boxes_provided_with_conditions(const Stmt &s) {
+    BoxesTouched b(Scope<Interval>(), false, true, true);
+    if (s.defined()) s.accept(&b);
+    return b.boxes;
 }
 
 namespace {

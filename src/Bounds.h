@@ -74,5 +74,16 @@ std::map<std::string, Box> boxes_provided(const Stmt &s,
 std::map<std::string, Box> boxes_touched(const Stmt &s,
                                          const Scope<Interval> &scope = Scope<Interval>());
 
+/** As boxes_required and boxes_provided, with each Box's `used` set to a
+ * condition over the statement's free variables that holds whenever the
+ * region is touched: every enclosing loop has a positive extent, and every
+ * enclosing branch can be taken, for some values of the loops around it.
+ * Interval arithmetic over a loop that runs no times still yields a region
+ * (a read clamped to n - 1 over zero keys gives [-1, -1]); the condition
+ * tells a check that such a region is never touched. Undefined `used`
+ * means always touched. */
+std::map<std::string, Box> boxes_required_with_conditions(const Stmt &s);
+std::map<std::string, Box> boxes_provided_with_conditions(const Stmt &s);
+
 }  // namespace internal
 }  // namespace loom

@@ -5,9 +5,11 @@
 #include "BoundsInference.h"
 
 #include "Bounds.h"
+#include "CrossThreadReductions.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "Simplify.h"
+#include "Substitute.h"
 #include "loom/IROperator.h"
 
 namespace loom {
@@ -92,16 +94,20 @@ const std::vector<DeclaredBound> &declared_bounds(const LoweringEnv &env, const 
 /** Replaces f's region in each Var it is bounded in by the declared range,
  * adding to `checks` a run-time check that the region it replaces (what is
  * read of f there, or, for an output, its buffer) lies inside, where that is
- * not evident. */
+ * not evident. `read_if`, when defined, is the condition under which the
+ * region is read at all: only then must it lie inside. */
 void apply_declared_bounds(const FunctionPtr &f, const std::vector<DeclaredBound> &declared,
-                           Box *region, std::vector<Stmt> *checks, bool output) {
+                           Box *region, std::vector<Stmt> *checks, bool output,
+                           const Expr &read_if = Expr()) {
     for (const DeclaredBound &b : declared) {
         size_t d = std::find(f->args.begin(), f->args.end(), b.var) - f->args.begin();
         internal_assert(d < f->args.size()) << "bound of " << f->name << " on " << b.var;
         Interval &r = (*region)[d];
         Expr mn = simplify(b.min.defined() ? b.min : r.min);
         Expr mx = simplify(mn + b.extent - 1);
-        Expr inside = simplify(r.max < r.min || (mn <= r.min && r.max <= mx));
+        Expr inside = r.max < r.min || (mn <= r.min && r.max <= mx);
+        if (read_if.defined()) inside = !read_if || inside;
+        inside = simplify(inside);
         if (!is_const_one(inside)) {
             const std::string directive = b.min.defined() ? "bound" : "bound_extent";
             const std::string k = std::to_string(d);
@@ -170,7 +176,21 @@ class ComputeSiteBounds : public IRMutator {
         }
         found = true;
         if (const FusedGroup *g = env.group_led_by(f->name)) return group_bounds(op, *g);
-        Box required = box_for(boxes_required(for_analysis(consume->body)), f->name);
+        Box required =
+            box_for(boxes_required_with_conditions(for_analysis(consume->body)), f->name);
+        // Interval arithmetic over consumer loops that run no times (zero
+        // keys) still yields a region: computing it would read the inputs
+        // where they have no data. Compute f only where it is read.
+        Expr read_if = required.used;
+        required.used = Expr();
+        // A branch may differ between a block's threads only where each
+        // thread computes its own f; none may differ between a vector's
+        // lanes.
+        const bool cooperative = has_thread_loop(produce->body);
+        for (const auto &[v, thread] : lane_loops) {
+            if (read_if.defined() && (cooperative || !thread) && expr_uses_var(read_if, v))
+                read_if = Expr();
+        }
         const bool unread = required.empty() && !f->args.empty();
         if (unread) {
             // Nothing reads it at this site; compute nothing.
@@ -181,8 +201,10 @@ class ComputeSiteBounds : public IRMutator {
         for (auto &i : required.bounds) i = Interval(simplify(i.min), simplify(i.max));
         // A Func nothing reads here stays empty, bounded or not.
         std::vector<Stmt> checks;
-        if (!unread)
-            apply_declared_bounds(f, declared_bounds(env, f->name), &required, &checks, false);
+        if (!unread) {
+            apply_declared_bounds(f, declared_bounds(env, f->name), &required, &checks, false,
+                                  read_if);
+        }
 
         // Updates run over the region consumers read; the pure definition must
         // also cover what the updates write and read of f itself.
@@ -202,14 +224,42 @@ class ComputeSiteBounds : public IRMutator {
                 }
             }
         }
-        checks.push_back(Block::make(op->first, op->rest));
+        Stmt produce_f = op->first;
+        if (read_if.defined()) {
+            produce_f = ProducerConsumer::make_produce(
+                f->name, IfThenElse::make(read_if, produce->body, Stmt()));
+        }
+        checks.push_back(Block::make(produce_f, op->rest));
         Stmt result = define_stage_bounds(f, required, Block::make(checks), 1, n_updates);
         return define_stage_bounds(f, init_region, result, 0, 0);
+    }
+
+    Stmt visit(const For *op) override {
+        bool thread = op->for_type == ForType::GPUThread;
+        bool lanes = thread || op->for_type == ForType::Vectorized;
+        if (lanes) lane_loops.emplace_back(op->name, thread);
+        Stmt result = IRMutator::visit(op);
+        if (lanes) lane_loops.pop_back();
+        return result;
+    }
+    Stmt visit(const LetStmt *op) override {
+        // A let of a thread or lane index varies as it does.
+        bool lanes = false, thread = true;
+        for (const auto &[v, t] : lane_loops) {
+            if (expr_uses_var(op->value, v)) lanes = true, thread = thread && t;
+        }
+        if (lanes) lane_loops.emplace_back(op->name, thread);
+        Stmt result = IRMutator::visit(op);
+        if (lanes) lane_loops.pop_back();
+        return result;
     }
 
   private:
     FunctionPtr f;
     const LoweringEnv &env;
+    // The enclosing loops over a block's threads (true) or a vector's lanes
+    // (false), and the lets that depend on them.
+    std::vector<std::pair<std::string, bool>> lane_loops;
 
     /** A fused group computes every member over one region of the Vars
      * they share (the union of what consumers read of each), and the

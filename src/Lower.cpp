@@ -116,8 +116,8 @@ Stmt strip_promises(const Stmt &s) {
  * pipeline reads and each output buffer the region it writes. */
 Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
                        const LoweringEnv &env) {
-    std::map<std::string, Box> read = boxes_required(bounds_analysis_view(s));
-    std::map<std::string, Box> written = boxes_provided(bounds_analysis_view(s));
+    std::map<std::string, Box> read = boxes_required_with_conditions(bounds_analysis_view(s));
+    std::map<std::string, Box> written = boxes_provided_with_conditions(bounds_analysis_view(s));
     std::vector<Stmt> checks;
     auto check = [&](const std::string &buf, const std::string &func, const Box &box,
                      const char *role, const char *verb) {
@@ -130,7 +130,10 @@ Stmt add_buffer_checks(const Stmt &s, const std::vector<ParameterPtr> &inputs,
             std::string k = std::to_string(d);
             Expr mn = simplify(box[d].min), mx = simplify(box[d].max);
             Expr bmin = int_var(buf + ".min." + k), bext = int_var(buf + ".extent." + k);
+            // A region touched only inside loops that run no times (or
+            // branches never taken) is not touched.
             Expr ok = mx < mn || (bmin <= mn && mx <= bmin + bext - 1);
+            if (box.used.defined()) ok = !box.used || ok;
             checks.push_back(AssertStmt::make(
                 simplify(ok),
                 error_message(

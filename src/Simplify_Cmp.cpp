@@ -640,6 +640,9 @@ Expr Simplify::rewrite_and(const Expr &a, const Expr &b) {
     if (is_const_zero(b)) return b;
     if (equal(a, b)) return a;
     if (is_negation(a, b)) return make_bool(false, lanes);
+    // Absorption: (a || x) && a == a.
+    if (const Or *x = a.as<Or>(); x && (equal(x->a, b) || equal(x->b, b))) return b;
+    if (const Or *x = b.as<Or>(); x && (equal(x->a, a) || equal(x->b, a))) return a;
     {
         const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
         if (ba && bb) return Broadcast::make(rewrite_and(ba->value, bb->value), lanes);
@@ -665,6 +668,9 @@ Expr Simplify::rewrite_or(const Expr &a, const Expr &b) {
     if (is_const_one(b)) return b;
     if (equal(a, b)) return a;
     if (is_negation(a, b)) return make_bool(true, lanes);
+    // Absorption: (a && x) || a == a.
+    if (const And *x = a.as<And>(); x && (equal(x->a, b) || equal(x->b, b))) return b;
+    if (const And *x = b.as<And>(); x && (equal(x->a, a) || equal(x->b, a))) return a;
     {
         const Broadcast *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
         if (ba && bb) return Broadcast::make(rewrite_or(ba->value, bb->value), lanes);

@@ -318,6 +318,37 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(rolling, 16)),
     stress_name);
 
+// No keys at all (an empty cache): every output is exactly 0, as the
+// interpreter gives. The fused loops then run no times, and no step of them
+// may read the keys or values, whose buffers are empty.
+class FusedAttentionNoKeys : public ::testing::TestWithParam<StressParam> {};
+
+TEST_P(FusedAttentionNoKeys, ExactlyZero) {
+    const auto [var, fusion] = GetParam();
+    const Type t = Float(32);
+    COMPILE_OR_FAIL(kn, var, t, fusion);
+    for (Mode mode : {Mode::Prefill, Mode::Decode}) {
+        VariantShape sh = make_shape(var, mode);
+        sh.seq_k = 0;
+        const float scale = default_scale(var, sh.head_dim);
+        const unsigned seed = fresh_seed();
+        SCOPED_TRACE(describe(var, t, sh, scale, default_window, seed) + ", " +
+                     fusion_name(fusion));
+        Inputs in = make_inputs(var, t, sh, scale, default_window, Values::Uniform, seed);
+        Outputs r = run(kn, in);
+        ASSERT_EQ(r.compiled.size(), size_t(sh.batch) * sh.q_heads * sh.seq_q * sh.head_dim);
+        int nonzero = 0;
+        for (double v : r.compiled) nonzero += v != 0;
+        for (double v : r.interpreted) nonzero += v != 0;
+        EXPECT_EQ(nonzero, 0) << "outputs that are not exactly 0";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionNoKeys,
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(rolling, 3, 16)),
+                         stress_name);
+
 // Sliding windows of one key and of none, with large scores.
 class FusedAttentionWindowOfOne : public ::testing::TestWithParam<Fusion> {};
 class FusedAttentionWindowOfZero : public ::testing::TestWithParam<Fusion> {};

@@ -614,9 +614,10 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
     EXPECT_NE(kernel.find("row_sum_partial_[0] = (row_sum_partial_[0] + expf("), std::string::npos)
         << kernel;
     // The initial values and the folds are the first thread's.
-    EXPECT_NE(kernel.find("if ((threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)) {\n"
-                          "                row_max_[0] = __int_as_float(0xff800000);"),
-              std::string::npos)
+    EXPECT_TRUE(
+        std::regex_search(kernel, std::regex("if \\(\\(threadIdx\\.x == 0 && threadIdx\\.y == 0 && "
+                                             "threadIdx\\.z == 0\\)\\) \\{\n *row_max_\\[0\\] = "
+                                             "__int_as_float\\(0xff800000\\);")))
         << kernel;
     EXPECT_NE(kernel.find("row_sum_[0] = (row_sum_[0] + row_sum_partial_[0]);"), std::string::npos)
         << kernel;

@@ -59,6 +59,23 @@ void expect_matches_reference(const CompiledPipeline &compiled, AttentionVariant
     EXPECT_GT(max_abs(in.ref), 0.05);
 }
 
+/** With no keys (an empty cache), every output is exactly 0, and no kernel
+ * reads the empty key and value buffers. */
+void expect_zero_without_keys(const CompiledPipeline &compiled, AttentionVariant &app, Variant var,
+                              Type t, VariantShape sh) {
+    sh.seq_k = 0;
+    const float scale = default_scale(var, sh.head_dim);
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE(describe(var, t, sh, scale, window, seed));
+    Inputs in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
+    bind(app, in);
+    std::vector<double> got = realize(compiled, in);
+    ASSERT_EQ(got.size(), size_t(sh.batch) * sh.q_heads * sh.seq_q * sh.head_dim);
+    int nonzero = 0;
+    for (double v : got) nonzero += v != 0;
+    EXPECT_EQ(nonzero, 0) << "outputs that are not exactly 0";
+}
+
 }  // namespace
 
 TEST_P(GpuAttention, MatchesReference) {
@@ -79,6 +96,7 @@ TEST_P(GpuAttention, MatchesReference) {
     schedules::flash_attention_gpu(sch, app.chain(), opt);
     CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     expect_matches_reference(compiled, app, var, t, sh);
+    expect_zero_without_keys(compiled, app, var, t, sh);
 }
 
 namespace {
@@ -104,7 +122,7 @@ TEST_P(GpuDecoding, MatchesReference) {
     // flash_decoding_gpu with small pieces: 77 keys in 8 pieces of 12 (three
     // tiles of 4; the seventh piece has two, the last none), two blocks of 4
     // pieces; 3 keys (one piece of one tile, seven empty ones). One query,
-    // and 5 (two blocks of 2 queries and a partial one).
+    // and 5 (two blocks of 2 queries and a partial one). No keys at all.
     AttentionVariant app(var, t);
     app.fix_head_dim(32);
     Schedule sch;
@@ -121,6 +139,7 @@ TEST_P(GpuDecoding, MatchesReference) {
         for (int queries : {1, 5})
             expect_matches_reference(compiled, app, var, t, shape(var, queries, keys));
     }
+    expect_zero_without_keys(compiled, app, var, t, shape(var, 5, 0));
 }
 
 // Every variant in float16, and the other types on global attention (each

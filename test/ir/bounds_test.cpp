@@ -4,6 +4,7 @@
 #include "IREquality.h"
 #include "IRPrinter.h"
 #include "Simplify.h"
+#include "Substitute.h"
 #include "loom/IROperator.h"
 
 using namespace loom;
@@ -217,6 +218,66 @@ TEST(Bounds, BoxesRequired) {
     auto r3 = boxes_required(guarded);
     EXPECT_TRUE(equal(r3["h"][0].min, Expr(0)));
     EXPECT_TRUE(equal(r3["h"][0].max, Expr(18))) << r3["h"][0].max;
+}
+
+/** Whether the condition `used`, with the given variables set, simplifies
+ * to true (1), false (0), or neither (-1). */
+int truth_at(const Expr &used, const std::map<std::string, int> &values) {
+    Expr e = used;
+    for (const auto &[name, v] : values) e = substitute(name, Expr(v), e);
+    e = simplify(e);
+    return is_const_one(e) ? 1 : is_const_zero(e) ? 0 : -1;
+}
+
+TEST(Bounds, BoxesRequiredWithConditions) {
+    // Over zero keys, a read clamped to n - 1 still has a region, [-1, -1];
+    // the condition says that it is not touched.
+    Expr r = var("r"), n = var("n"), c = var("c"), last = var("last");
+    auto read = [](const char *f, Expr i) {
+        return Evaluate::make(Call::make(Float(32), f, {std::move(i)}, Call::Image));
+    };
+    Stmt keys = For::make("r", 0, n, ForType::Serial, read("k", min(r, n - 1)));
+    auto boxes = boxes_required_with_conditions(keys);
+    ASSERT_EQ(boxes.count("k"), 1u);
+    const Box &k = boxes["k"];
+    ASSERT_TRUE(k.used.defined());
+    EXPECT_EQ(truth_at(k.used, {{"n", 0}}), 0) << k.used;
+    EXPECT_EQ(truth_at(k.used, {{"n", 5}}), 1) << k.used;
+    // The plain analysis leaves it undefined (always touched).
+    EXPECT_FALSE(boxes_required(keys)["k"].used.defined());
+
+    // A step of a chunk past the last tile: the branch can be taken only if
+    // the chunk's first tile exists.
+    Stmt steps = For::make("t", 0, 4, ForType::Serial,
+                           IfThenElse::make(c * 4 + var("t") <= last, read("v", var("t"))));
+    Box v = boxes_required_with_conditions(steps)["v"];
+    ASSERT_TRUE(v.used.defined());
+    EXPECT_EQ(truth_at(v.used, {{"c", 1}, {"last", 4}}), 1) << v.used;
+    EXPECT_EQ(truth_at(v.used, {{"c", 2}, {"last", 4}}), 0) << v.used;
+    // ... and in the else branch, only if some step is past it.
+    Stmt past = For::make(
+        "t", 0, 4, ForType::Serial,
+        IfThenElse::make(c * 4 + var("t") <= last, Evaluate::make(Expr(0)), read("v", var("t"))));
+    Box w = boxes_required_with_conditions(past)["v"];
+    ASSERT_TRUE(w.used.defined());
+    EXPECT_EQ(truth_at(w.used, {{"c", 0}, {"last", 4}}), 0) << w.used;
+    EXPECT_EQ(truth_at(w.used, {{"c", 1}, {"last", 4}}), 1) << w.used;
+    // A condition free of the loops is kept as it is, disjunctions too.
+    Stmt flagged = For::make("t", 0, 4, ForType::Serial,
+                             IfThenElse::make(n < 3 || c == 7, read("v", var("t"))));
+    Box f = boxes_required_with_conditions(flagged)["v"];
+    ASSERT_TRUE(f.used.defined());
+    EXPECT_EQ(truth_at(f.used, {{"n", 2}, {"c", 0}}), 1) << f.used;
+    EXPECT_EQ(truth_at(f.used, {{"n", 4}, {"c", 7}}), 1) << f.used;
+    EXPECT_EQ(truth_at(f.used, {{"n", 4}, {"c", 0}}), 0) << f.used;
+
+    // A loop of constant extent, or a condition that reads memory, tells
+    // nothing; a region touched unconditionally somewhere is always touched.
+    Expr flag = Load::make(Int(32), "flags", r, const_true());
+    Stmt loaded = For::make("r", 0, 8, ForType::Serial, IfThenElse::make(flag > 0, read("g", r)));
+    EXPECT_FALSE(boxes_required_with_conditions(loaded)["g"].used.defined());
+    Stmt both = Block::make(keys, read("k", Expr(0)));
+    EXPECT_FALSE(boxes_required_with_conditions(both)["k"].used.defined());
 }
 
 TEST(Bounds, GuardedValues) {

@@ -435,6 +435,10 @@ TEST(Simplify, Booleans) {
     EXPECT_SIMPLIFY(c && c, c);
     EXPECT_SIMPLIFY(!(c && d), !c || !d);
     EXPECT_SIMPLIFY(c && (c || d), c);
+    // Absorption with the shared operand second: the union of two regions
+    // each read under a condition gives (c && d) || c.
+    EXPECT_SIMPLIFY((c && d) || c, c);
+    EXPECT_SIMPLIFY((d || c) && c, c);
 }
 
 TEST(Simplify, Lets) {
