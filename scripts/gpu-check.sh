@@ -25,6 +25,12 @@
 # seconds (default: no limit), so that a phase that would outlast a
 # machine's time still leaves its part of the report: the report is
 # written phase by phase, and a stopped phase says so and counts as failed.
+#
+# LOOM_GPU_CHECK_JOBS (default: 4) is how many processes share the GPU: the
+# tests run that many at a time (ctest -j), and the sanitizer splits the
+# test binary into that many shards (GoogleTest's GTEST_TOTAL_SHARDS), one
+# compute-sanitizer each, side by side. Memcheck slows every kernel and
+# every allocation; one process at a time leaves most of the machine idle.
 set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -46,6 +52,11 @@ fi
 runs() { [[ ",$phases," == *",$1,"* ]]; }
 
 phase_seconds="${LOOM_GPU_CHECK_PHASE_SECONDS:-0}"
+jobs="${LOOM_GPU_CHECK_JOBS:-4}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || {
+  echo "gpu-check: LOOM_GPU_CHECK_JOBS must be a positive number, not '$jobs'" >&2
+  exit 2
+}
 # Runs a phase's command within the phase's time (timeout signals the whole
 # process group, so ctest's and the sanitizer's children stop too).
 limited() {
@@ -87,7 +98,7 @@ if runs tests; then
     echo "## Tests (ctest -L '^gpu$')"
     # The label exactly: gpu_on_cpu (the same tests on the CPU stand-in) runs
     # in every test run already.
-    limited ctest -L '^gpu$' --output-on-failure 2>&1 | tail -n 40
+    limited ctest -L '^gpu$' -j "$jobs" --output-on-failure 2>&1 | tail -n 40
   } >>"$report"
   grep -q "100% tests passed" "$report" || status=1
   if grep -q "(Skipped)" "$report"; then
@@ -101,11 +112,28 @@ if runs sanitizer; then
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   {
     echo
-    echo "## compute-sanitizer --tool memcheck test/loom_test_gpu"
+    echo "## compute-sanitizer --tool memcheck test/loom_test_gpu ($jobs shards side by side)"
     if [[ -x "$sanitizer" ]]; then
-      limited "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu 2>&1 |
-        tail -n 25
-      echo "exit status: ${PIPESTATUS[0]}"
+      # Each shard's output goes to its own log; the report takes each
+      # one's tail, and the phase's status is the worst of theirs.
+      logs="$(mktemp -d)"
+      for ((shard = 0; shard < jobs; shard++)); do
+        GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard \
+          limited "$sanitizer" --tool memcheck --error-exitcode 99 ./test/loom_test_gpu \
+          >"$logs/$shard.log" 2>&1 &
+      done
+      worst=0
+      for ((shard = 0; shard < jobs; shard++)); do
+        wait -n
+        rc=$?
+        ((rc > worst)) && worst=$rc
+      done
+      for ((shard = 0; shard < jobs; shard++)); do
+        echo "### shard $shard of $jobs"
+        tail -n 12 "$logs/$shard.log"
+      done
+      rm -rf "$logs"
+      echo "exit status: $worst"
     else
       echo "compute-sanitizer not found"
     fi
