@@ -147,11 +147,15 @@ if runs bench; then
     echo
     echo "## Benchmarks"
     found=0
+    linebuffered=()
+    command -v stdbuf >/dev/null && linebuffered=(stdbuf -oL)
     for bench in apps/bench/*gpu*; do
       [[ -x "$bench" ]] || continue
       found=1
       echo "### $bench"
-      limited "$bench" 2>&1 | tail -n 60
+      # Line-buffered, so that a benchmark stopped at the phase's limit
+      # keeps the lines it printed.
+      limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" 2>&1 | tail -n 60
     done
     [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
   } >>"$report"

@@ -16,7 +16,6 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassTimingInfo.h>
@@ -29,6 +28,7 @@
 #include <cstring>
 
 #include "CodeGen_LLVM.h"
+#include "JITMemoryManager.h"
 #include "loom/Error.h"
 #include "loom/runtime/loom_runtime.h"
 
@@ -172,20 +172,19 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
 
     llvm::orc::LLJITBuilder builder;
     builder.setJITTargetMachineBuilder(std::move(jtmb));
-    // LOOM_PERF_JIT=1 describes the compiled code to `perf` (jit-<pid>.dump
-    // files for `perf inject --jit`), so profiles name the pipelines' code.
-    if (std::getenv("LOOM_PERF_JIT") != nullptr) {
-        builder.setObjectLinkingLayerCreator(
-            [](llvm::orc::ExecutionSession &es, const llvm::Triple &) {
-                auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                    es, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
-                if (llvm::JITEventListener *perf =
-                        llvm::JITEventListener::createPerfJITEventListener()) {
-                    layer->registerJITEventListener(*perf);
-                }
-                return layer;
-            });
-    }
+    // Each object in one mapping (JITMemoryManager.h): small-code-model code
+    // reaches its constants PC-relative. LOOM_PERF_JIT=1 also describes the
+    // compiled code to `perf` (jit-<pid>.dump files for `perf inject --jit`),
+    // so profiles name the pipelines' code.
+    builder.setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &es, const llvm::Triple &) {
+        auto layer =
+            std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(es, make_jit_memory_manager);
+        if (std::getenv("LOOM_PERF_JIT") != nullptr) {
+            if (llvm::JITEventListener *perf = llvm::JITEventListener::createPerfJITEventListener())
+                layer->registerJITEventListener(*perf);
+        }
+        return layer;
+    });
     auto jit = builder.create();
     if (!jit)
         internal_error << "Could not create the LLVM JIT: " << llvm_error_string(jit.takeError());
@@ -214,10 +213,13 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
         internal_error << "Could not add the module of " << f.name
                        << " to the JIT: " << llvm_error_string(std::move(e));
     }
+    take_jit_memory_failure();
     auto sym = J.lookup(entry_name);
     if (!sym) {
+        const std::string memory = take_jit_memory_failure();
         internal_error << "JIT compilation of " << f.name
-                       << " failed: " << llvm_error_string(sym.takeError());
+                       << " failed: " << llvm_error_string(sym.takeError())
+                       << (memory.empty() ? "" : " (" + memory + ")");
     }
     // With LOOM_LLVM_ARGS=-time-passes, report this module's pass timings
     // (LLVM would otherwise print them only at exit, if at all).
