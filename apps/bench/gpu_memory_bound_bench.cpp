@@ -1,7 +1,8 @@
 // Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
-// staged in shared memory, and without; and the copy, the chain and the
+// staged in shared memory by blocks of 256 threads, and of 1024, and
+// unstaged; and the copy, the chain and the
 // staged row apps again with the promises of loom_apps::promise_aligned_rows,
 // which let them move their vectors as aligned words with no test of the
 // address). Bandwidth counts the bytes a kernel must move (its input read
@@ -96,22 +97,32 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         rms.promise_aligned_rows();
     }
     // Staged: each row read from device memory once (the default);
-    // unstaged: once per pass over it.
-    for (bool staged : {true, false}) {
+    // unstaged: once per pass over it. Staged again with 1024 threads a
+    // block: a staged row of 16384 floats takes 64 KiB of shared memory,
+    // so an SM holds three blocks, 768 threads of 256 but 2048 of 1024,
+    // with four times the threads to share each row's reductions.
+    struct Variant {
+        bool staged;
+        int threads;
+        const char *name;
+    };
+    for (const Variant &v : {Variant{true, 256, ""}, Variant{false, 256, " (unstaged)"},
+                             Variant{true, 1024, " (1024 threads)"}}) {
+        const bool staged = v.staged;
         if (!staged && !unstaged_too) continue;
-        const std::string name = (staged ? "" : " (unstaged)") + suffix;
+        const std::string name = v.name + suffix;
         Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr};
-        sm.schedule_gpu(s.gpu, 256, 4, staged);
+        sm.schedule_gpu(s.gpu, v.threads, 4, staged);
         cases.push_back(s);
         Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr};
-        ln.schedule_gpu(l.gpu, 256, 4, staged);
+        ln.schedule_gpu(l.gpu, v.threads, 4, staged);
         l.bind = [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
             gamma.set(pseudo_random({cols}, 7));
             beta.set(pseudo_random({cols}, 8));
         };
         cases.push_back(l);
         Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr};
-        rms.schedule_gpu(n.gpu, 256, 4, staged);
+        rms.schedule_gpu(n.gpu, v.threads, 4, staged);
         n.bind = [weight = rms.weight](int, int cols) mutable {
             Buffer<float> w({cols});
             for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
@@ -188,7 +199,7 @@ int main(int argc, char **argv) {
         }
         const bool good = worst < 1e-4;
         ok = ok && good;
-        std::printf("%-28s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
+        std::printf("%-36s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
                     good ? "ok" : "MISMATCH");
     }
     RowArgmax argmax(in, 256);
@@ -210,7 +221,7 @@ int main(int argc, char **argv) {
             wrong += index(i) != expected_index(i) || value(i) != expected_value(i);
         }
         ok = ok && wrong == 0;
-        std::printf("%-28s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
+        std::printf("%-36s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
                     wrong ? "MISMATCH" : "ok");
     }
     if (!ok) return 1;
@@ -228,14 +239,14 @@ int main(int argc, char **argv) {
     const double copy_bw = bytes / copy / 1e9;
     std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
                 bytes / 1e9);
-    std::printf("%-28s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
-    std::printf("%-28s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
+    std::printf("%-36s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
+    std::printf("%-36s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
     for (Case &k : cases) {
         k.input.set(input);
         if (k.bind) k.bind(rows, cols);
         CompiledPipeline p = Pipeline(k.out).compile(k.gpu, gpu);
         const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
-        std::printf("%-28s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
+        std::printf("%-36s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
                     copy / t);
     }
     // The argmax reads the matrix once: GB/s of reads, against the copy's
@@ -245,7 +256,7 @@ int main(int argc, char **argv) {
     Buffer<float> value({rows});
     CompiledPipeline top = Pipeline(argmax.top).compile(argmax.gpu, gpu);
     const double t = seconds_per_call([&] { top.realize({index, value}); }, cu, reps, 10);
-    std::printf("%-28s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
+    std::printf("%-36s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
                 bytes / 2 / t / 1e9, bytes / 2 / t / 1e9 / copy_bw, rows, cols);
     return 0;
 }
