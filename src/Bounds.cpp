@@ -613,6 +613,22 @@ Box box_union(const Box &a, const Box &b) {
 
 namespace {
 
+// A scalar integer comparison with the given truth, as a < b (`strict`) or
+// a <= b: a comparison's falsehood swaps its sides (!(a < b) is b <= a).
+bool as_integer_less_than(const Expr &c, bool truth, Expr *a, Expr *b, bool *strict) {
+    if (const LT *lt = c.as<LT>()) *a = lt->a, *b = lt->b, *strict = true;
+    else if (const LE *le = c.as<LE>()) *a = le->a, *b = le->b, *strict = false;
+    else if (const GT *gt = c.as<GT>()) *a = gt->b, *b = gt->a, *strict = true;
+    else if (const GE *ge = c.as<GE>()) *a = ge->b, *b = ge->a, *strict = false;
+    else return false;
+    if (!a->type().is_int() || !a->type().is_scalar()) return false;
+    if (!truth) {
+        std::swap(*a, *b);
+        *strict = !*strict;
+    }
+    return true;
+}
+
 // Walks a statement, keeping the ranges of loop variables and lets in scope,
 // and merges the boxes of the Func/Image calls (reads) and Provides (writes).
 // With `track_conditions`, it also keeps the conditions under which the
@@ -723,16 +739,7 @@ class BoxesTouched : public IRVisitor {
         }
         Expr a, b;
         bool strict;
-        if (const LT *lt = c.as<LT>()) a = lt->a, b = lt->b, strict = true;
-        else if (const LE *le = c.as<LE>()) a = le->a, b = le->b, strict = false;
-        else if (const GT *gt = c.as<GT>()) a = gt->b, b = gt->a, strict = true;
-        else if (const GE *ge = c.as<GE>()) a = ge->b, b = ge->a, strict = false;
-        else return Expr();
-        if (!a.type().is_int() || !a.type().is_scalar()) return Expr();
-        if (!truth) {
-            std::swap(a, b);
-            strict = !strict;
-        }
+        if (!as_integer_less_than(c, truth, &a, &b, &strict)) return Expr();
         Interval d = bounds_of_expr_in_scope(simplify(a - b), scope);
         if (!d.min.defined()) return Expr();
         Expr zero = make_zero(d.min.type());
@@ -752,17 +759,7 @@ class BoxesTouched : public IRVisitor {
         }
         Expr a, b;
         bool strict;
-        if (const LT *lt = c.as<LT>()) a = lt->a, b = lt->b, strict = true;
-        else if (const LE *le = c.as<LE>()) a = le->a, b = le->b, strict = false;
-        else if (const GT *gt = c.as<GT>()) a = gt->b, b = gt->a, strict = true;
-        else if (const GE *ge = c.as<GE>()) a = ge->b, b = ge->a, strict = false;
-        else return false;
-        if (!a.type().is_int() || !a.type().is_scalar()) return false;
-        // truth: a < b (or a <= b). Falsehood: b <= a (or b < a).
-        if (!truth) {
-            std::swap(a, b);
-            strict = !strict;
-        }
+        if (!as_integer_less_than(c, truth, &a, &b, &strict)) return false;
         Type t = a.type();
         const Variable *va = a.as<Variable>(), *vb = b.as<Variable>();
         if (va && scope.contains(va->name)) {

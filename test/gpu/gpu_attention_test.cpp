@@ -45,16 +45,27 @@ VariantShape shape(Variant var, int queries, int keys) {
     return sh;
 }
 
+/** Runs `compiled` on fresh random inputs of shape `sh`, left in `in` with
+ * their float64 reference; `trace` describes them. */
+std::vector<double> run_on_fresh_inputs(const CompiledPipeline &compiled, AttentionVariant &app,
+                                        Variant var, Type t, const VariantShape &sh, Inputs *in,
+                                        std::string *trace) {
+    const float scale = default_scale(var, sh.head_dim);
+    const unsigned seed = fresh_seed();
+    *trace = describe(var, t, sh, scale, window, seed);
+    *in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
+    bind(app, *in);
+    return realize(compiled, *in);
+}
+
 /** Runs `compiled` on fresh random inputs of shape `sh` and compares with
  * the float64 reference. */
 void expect_matches_reference(const CompiledPipeline &compiled, AttentionVariant &app, Variant var,
                               Type t, const VariantShape &sh) {
-    const float scale = default_scale(var, sh.head_dim);
-    const unsigned seed = fresh_seed();
-    SCOPED_TRACE(describe(var, t, sh, scale, window, seed));
-    Inputs in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
-    bind(app, in);
-    std::vector<double> got = realize(compiled, in);
+    Inputs in;
+    std::string trace;
+    std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
+    SCOPED_TRACE(trace);
     EXPECT_TRUE(close_to(got, in.ref, t, sh)) << "GPU vs the float64 reference";
     EXPECT_GT(max_abs(in.ref), 0.05);
 }
@@ -64,12 +75,10 @@ void expect_matches_reference(const CompiledPipeline &compiled, AttentionVariant
 void expect_zero_without_keys(const CompiledPipeline &compiled, AttentionVariant &app, Variant var,
                               Type t, VariantShape sh) {
     sh.seq_k = 0;
-    const float scale = default_scale(var, sh.head_dim);
-    const unsigned seed = fresh_seed();
-    SCOPED_TRACE(describe(var, t, sh, scale, window, seed));
-    Inputs in = make_inputs(var, t, sh, scale, window, Values::Uniform, seed);
-    bind(app, in);
-    std::vector<double> got = realize(compiled, in);
+    Inputs in;
+    std::string trace;
+    std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
+    SCOPED_TRACE(trace);
     ASSERT_EQ(got.size(), size_t(sh.batch) * sh.q_heads * sh.seq_q * sh.head_dim);
     int nonzero = 0;
     for (double v : got) nonzero += v != 0;
