@@ -829,8 +829,8 @@ class BoxesTouched : public IRVisitor {
 };
 
 std::map<std::string, Box> boxes_of(const Stmt &s, const Scope<Interval> &scope, bool reads,
-                                    bool writes) {
-    BoxesTouched b(scope, reads, writes);
+                                    bool writes, bool track_conditions = false) {
+    BoxesTouched b(scope, reads, writes, track_conditions);
     if (s.defined()) s.accept(&b);
     return b.boxes;
 }
@@ -852,14 +852,10 @@ std::map<std::string, Box> boxes_touched(const Stmt &s, const Scope<Interval> &s
     return boxes_of(s, scope, true, true);
 }
 std::map<std::string, Box> boxes_required_with_conditions(const Stmt &s) {
-    BoxesTouched b(Scope<Interval>(), true, false, true);
-    if (s.defined()) s.accept(&b);
-    return b.boxes;
+    return boxes_of(s, Scope<Interval>(), true, false, true);
 }
 std::map<std::string, Box> boxes_provided_with_conditions(const Stmt &s) {
-    BoxesTouched b(Scope<Interval>(), false, true, true);
-    if (s.defined()) s.accept(&b);
-    return b.boxes;
+    return boxes_of(s, Scope<Interval>(), false, true, true);
 }
 
 namespace {

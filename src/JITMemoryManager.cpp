@@ -50,8 +50,9 @@ class ContiguousMemoryManager : public llvm::RTDyldMemoryManager {
         if (ec || !block.base()) {
             // RuntimeDyld reports the failure when it asks for a section
             // (no exception may cross LLVM's frames).
-            failure = "could not map " + std::to_string(code_bytes + ro_bytes + rw_bytes) +
-                      " bytes for compiled code: " + ec.message();
+            reservation_failure = "could not map " +
+                                  std::to_string(code_bytes + ro_bytes + rw_bytes) +
+                                  " bytes for compiled code: " + ec.message();
             reserved = false;
             return;
         }
@@ -102,7 +103,7 @@ class ContiguousMemoryManager : public llvm::RTDyldMemoryManager {
     // object not yet finalized.
     Group code, ro, rw;
     bool reserved = false;
-    std::string failure;
+    std::string reservation_failure;  // why the last reservation failed
     std::vector<Group> unprotected;
     std::vector<llvm::sys::MemoryBlock> mappings;
 
@@ -114,23 +115,22 @@ class ContiguousMemoryManager : public llvm::RTDyldMemoryManager {
     // it does not fit what was reserved.
     uint8_t *take(Group &g, uintptr_t size, unsigned align, llvm::StringRef name) {
         if (!reserved) {
-            if (failure.empty()) failure = "section " + name.str() + " came before any reservation";
-            note_failure();
+            last_jit_memory_failure() =
+                reservation_failure.empty()
+                    ? "section " + name.str() + " came before any reservation"
+                    : reservation_failure;
             return nullptr;
         }
         const uintptr_t a = std::max(1u, align);
         const uintptr_t at = align_up(reinterpret_cast<uintptr_t>(g.next), a);
         if (at + size > reinterpret_cast<uintptr_t>(g.begin) + g.size) {
-            failure = "section " + name.str() + " (" + std::to_string(size) +
-                      " bytes) does not fit the space reserved for its object";
-            note_failure();
+            last_jit_memory_failure() = "section " + name.str() + " (" + std::to_string(size) +
+                                        " bytes) does not fit the space reserved for its object";
             return nullptr;
         }
         g.next = reinterpret_cast<uint8_t *>(at + size);
         return reinterpret_cast<uint8_t *>(at);
     }
-
-    void note_failure() { last_jit_memory_failure() = failure; }
 };
 
 }  // namespace
