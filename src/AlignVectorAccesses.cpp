@@ -8,25 +8,6 @@ namespace internal {
 
 namespace {
 
-// A let's value is carried into the proofs only up to this many nodes:
-// chains of lets can double in size at each step, and indices are small.
-constexpr int kMaxExpandedNodes = 400;
-
-/** The nodes of e's tree (a shared subexpression counts at each use), or
- * more than kMaxExpandedNodes once past it. */
-int count_nodes(const Expr &e) {
-    struct Counter : IRMutator {
-        int n = 0;
-        using IRMutator::mutate;
-        Expr mutate(const Expr &x) override {
-            if (++n > kMaxExpandedNodes) return x;
-            return IRMutator::mutate(x);
-        }
-    } c;
-    c.mutate(e);
-    return c.n;
-}
-
 class AlignAccesses : public IRMutator {
   public:
     explicit AlignAccesses(const Scope<ModulusRemainder> &f) : facts(f) {}
@@ -40,19 +21,7 @@ class AlignAccesses : public IRMutator {
     // loop variable, or a let too big to carry) that shadows an outer one.
     Scope<Expr> values;
 
-    /** e with every let in scope replaced by its value. */
-    Expr expanded(const Expr &e) {
-        struct Expand : IRMutator {
-            const Scope<Expr> &values;
-            explicit Expand(const Scope<Expr> &v) : values(v) {}
-            using IRMutator::visit;
-            Expr visit(const Variable *op) override {
-                const Expr *v = values.find(op->name);
-                return v && v->defined() ? *v : Expr(op);
-            }
-        } expand(values);
-        return expand.mutate(e);
-    }
+    Expr expanded(const Expr &e) const { return expand_lets(e, values); }
 
     ModulusRemainder alignment_of(const Expr &index) {
         const Ramp *r = index.as<Ramp>();
@@ -102,6 +71,32 @@ class AlignAccesses : public IRMutator {
 };
 
 }  // namespace
+
+int count_nodes(const Expr &e) {
+    struct Counter : IRMutator {
+        int n = 0;
+        using IRMutator::mutate;
+        Expr mutate(const Expr &x) override {
+            if (++n > kMaxExpandedNodes) return x;
+            return IRMutator::mutate(x);
+        }
+    } c;
+    c.mutate(e);
+    return c.n;
+}
+
+Expr expand_lets(const Expr &e, const Scope<Expr> &values) {
+    struct Expand : IRMutator {
+        const Scope<Expr> &values;
+        explicit Expand(const Scope<Expr> &v) : values(v) {}
+        using IRMutator::visit;
+        Expr visit(const Variable *op) override {
+            const Expr *v = values.find(op->name);
+            return v && v->defined() ? *v : Expr(op);
+        }
+    } expand(values);
+    return expand.mutate(e);
+}
 
 Stmt align_vector_accesses(const Stmt &s, const Scope<ModulusRemainder> &facts) {
     return AlignAccesses(facts).mutate(s);

@@ -22,6 +22,18 @@
 namespace loom {
 namespace internal {
 
+/** A let's value is carried into an index only up to this many nodes:
+ * chains of lets can double in size at each step, and indices are small. */
+constexpr int kMaxExpandedNodes = 400;
+
+/** The nodes of e's tree (a shared subexpression counts at each use), or
+ * more than kMaxExpandedNodes once past it. */
+int count_nodes(const Expr &e);
+
+/** e with each variable that `values` holds a defined value for replaced
+ * by it (the values already expanded: one pass). */
+Expr expand_lets(const Expr &e, const Scope<Expr> &values);
+
 /** Sets the alignment of every Load and Store with a Ramp index. `facts`:
  * known congruences of free symbols (buffer descriptor fields, which no
  * statement rebinds). */

@@ -22,6 +22,7 @@
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
+#include "InvariantAlignment.h"
 #include "Scope.h"
 #include "Simplify.h"
 #include "Substitute.h"
@@ -422,6 +423,13 @@ __device__ __forceinline__ void loom_move(T *dst, const T *src, const T *memory)
         for (int k = 0; k < N; k++) dst[k] = ReadOnly ? loom_load_readonly(src + k) : src[k];
     }
 }
+// Whether p[i] starts on a multiple of W bytes (in integers: i may be past
+// p's allocation). A loop whose vectors all move in whole words from such
+// a start tests it once and then moves them untested.
+template <int W, typename T> __device__ __forceinline__ bool loom_is_aligned(const T *p, long long i) {
+    return ((reinterpret_cast<unsigned long long>(p) + (unsigned long long)i * sizeof(T)) &
+            (W - 1)) == 0;
+}
 template <typename T, int N, bool Aligned = false>
 __device__ __forceinline__ loom_vec<T, N> loom_load_dense(const T *p, long long i) {
     loom_vec<T, N> r;
@@ -748,6 +756,10 @@ class KernelPrinter : public IRVisitor {
     std::set<std::string> shared_allocations;
     // The per-thread arrays in scope (`T name[N]`), by IR name.
     std::set<std::string> local_arrays;
+    // Dense accesses (by index) that a test before an enclosing loop found
+    // aligned, in the copy of the loop printed for that case; and all those
+    // such a test covers, in either copy.
+    std::set<const Ramp *> assumed_aligned, alignment_tested;
     // The kernel's lets and loops around the statement printed, outermost
     // first, and the Func whose shared storage is sized at launch.
     std::vector<std::pair<std::string, Expr>> kernel_lets;
@@ -964,6 +976,24 @@ class KernelPrinter : public IRVisitor {
         auto offset_is_multiple = [&](int64_t v) { return (v % word) * t.bytes() % word == 0; };
         return offset_is_multiple(index.modulus) && offset_is_multiple(index.remainder);
     }
+    /** The word (bytes) that a dense access of `lanes` elements of t to
+     * `name` tests its address for at run time, or 0 when it moves words
+     * untested (proven_aligned) or moves lanes (a per-thread array, or a
+     * vector with no word wider than an element). */
+    int tested_word(const std::string &name, Type t, int lanes,
+                    const ModulusRemainder &index) const {
+        if (local_arrays.count(name) || proven_aligned(name, t, lanes, index)) return 0;
+        if (!is_kernel_buffer(name) && !shared_allocations.count(name)) return 0;
+        const int64_t bytes = int64_t(t.bytes()) * lanes;
+        const int word = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+        return word > t.bytes() ? word : 0;
+    }
+    /** Whether the dense access with index r moves aligned words untested:
+     * proven so, or inside the copy of a loop whose test before it holds. */
+    bool moves_aligned(const Ramp *r, const std::string &name, Type t, int lanes,
+                       const ModulusRemainder &index) const {
+        return assumed_aligned.count(r) || proven_aligned(name, t, lanes, index);
+    }
     /** A dense vector index: Ramp(base, 1) with a scalar base. */
     static const Ramp *dense_ramp(const Expr &index) {
         const Ramp *r = index.as<Ramp>();
@@ -1087,7 +1117,7 @@ class KernelPrinter : public IRVisitor {
         const std::string lanes = std::to_string(op->type.lanes);
         if (const Ramp *r = dense_ramp(op->index); r && !masked) {
             const bool aligned =
-                proven_aligned(op->name, op->type.element_of(), op->type.lanes, op->alignment);
+                moves_aligned(r, op->name, op->type.element_of(), op->type.lanes, op->alignment);
             expr_out << (local_arrays.count(op->name) ? "loom_load_lanes<"
                          : is_read_only_kernel_buffer(op->name)
                              ? (aligned ? "loom_load_aligned_readonly<"
@@ -1335,16 +1365,57 @@ class KernelPrinter : public IRVisitor {
         user_assert(op->for_type == ForType::Serial || op->for_type == ForType::Unrolled)
             << "The " << for_type_name(op->for_type) << " loop " << op->name
             << " inside a GPU kernel is not supported: make it serial.";
+        auto print_loop = [&]() {
+            pad();
+            out << "for (int " << n << " = " << mn << ", " << n << "_end = " << n << " + " << ext
+                << "; " << n << " < " << n << "_end; " << n << "++) {\n";
+            indent++;
+            open_block();
+            print(op->body);
+            close_block();
+            indent--;
+            pad();
+            out << "}\n";
+        };
+        // Accesses whose address the loop moves in whole words: tested once
+        // here (InvariantAlignment.h), then a copy of the loop moves them
+        // untested; the loop as it was runs when the test fails.
+        std::vector<const Ramp *> versioned;
+        std::string test;
+        std::set<std::string> tests;
+        for (const InvariantAlignment &a : invariant_alignments(
+                 op, [&](const std::string &name, Type t, int lanes, const ModulusRemainder &m) {
+                     return tested_word(name, t, lanes, m);
+                 })) {
+            if (alignment_tested.count(a.index)) continue;  // by an outer loop's test
+            versioned.push_back(a.index);
+            std::string one = "loom_is_aligned<" + std::to_string(a.word) + ">(" +
+                              name_of(a.buffer) + ", " + print(a.invariant_index) + ")";
+            if (tests.insert(one).second) test += (test.empty() ? "" : " && ") + one;
+        }
+        if (versioned.empty()) {
+            print_loop();
+            return;
+        }
+        uses_vectors = true;
         pad();
-        out << "for (int " << n << " = " << mn << ", " << n << "_end = " << n << " + " << ext
-            << "; " << n << " < " << n << "_end; " << n << "++) {\n";
+        out << "if (" << test << ") {\n";
         indent++;
-        open_block();
-        print(op->body);
-        close_block();
+        for (const Ramp *r : versioned) {
+            assumed_aligned.insert(r);
+            alignment_tested.insert(r);
+        }
+        print_loop();
+        for (const Ramp *r : versioned) assumed_aligned.erase(r);
+        indent--;
+        pad();
+        out << "} else {\n";
+        indent++;
+        print_loop();
         indent--;
         pad();
         out << "}\n";
+        for (const Ramp *r : versioned) alignment_tested.erase(r);
     }
     void visit(const Store *op) override {
         // The lets CSE leaves at the root of an unmasked store's index or
@@ -1370,7 +1441,7 @@ class KernelPrinter : public IRVisitor {
             if (masked) out << "if (" << print(op->predicate) << ") ";
             out << buf << "[" << print(op->index) << "] = " << value << ";\n";
         } else if (const Ramp *r = dense_ramp(op->index); r && !masked) {
-            const bool aligned = proven_aligned(op->name, t.element_of(), t.lanes, op->alignment);
+            const bool aligned = moves_aligned(r, op->name, t.element_of(), t.lanes, op->alignment);
             out << (local_arrays.count(op->name) ? "loom_store_lanes<"
                     : is_kernel_buffer(op->name)
                         ? (aligned ? "loom_store_aligned_global<" : "loom_store_dense_global<")
@@ -1913,6 +1984,18 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     // type names appear only where a 16-bit float is used.)
     bool half = kernels.find("__half") != std::string::npos ||
                 kernels.find("__nv_bfloat16") != std::string::npos;
+    if (target.has_feature(Target::FastMath)) {
+        // Approximate math, as the CPU's fast_math relaxes float semantics
+        // too: exp, log, sin and cos become the hardware's approximations
+        // (exp is ex2.approx of a product, 2 instructions where the
+        // accurate one takes 8), division and square roots are no longer
+        // correctly rounded, and denormals flush to zero. nvcc's and
+        // NVRTC's own switch for it, so that the source compiles the same
+        // anywhere.
+        m.nvrtc_options.push_back("--use_fast_math");
+        s << "// Target feature fast_math: compile with --use_fast_math (approximate exp, log,\n"
+             "// sin, cos, division and square root; denormals flushed to zero).\n";
+    }
     s << (half ? kHalfHeaders : "") << kPrelude << (finder.uses_vectors ? kVectorPrelude : "")
       << (finder.uses_block_reduce ? kBlockReducePrelude : "") << kernels;
     m.source = s.str();

@@ -43,6 +43,10 @@ struct CudaKernel {
 struct CudaModule {
     std::string source;  // every kernel, with the helpers they use
     std::vector<CudaKernel> kernels;
+    /** What NVRTC must be told besides the architecture: the target's
+     * float semantics (`--use_fast_math` for the feature fast_math). The
+     * source's first comment says so, for whoever compiles it elsewhere. */
+    std::vector<std::string> nvrtc_options;
 };
 
 /** The CUDA C++ of every GPU loop nest of f. A Func computed at a block

@@ -132,8 +132,8 @@ int nvrtc_version() {
     return major * 1000 + minor * 10;
 }
 
-CudaBinary compile_cuda(const std::string &source, const std::string &name,
-                        const std::string &arch) {
+CudaBinary compile_cuda(const std::string &source, const std::string &name, const std::string &arch,
+                        const std::vector<std::string> &extra_options) {
     const NVRTCLibrary &lib = loaded_library();
     auto check = [&](nvrtcResult r, const char *call) {
         user_assert(r == 0) << "NVRTC failed in " << call << " for " << name << ": "
@@ -154,6 +154,7 @@ CudaBinary compile_cuda(const std::string &source, const std::string &name,
     std::string include_option = "-I" + lib.include_dir;
     std::vector<const char *> options = {arch_option.c_str(), "--std=c++17", "-default-device"};
     if (!lib.include_dir.empty()) options.push_back(include_option.c_str());
+    for (const std::string &o : extra_options) options.push_back(o.c_str());
     nvrtcResult compiled =
         lib.CompileProgram(prog, static_cast<int>(options.size()), options.data());
     CudaBinary out;

@@ -17,11 +17,13 @@ struct CudaBinary {
 };
 
 /** Compiles `source` (named `name` in messages) for `arch` ("sm_80",
- * "sm_90a", ...) to PTX and cubin. Throws a CompileError with NVRTC's log
- * when the source does not compile, and one that says how to install or
- * point to libnvrtc (LOOM_NVRTC_PATH) when it cannot be loaded. */
-CudaBinary compile_cuda(const std::string &source, const std::string &name,
-                        const std::string &arch);
+ * "sm_90a", ...) to PTX and cubin, with NVRTC's `options` besides the
+ * architecture (CudaModule::nvrtc_options). Throws a CompileError with
+ * NVRTC's log when the source does not compile, and one that says how to
+ * install or point to libnvrtc (LOOM_NVRTC_PATH) when it cannot be
+ * loaded. */
+CudaBinary compile_cuda(const std::string &source, const std::string &name, const std::string &arch,
+                        const std::vector<std::string> &options = {});
 
 /** Whether libnvrtc can be loaded; if not, `why` says what was tried. */
 bool nvrtc_available(std::string *why = nullptr);

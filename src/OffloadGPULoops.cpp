@@ -101,7 +101,7 @@ std::shared_ptr<const GpuOffload> offload_gpu_loops(const LoweredFunc &f, const 
         }
     }
     const std::string arch = cuda_arch_for(t, "Compiling " + f.name);
-    plan->binary = compile_cuda(plan->module.source, f.name, arch);
+    plan->binary = compile_cuda(plan->module.source, f.name, arch, plan->module.nvrtc_options);
     return plan;
 }
 

@@ -318,8 +318,12 @@ std::string Pipeline::compile_to_cuda(const Schedule &schedule, const Target &ta
 void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &schedule,
                                const Target &target) const {
     std::string arch = cuda_arch_for(target, "compile_to_cuda(\"" + basename + "\", ...)");
-    std::string source = compile_to_cuda(schedule, target);
-    CudaBinary binary = compile_cuda(source, "loom_" + outputs_.front().name(), arch);
+    LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target,
+                                   "loom_" + outputs_.front().name());
+    CudaModule module = codegen_cuda(lowered.func, target);
+    const std::string &source = module.source;
+    CudaBinary binary =
+        compile_cuda(source, "loom_" + outputs_.front().name(), arch, module.nvrtc_options);
     auto write = [&](const std::string &suffix, const char *data, size_t size) {
         std::ofstream f(basename + suffix, std::ios::binary);
         user_assert(f.good()) << "Cannot open " << basename << suffix << " for writing.";

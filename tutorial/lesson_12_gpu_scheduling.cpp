@@ -406,6 +406,36 @@ int main() {
         std::remove((std::string("lesson_12_blur") + suffix).c_str());
     }
 
+    // Kernels keep IEEE float semantics by default: `exp` is CUDA's
+    // accurate expf, some eight instructions, and `/` is correctly rounded,
+    // some ten with a slow path. The target feature fast_math trades that
+    // for speed, as nvcc's --use_fast_math does (Triton's kernels, and so
+    // torch.compile's, use the same approximations): exp becomes a multiply
+    // and the hardware's ex2.approx, a division a reciprocal and a
+    // multiply, each a few ulp off. The staged softmax of 2d pays for its
+    // exp and division at every point; compare its PTX both ways.
+    try {
+        for (const char *t : {"host-cuda-sm_90", "host-cuda-sm_90-fast_math"}) {
+            Pipeline(softmax).compile_to_cuda("lesson_12_softmax", staged, Target(t));
+            std::ifstream ptx("lesson_12_softmax.ptx");
+            int instructions = 0, rounded_divisions = 0;
+            for (std::string line; std::getline(ptx, line);) {
+                instructions += line.find(';') != std::string::npos;
+                rounded_divisions += line.find("div.rn.f32") != std::string::npos;
+            }
+            std::printf("  %-26s %4d lines of PTX, %d correctly rounded divisions\n", t,
+                        instructions, rounded_divisions);
+            if (rounded_divisions > 0 && std::string(t).find("fast_math") != std::string::npos) {
+                return 1;
+            }
+        }
+    } catch (const CompileError &e) {
+        std::printf("  (skipped: %s)\n", e.what());
+    }
+    for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
+        std::remove((std::string("lesson_12_softmax") + suffix).c_str());
+    }
+
     // ---- 4. What a block cannot do.
     // A block holds at most 1024 threads; Loom checks it when it generates
     // the kernel, and says what to change.

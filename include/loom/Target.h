@@ -36,7 +36,11 @@ class Target {
          * reductions vectorize and a * b + c fuses. Float min and max may
          * also assume that no operand is NaN (so that min/max reductions
          * vectorize): with a NaN operand their result is unspecified, but
-         * never makes compiled code branch or index out of bounds. */
+         * never makes compiled code branch or index out of bounds. With
+         * cuda, the GPU kernels are compiled with NVRTC's --use_fast_math:
+         * exp, log, sin and cos are the hardware's approximations, division
+         * and square roots are not correctly rounded, and denormals flush
+         * to zero (softmax's exp costs 2 instructions instead of 8). */
         FastMath,
         /** Lets LLVM's loop vectorizer, interleaver and unroller run on the
          * generated code. Off by default, as in Halide: the schedule decides

@@ -273,8 +273,11 @@ TEST(CudaCodegen, VectorizedThreadsMoveWholeWords) {
 }
 
 TEST(CudaCodegen, PromisedAlignmentDropsTheTestOfTheAddress) {
-    // Without promises, a vector of a row may start anywhere: each access
-    // tests its address and keeps a lane-by-lane path beside the word.
+    // Without promises, a vector of a row may start anywhere. Each loop
+    // along the row tests where the row starts, once, and has a copy that
+    // moves words untested (LoopsAlongARowTestItsAlignmentOnce); the loop
+    // as written, for rows that start elsewhere, tests each access's
+    // address and keeps a lane-by-lane path beside the word.
     loom_test::AlignedRows plain(false);
     const std::string plain_full = compile_for_every_arch(plain.centered, plain.schedule(), 1);
     std::string src = kernels_of(plain_full);
@@ -282,7 +285,9 @@ TEST(CudaCodegen, PromisedAlignmentDropsTheTestOfTheAddress) {
     // vector: words in the steady loop, and in the tail where they fit.)
     EXPECT_EQ(count_of(src, "loom_load_dense_readonly<float, 4>(in_"), 3) << src;
     EXPECT_EQ(count_of(src, "loom_store_dense_global<float, 4>(centered_"), 2) << src;
-    EXPECT_EQ(count_of(src, "_aligned"), 0) << src;
+    EXPECT_EQ(count_of(src, "loom_load_aligned_readonly<float, 4>(in_"), 3) << src;
+    EXPECT_EQ(count_of(src, "loom_store_aligned_global<float, 4>(centered_"), 2) << src;
+    EXPECT_EQ(count_of(src, "if (loom_is_aligned<16>("), 3) << src;
     const std::string plain_ptx = loom::internal::compile_cuda(plain_full, "plain", "sm_90").ptx;
 
     // With 16-byte starts, strides of whole vectors and columns from 0,
@@ -704,4 +709,72 @@ TEST(CudaCodegen, WritesSourcePtxAndCubin) {
         EXPECT_GT(data.size(), 100u) << suffix;
         std::remove((base + suffix).c_str());
     }
+}
+
+TEST(CudaCodegen, LoopsAlongARowTestItsAlignmentOnce) {
+    // Nothing promised: a row may start anywhere. The loops along it (the
+    // staging copy, the max's, the output's) step by whole vectors, so
+    // each tests where its row starts once and runs a copy whose vectors
+    // move aligned words untested, or, when the test fails, the loop as it
+    // was, testing each access.
+    loom_test::AlignedRows p(false);
+    std::string src = kernels_of(compile_for_every_arch(p.centered, p.schedule(64, true), 1));
+    EXPECT_GE(count_of(src, "if (loom_is_aligned<16>(in_, "), 1) << src;
+    EXPECT_GE(count_of(src, "loom_load_aligned_readonly<float, 4>(in_"), 1) << src;
+    EXPECT_GE(count_of(src, "loom_load_dense_readonly<float, 4>(in_"), 1) << src;
+    EXPECT_GE(count_of(src, "loom_store_aligned_global<float, 4>(centered_"), 1) << src;
+    EXPECT_GE(count_of(src, "loom_store_dense_global<float, 4>(centered_"), 1) << src;
+
+    // A loop that steps from row to row moves by the row's stride, which
+    // may be any number of floats: its accesses keep their own tests.
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), xi("xi"), xv("xv");
+    Func twice("twice");
+    twice(y, x) = in(y, x) * 2.0f;
+    Schedule down;
+    down[twice]
+        .split(x, xo, xi, 128, TailStrategy::GuardWithIf)
+        .split(xi, xi, xv, 4)
+        .vectorize(xv)
+        .gpu_blocks(xo)
+        .gpu_threads(xi)
+        .reorder(xo, y, xi, xv);
+    src = kernels_of(compile_for_every_arch(twice, down, 1));
+    EXPECT_NE(src.find("for (int twice_s0_y_"), std::string::npos) << src;
+    EXPECT_EQ(count_of(src, "loom_is_aligned"), 0) << src;
+    EXPECT_GE(count_of(src, "loom_load_dense_readonly<float, 4>(in_"), 1) << src;
+}
+
+TEST(CudaCodegen, FastMathCompilesTheHardwaresApproximations) {
+    // Without fast_math, exp is the accurate expansion and x / y correctly
+    // rounded; with it, NVRTC is told --use_fast_math (and the source says
+    // so): exp becomes ex2.approx of a product and the division approximate.
+    BufferParam in(Float(32), 1, "in");
+    Var x("x"), xo("xo"), xi("xi");
+    Func ratio("ratio");
+    ratio(x) = exp(in(x)) / (in(x) + 3.0f);
+    Schedule sch;
+    sch[ratio].gpu_tile(x, xo, xi, 64);
+    auto ptx_and_source = [&](const std::string &target, const std::string &tag) {
+        std::string base = ::testing::TempDir() + "loom_cuda_fast_math_" + tag;
+        Pipeline(ratio).compile_to_cuda(base, sch, Target(target));
+        std::vector<std::string> files;
+        for (const char *suffix : {".ptx", ".cu", ".cubin"}) {
+            std::ifstream f(base + suffix, std::ios::binary);
+            files.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+            std::remove((base + suffix).c_str());
+        }
+        return files;
+    };
+    const std::vector<std::string> plain = ptx_and_source("host-cuda-sm_90", "plain");
+    const std::vector<std::string> fast = ptx_and_source("host-cuda-sm_90-fast_math", "fast");
+    EXPECT_NE(plain[0].find("div.rn.f32"), std::string::npos) << plain[0];
+    EXPECT_EQ(plain[1].find("--use_fast_math"), std::string::npos);
+    EXPECT_EQ(fast[0].find("div.rn.f32"), std::string::npos) << fast[0];
+    EXPECT_NE(fast[0].find("ex2.approx.ftz.f32"), std::string::npos) << fast[0];
+    // The accurate exp rounds its argument's split with cvt.rmi/fma.rm;
+    // the approximate one multiplies by log2(e) and calls ex2 at once.
+    EXPECT_LT(count_of(fast[0], "\n"), count_of(plain[0], "\n"));
+    EXPECT_NE(fast[1].find("compile with --use_fast_math"), std::string::npos) << fast[1];
+    EXPECT_GT(fast[2].size(), 100u);
 }

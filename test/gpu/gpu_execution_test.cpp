@@ -379,6 +379,32 @@ TEST(GpuExecution, VectorizedThreads) {
     }
 }
 
+TEST(GpuExecution, RowLoopsTestTheirAlignmentOnce) {
+    REQUIRE_GPU();
+    // No promises: each loop along a row tests where the row starts, once,
+    // and moves whole words untested when it is aligned, or runs the loop
+    // with a test at each access when it is not. Rows padded to 1004
+    // floats start aligned; rows of 1001, and rows that begin a float into
+    // their memory, start aligned every fourth row or never.
+    loom_test::AlignedRows p(false);
+    const int rows = 37, cols = 1001;
+    for (const bool staged : {false, true}) {
+        CompiledPipeline compiled = Pipeline(p.centered).compile(p.schedule(64, staged), kGpu);
+        for (const int stride : {1004, 1001}) {
+            for (const int shift : {0, 1}) {
+                SCOPED_TRACE(std::to_string(stride) + " floats a row, shifted by " +
+                             std::to_string(shift) + (staged ? ", staged" : ""));
+                RawBuffer in = random_buffer<float>({rows, stride + shift}).cropped(1, shift, cols);
+                in.set_min({0, 0});
+                RawBuffer out = random_buffer<float>({rows, stride}).cropped(1, 0, cols);
+                p.in.set(in);
+                compiled.realize({out});
+                EXPECT_TRUE(buffers_match(out, interpret(p.centered, {rows, cols})));
+            }
+        }
+    }
+}
+
 TEST(GpuExecution, PromisedAlignment) {
     REQUIRE_GPU();
     // Rows of 1001 floats padded to 1004 (a multiple of 4), columns from
@@ -711,6 +737,32 @@ TEST(GpuExecution, RowsStagedInSharedMemorySizedAtLaunch) {
         p.in.set(random_buffer<float>(shape, -20.0, 20.0));
         expect_gpu_matches_interpreter(p.softmax, p.staged_rows(256), shape, 1e-5, 1e-7);
     }
+}
+
+TEST(GpuExecution, FastMathKeepsResultsCloseToTheInterpreters) {
+    REQUIRE_GPU();
+    // fast_math compiles with --use_fast_math: exp, the division and the
+    // square root below are the hardware's approximations, a few ulp off
+    // (and on the stand-in driver, which compiles the same source for the
+    // CPU, the accurate ones). A row softmax's exponentials and a norm.
+    loom_test::RowSoftmax p;
+    const std::vector<int> shape = {7, 1001};
+    p.in.set(random_buffer<float>(shape, -20.0, 20.0));
+    RawBuffer expected = interpret(p.softmax, shape);
+    RawBuffer actual(expected.type(), shape);
+    Pipeline(p.softmax)
+        .compile(p.staged_rows(256), kGpu.with_feature(Target::FastMath))
+        .realize({actual});
+    EXPECT_TRUE(buffers_match(actual, expected, 1e-5, 1e-7));
+    Var x("x"), xo("xo"), xi("xi");
+    Func norm("norm");
+    norm(x) = sqrt(p.in(0, x) * p.in(0, x) + 1.0f) / (abs(p.in(1, x)) + 0.5f);
+    Schedule sch;
+    sch[norm].gpu_tile(x, xo, xi, 128);
+    RawBuffer expected_norm = interpret(norm, {1001});
+    RawBuffer actual_norm(expected_norm.type(), {1001});
+    Pipeline(norm).compile(sch, kGpu.with_feature(Target::FastMath)).realize({actual_norm});
+    EXPECT_TRUE(buffers_match(actual_norm, expected_norm, 1e-5, 0));
 }
 
 TEST(GpuExecution, ReductionsAcrossGroupsOfThreads) {
