@@ -26,13 +26,14 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &i
                                  bool stage_rows) {
     using namespace loom;
     Var co("co"), ci("ci"), cv("cv");
-    RVar ko("ko"), ki("ki");
+    RVar ko("ko"), ki("ki"), kv("kv");
     sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
     sch[out].gpu_blocks(r).gpu_threads(ci);
     if (stage_rows) {
         sch.in(input, {r, c})
             .compute_at(out, r)
             .store_in(MemoryType::Shared)
+            .bound(c, 0, input.dim(1).extent())
             .split(c, co, ci, threads * vector)
             .split(ci, ci, cv, vector)
             .vectorize(cv)
@@ -41,7 +42,12 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &i
     for (const Func &f : per_row) sch[f].compute_at(out, r);
     for (const Func &f : reductions) {
         sch[f].compute_at(out, r);
-        sch[f].update().split(k, ko, ki, threads).gpu_threads(ki);
+        sch[f]
+            .update()
+            .split(k, ko, ki, threads * vector)
+            .split(ki, ki, kv, vector)
+            .vectorize(kv)
+            .gpu_threads(ki);
     }
 }
 

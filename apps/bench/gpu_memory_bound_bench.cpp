@@ -2,14 +2,14 @@
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
 // staged in shared memory by blocks of 256 threads, and of 1024, and
-// unstaged; and the copy, the chain and the
-// staged row apps again with the promises of loom_apps::promise_aligned_rows,
-// which let them move their vectors as aligned words with no test of the
-// address). Bandwidth counts the bytes a kernel must move (its input read
-// once, its output written once), so a kernel that reads a row twice is not
-// credited for the second read. The peers are cuMemcpyDtoD (the driver's
-// device-to-device copy) and a Loom copy kernel with the same vectorized
-// schedule as the elementwise chain.
+// unstaged, and staged again with the target feature fast_math, which
+// makes exp, division and square roots the GPU's approximations; and the
+// copy, the chain and the staged row apps again with the promises of
+// loom_apps::promise_aligned_rows, which let them move their vectors as
+// aligned words with no test of the address). Bandwidth counts the bytes a kernel must move (its
+// input read once, its output written once), so a kernel that reads a row twice is not credited for
+// the second read. The peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
+// kernel with the same vectorized schedule as the elementwise chain.
 //
 // Then a row argmax (greedy decoding's: the index of each row's largest
 // value, and the value), a block per row whose threads share the row and
@@ -69,6 +69,7 @@ struct Case {
     Func out;
     Schedule gpu;
     std::function<void(int rows, int cols)> bind;  // sets the other inputs
+    Target target = Target("host-cuda");
 };
 
 /** The memory-bound kernels over `in`: a copy, the elementwise chain, and
@@ -100,28 +101,35 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // unstaged: once per pass over it. Staged again with 1024 threads a
     // block: a staged row of 16384 floats takes 64 KiB of shared memory,
     // so an SM holds three blocks, 768 threads of 256 but 2048 of 1024,
-    // with four times the threads to share each row's reductions.
+    // with four times the threads to share each row's reductions. With
+    // fast_math: what the accurate exp and division cost, which each point
+    // of softmax's output pays.
     struct Variant {
         bool staged;
         int threads;
+        bool fast_math;
         const char *name;
     };
-    for (const Variant &v : {Variant{true, 256, ""}, Variant{false, 256, " (unstaged)"},
-                             Variant{true, 1024, " (1024 threads)"}}) {
+    const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
+    for (const Variant &v :
+         {Variant{true, 256, false, ""}, Variant{false, 256, false, " (unstaged)"},
+          Variant{true, 1024, false, " (1024 threads)"}, Variant{true, 256, true, " (fast_math)"},
+          Variant{true, 1024, true, " (1024 threads, fast_math)"}}) {
         const bool staged = v.staged;
         if (!staged && !unstaged_too) continue;
         const std::string name = v.name + suffix;
-        Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr};
+        const Target target = v.fast_math ? fast_gpu : gpu;
+        Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr, target};
         sm.schedule_gpu(s.gpu, v.threads, 4, staged);
         cases.push_back(s);
-        Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr};
+        Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr, target};
         ln.schedule_gpu(l.gpu, v.threads, 4, staged);
         l.bind = [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
             gamma.set(pseudo_random({cols}, 7));
             beta.set(pseudo_random({cols}, 8));
         };
         cases.push_back(l);
-        Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr};
+        Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr, target};
         rms.schedule_gpu(n.gpu, v.threads, 4, staged);
         n.bind = [weight = rms.weight](int, int cols) mutable {
             Buffer<float> w({cols});
@@ -182,7 +190,7 @@ int main(int argc, char **argv) {
         if (k.bind) k.bind(rows, cols);
         Buffer<float> expected = padded_rows(rows, cols, 2), actual = padded_rows(rows, cols, 3);
         Pipeline(k.out).realize(std::vector<RawBuffer>{expected});
-        Pipeline(k.out).compile(k.gpu, gpu).realize({actual});
+        Pipeline(k.out).compile(k.gpu, k.target).realize({actual});
         // Relative differences, with values under 1% of the largest counted
         // as that size: near zero the GPU's and the CPU's rounding (a tree
         // of partial sums against a serial one) differ relatively much.
@@ -199,7 +207,7 @@ int main(int argc, char **argv) {
         }
         const bool good = worst < 1e-4;
         ok = ok && good;
-        std::printf("%-36s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
+        std::printf("%-48s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
                     good ? "ok" : "MISMATCH");
     }
     RowArgmax argmax(in, 256);
@@ -221,7 +229,7 @@ int main(int argc, char **argv) {
             wrong += index(i) != expected_index(i) || value(i) != expected_value(i);
         }
         ok = ok && wrong == 0;
-        std::printf("%-36s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
+        std::printf("%-48s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
                     wrong ? "MISMATCH" : "ok");
     }
     if (!ok) return 1;
@@ -239,14 +247,14 @@ int main(int argc, char **argv) {
     const double copy_bw = bytes / copy / 1e9;
     std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
                 bytes / 1e9);
-    std::printf("%-36s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
-    std::printf("%-36s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
+    std::printf("%-48s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
+    std::printf("%-48s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
     for (Case &k : cases) {
         k.input.set(input);
         if (k.bind) k.bind(rows, cols);
-        CompiledPipeline p = Pipeline(k.out).compile(k.gpu, gpu);
+        CompiledPipeline p = Pipeline(k.out).compile(k.gpu, k.target);
         const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
-        std::printf("%-36s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
+        std::printf("%-48s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
                     copy / t);
     }
     // The argmax reads the matrix once: GB/s of reads, against the copy's
@@ -256,7 +264,7 @@ int main(int argc, char **argv) {
     Buffer<float> value({rows});
     CompiledPipeline top = Pipeline(argmax.top).compile(argmax.gpu, gpu);
     const double t = seconds_per_call([&] { top.realize({index, value}); }, cu, reps, 10);
-    std::printf("%-36s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
+    std::printf("%-48s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
                 bytes / 2 / t / 1e9, bytes / 2 / t / 1e9 / copy_bw, rows, cols);
     return 0;
 }

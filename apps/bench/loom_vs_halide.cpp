@@ -299,19 +299,22 @@ Row bench_softmax(const Options &opt) {
     HL::ImageParam hin(HL::Float(32), 2, "input");
     HL::Var r("r"), c("c"), ro("ro"), ri("ri");
     HL::RDom k(0, hin.dim(0).extent(), "k");
-    HL::Func row_max("row_max"), e("e"), row_sum("row_sum"), out("out");
+    // The same algorithm as softmax::Softmax: one division per row.
+    HL::Func row_max("row_max"), e("e"), row_sum("row_sum"), inv_sum("inv_sum"), out("out");
     row_max(r) = -std::numeric_limits<float>::infinity();
     row_max(r) = HL::max(row_max(r), hin(k, r));
     e(c, r) = HL::exp(hin(c, r) - row_max(r));
     row_sum(r) = 0.0f;
     row_sum(r) += e(k, r);
-    out(c, r) = e(c, r) / row_sum(r);
+    inv_sum(r) = 1.0f / row_sum(r);
+    out(c, r) = e(c, r) * inv_sum(r);
     out.split(r, ro, ri, RT, HL::TailStrategy::GuardWithIf)
         .parallel(ro)
         .vectorize(c, V, HL::TailStrategy::GuardWithIf);
     row_max.compute_at(out, ri);
     e.compute_at(out, ri).vectorize(c, V, HL::TailStrategy::GuardWithIf);
     row_sum.compute_at(out, ri);
+    inv_sum.compute_at(out, ri);
     HL::Pipeline hp(out);
     compile_halide(hp, "softmax", opt, &row.halide_compile_s);
     hin.set(halide_view(in));

@@ -15,7 +15,9 @@ multiple of any block; --quick stops there. The GPU kernels come twice, the
 second time with aligned rows promised (loom_<app>_cuda_aligned, generator
 param aligned_rows=true): checked at rows of 4096 floats and seen to refuse
 rows of 3001, and timed as "Loom, aligned" where the rows are a multiple of
-4 floats. Bandwidth counts the bytes a
+4 floats; and a third time with the target feature fast_math
+(loom_<app>_cuda_fast: the GPU's approximate exp, division and square root,
+as Triton's kernels use), timed as "Loom, fast". Bandwidth counts the bytes a
 kernel must move (its input read once, its output written once), like
 apps/bench/gpu_memory_bound_bench. On the GPU everything runs on PyTorch's
 current stream (loom_cuda_set_stream) and is timed with CUDA events; on the
@@ -119,13 +121,16 @@ class Library:
         message = self.lib.loom_last_error_message()
         return message.decode() if message else "(no message)"
 
-    def kernel(self, app, device, aligned=False):
-        return Kernel(self, "loom_%s_%s%s" % (app, device, "_aligned" if aligned else ""))
+    def kernel(self, app, device, variant=""):
+        """The app for the device; variant "aligned" or "fast" for the
+        library's other versions of it."""
+        return Kernel(self, "loom_%s_%s%s" % (app, device, "_" + variant if variant else ""))
 
-    def has_aligned(self, app, device):
-        """Whether the library has the app with aligned rows promised
-        (generator param aligned_rows=true) for the device."""
-        return hasattr(self.lib, "loom_%s_%s_aligned_argv" % (app, device))
+    def has(self, app, device, variant):
+        """Whether the library has the variant ("aligned": aligned rows
+        promised, generator param aligned_rows=true; "fast": the target
+        feature fast_math) of the app for the device."""
+        return hasattr(self.lib, "loom_%s_%s_%s_argv" % (app, device, variant))
 
 
 class Kernel:
@@ -231,13 +236,13 @@ def make_inputs(torch, app, x, generator):
 TOLERANCE = {"rtol": 2e-4, "atol": 2e-5}
 
 
-def check(torch, library, app, device, rows, cols, generator, aligned=False):
+def check(torch, library, app, device, rows, cols, generator, variant=""):
     """Loom's kernel against PyTorch eager; the worst error, or raises."""
     x = random_tensor(torch, (rows, cols), -4.0, 4.0, device, generator)
     inputs = make_inputs(torch, app, x, generator)
     expected = torch_kernels(torch)[app](*inputs)
     actual = torch.full_like(expected, float("nan"))
-    library.kernel(app, device, aligned).bind(*inputs, actual)()
+    library.kernel(app, device, variant).bind(*inputs, actual)()
     if device == "cuda":
         torch.cuda.synchronize()
     torch.testing.assert_close(actual, expected, **TOLERANCE,
@@ -297,11 +302,13 @@ def benchmark(torch, library, device, rows, cols, timer, compile_too, generator)
         rows_of_table = [("Loom (AOT)", timer(loom_call))]
         expected = torch_fn(*inputs)
         outputs = [loom_out]
-        if library.has_aligned(app, device) and cols % 4 == 0:
-            aligned_out = torch.empty_like(x)
-            aligned_call = library.kernel(app, device, True).bind(*inputs, aligned_out)
-            rows_of_table.append(("Loom, aligned", timer(aligned_call)))
-            outputs.append(aligned_out)
+        for variant in ("aligned", "fast"):
+            if not library.has(app, device, variant) or (variant == "aligned" and cols % 4):
+                continue
+            variant_out = torch.empty_like(x)
+            call = library.kernel(app, device, variant).bind(*inputs, variant_out)
+            rows_of_table.append(("Loom, " + variant, timer(call)))
+            outputs.append(variant_out)
         for output in outputs:
             try:
                 torch.testing.assert_close(output, expected, **TOLERANCE)
@@ -373,13 +380,17 @@ def main():
         for rows, cols in ((37, 3001), (5, 4096)):
             worst = check(torch, library, app, args.device, rows, cols, generator)
             print("  %-11s %5d x %-5d worst absolute difference %.2e" % (app, rows, cols, worst))
-        if library.has_aligned(app, args.device):
+        if library.has(app, args.device, "fast"):
+            worst = check(torch, library, app, args.device, 37, 3001, generator, "fast")
+            print("  %-11s %5d x %-5d worst absolute difference %.2e (fast_math)"
+                  % (app, 37, 3001, worst))
+        if library.has(app, args.device, "aligned"):
             # Rows of a multiple of 4 floats; others are refused, by name.
-            worst = check(torch, library, app, args.device, 5, 4096, generator, aligned=True)
+            worst = check(torch, library, app, args.device, 5, 4096, generator, "aligned")
             print("  %-11s %5d x %-5d worst absolute difference %.2e (aligned rows)"
                   % (app, 5, 4096, worst))
             try:
-                check(torch, library, app, args.device, 37, 3001, generator, aligned=True)
+                check(torch, library, app, args.device, 37, 3001, generator, "aligned")
             except RuntimeError as e:
                 if "set_stride_multiple(4)" not in str(e):
                     raise

@@ -3,7 +3,8 @@
  * whole), for apps/bench/torch_compare.py. This file only names them. */
 
 /** The apps in the library, comma-separated: each is loom_<app>_cpu,
- * loom_<app>_cuda and loom_<app>_cuda_aligned (aligned rows promised: rows
- * of a multiple of 4 floats), with their _argv and _metadata entry
- * points. */
+ * loom_<app>_cuda, loom_<app>_cuda_aligned (aligned rows promised: rows
+ * of a multiple of 4 floats) and loom_<app>_cuda_fast (target feature
+ * fast_math: approximate exp, division and square root), with their _argv
+ * and _metadata entry points. */
 const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }

@@ -1,6 +1,10 @@
 // Row softmax over the last (contiguous) dimension of a float32 matrix:
-// out(r, c) = exp(in(r, c) - max_c in(r, c)) / sum_c exp(in(r, c) - max).
-// The algorithm only; see schedule_cpu for the schedule.
+// out(r, c) = exp(in(r, c) - max_c in(r, c)) / sum_c exp(in(r, c) - max),
+// each row's exponentials multiplied by the reciprocal of their sum (one
+// division per row rather than per point: a float division costs several
+// times a multiplication, and on the GPU the accurate one is most of what
+// each point of the output costs; the result differs from the quotient by
+// an ulp at most). The algorithm only; see schedule_cpu for the schedule.
 #pragma once
 
 #include <cmath>
@@ -17,7 +21,7 @@ struct Softmax {
     loom::BufferParam input;  // [rows, cols]
     loom::Var r{"r"}, c{"c"};
     loom::RDom k;
-    loom::Func row_max{"row_max"}, e{"e"}, row_sum{"row_sum"}, out{"out"};
+    loom::Func row_max{"row_max"}, e{"e"}, row_sum{"row_sum"}, inv_sum{"inv_sum"}, out{"out"};
 
     explicit Softmax(loom::BufferParam in = loom::BufferParam(loom::Float(32), 2, "input"))
         : input(std::move(in)), k(0, input.dim(1).extent(), "k") {
@@ -27,7 +31,8 @@ struct Softmax {
         e(r, c) = exp(input(r, c) - row_max(r));
         row_sum(r) = 0.0f;
         row_sum(r) += e(r, k);
-        out(r, c) = e(r, c) / row_sum(r);
+        inv_sum(r) = 1.0f / row_sum(r);
+        out(r, c) = e(r, c) * inv_sum(r);
     }
 
     /** Blocks of rows in parallel; per row the max, the exponentials (one row,
@@ -40,6 +45,7 @@ struct Softmax {
         sch[row_max].compute_at(out, ri);
         sch[e].compute_at(out, ri).vectorize(c, vector);
         sch[row_sum].compute_at(out, ri);
+        sch[inv_sum].compute_at(out, ri);
     }
     /** One GPU block per row: each reduction's threads share the row and
      * combine their partials across the block; the output row is written
@@ -49,8 +55,8 @@ struct Softmax {
      * on sm_90). */
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
                       bool stage_rows = true) const {
-        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {}, threads,
-                                        vector, stage_rows);
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
+                                        threads, vector, stage_rows);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU
      * schedule's vectors then move as aligned words, untested. */
