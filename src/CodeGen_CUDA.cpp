@@ -756,10 +756,10 @@ class KernelPrinter : public IRVisitor {
     std::set<std::string> shared_allocations;
     // The per-thread arrays in scope (`T name[N]`), by IR name.
     std::set<std::string> local_arrays;
-    // Dense accesses (by index) that a test before an enclosing loop found
-    // aligned, in the copy of the loop printed for that case; and all those
-    // such a test covers, in either copy.
-    std::set<const Ramp *> assumed_aligned, alignment_tested;
+    // Dense accesses (by buffer and index node) that a test before an
+    // enclosing loop found aligned, in the copy of the loop printed for that
+    // case; and all those such a test covers, in either copy.
+    std::set<std::pair<std::string, const Ramp *>> assumed_aligned, alignment_tested;
     // The kernel's lets and loops around the statement printed, outermost
     // first, and the Func whose shared storage is sized at launch.
     std::vector<std::pair<std::string, Expr>> kernel_lets;
@@ -992,7 +992,7 @@ class KernelPrinter : public IRVisitor {
      * proven so, or inside the copy of a loop whose test before it holds. */
     bool moves_aligned(const Ramp *r, const std::string &name, Type t, int lanes,
                        const ModulusRemainder &index) const {
-        return assumed_aligned.count(r) || proven_aligned(name, t, lanes, index);
+        return assumed_aligned.count({name, r}) || proven_aligned(name, t, lanes, index);
     }
     /** A dense vector index: Ramp(base, 1) with a scalar base. */
     static const Ramp *dense_ramp(const Expr &index) {
@@ -1380,15 +1380,16 @@ class KernelPrinter : public IRVisitor {
         // Accesses whose address the loop moves in whole words: tested once
         // here (InvariantAlignment.h), then a copy of the loop moves them
         // untested; the loop as it was runs when the test fails.
-        std::vector<const Ramp *> versioned;
+        std::vector<std::pair<std::string, const Ramp *>> versioned;
         std::string test;
         std::set<std::string> tests;
         for (const InvariantAlignment &a : invariant_alignments(
                  op, [&](const std::string &name, Type t, int lanes, const ModulusRemainder &m) {
                      return tested_word(name, t, lanes, m);
                  })) {
-            if (alignment_tested.count(a.index)) continue;  // by an outer loop's test
-            versioned.push_back(a.index);
+            const std::pair<std::string, const Ramp *> access(a.buffer, a.index);
+            if (alignment_tested.count(access)) continue;  // by an outer loop's test
+            versioned.push_back(access);
             std::string one = "loom_is_aligned<" + std::to_string(a.word) + ">(" +
                               name_of(a.buffer) + ", " + print(a.invariant_index) + ")";
             if (tests.insert(one).second) test += (test.empty() ? "" : " && ") + one;
@@ -1401,12 +1402,12 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "if (" << test << ") {\n";
         indent++;
-        for (const Ramp *r : versioned) {
-            assumed_aligned.insert(r);
-            alignment_tested.insert(r);
+        for (const auto &access : versioned) {
+            assumed_aligned.insert(access);
+            alignment_tested.insert(access);
         }
         print_loop();
-        for (const Ramp *r : versioned) assumed_aligned.erase(r);
+        for (const auto &access : versioned) assumed_aligned.erase(access);
         indent--;
         pad();
         out << "} else {\n";
@@ -1415,7 +1416,7 @@ class KernelPrinter : public IRVisitor {
         indent--;
         pad();
         out << "}\n";
-        for (const Ramp *r : versioned) alignment_tested.erase(r);
+        for (const auto &access : versioned) alignment_tested.erase(access);
     }
     void visit(const Store *op) override {
         // The lets CSE leaves at the root of an unmasked store's index or

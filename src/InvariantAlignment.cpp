@@ -3,6 +3,7 @@
 #include <map>
 
 #include "AlignVectorAccesses.h"
+#include "IREquality.h"
 #include "IRVisitor.h"
 #include "Scope.h"
 #include "Simplify.h"
@@ -33,7 +34,17 @@ class Collector : public IRVisitor {
                   &tested_word)
         : tested_word(tested_word) {}
 
-    std::vector<InvariantAlignment> found;
+    /** The accesses found aligned with an invariant index, in the order
+     * met; an index (a node, which IR may share) that occurs more than
+     * once on a buffer counts only if every occurrence agrees. */
+    std::vector<InvariantAlignment> found() const {
+        std::vector<InvariantAlignment> out;
+        for (const Key &k : order) {
+            const Occurrences &o = occurrences.at(k);
+            if (o.agree) out.push_back(o.first);
+        }
+        return out;
+    }
 
     void enter_loop(const For *loop) {
         bound[loop->name]++;
@@ -43,6 +54,13 @@ class Collector : public IRVisitor {
 
   private:
     const std::function<int(const std::string &, Type, int, const ModulusRemainder &)> &tested_word;
+    using Key = std::pair<std::string, const Ramp *>;
+    struct Occurrences {
+        InvariantAlignment first;
+        bool agree = true;
+    };
+    std::map<Key, Occurrences> occurrences;
+    std::vector<Key> order;
     // The names bound inside the loop (its variable, inner loops' and lets),
     // counted for shadowing; the buffers allocated inside it.
     std::map<std::string, int> bound;
@@ -139,8 +157,24 @@ class Collector : public IRVisitor {
     }
 
     void record(const Ramp *ramp, const std::string &buffer, Type element, int word) {
+        InvariantAlignment a = invariant_alignment(ramp, buffer, element, word);
+        const Key key(buffer, ramp);
+        auto [it, first] = occurrences.emplace(key, Occurrences{a, a.invariant_index.defined()});
+        if (first) {
+            order.push_back(key);
+        } else if (!a.invariant_index.defined() || !it->second.agree ||
+                   !equal(a.invariant_index, it->second.first.invariant_index)) {
+            it->second.agree = false;
+        }
+    }
+
+    /** The access with its invariant index, which is undefined when it has
+     * none. */
+    InvariantAlignment invariant_alignment(const Ramp *ramp, const std::string &buffer,
+                                           Type element, int word) const {
+        InvariantAlignment none{ramp, buffer, element, word, Expr()};
         Expr base = expanded(ramp->base);
-        if (count_nodes(base) > kMaxExpandedNodes) return;
+        if (count_nodes(base) > kMaxExpandedNodes) return none;
         // base = invariant + varying, the terms that mention no name bound
         // inside the loop and those that do; the access's alignment is the
         // invariant part's when the varying one moves in whole words.
@@ -156,8 +190,8 @@ class Collector : public IRVisitor {
         auto whole_words = [&](int64_t elements) {
             return (elements % word) * element.bytes() % word == 0;
         };
-        if (!whole_words(step.modulus) || !whole_words(step.remainder)) return;
-        found.push_back({ramp, buffer, element, word, simplify(invariant)});
+        if (!whole_words(step.modulus) || !whole_words(step.remainder)) return none;
+        return {ramp, buffer, element, word, simplify(invariant)};
     }
 };
 
@@ -169,7 +203,7 @@ std::vector<InvariantAlignment> invariant_alignments(
         &tested_word) {
     Collector c(tested_word);
     c.enter_loop(loop);
-    return c.found;
+    return c.found();
 }
 
 }  // namespace internal

@@ -29,7 +29,7 @@ namespace internal {
  * index: index.base - invariant_index is a multiple of word / element
  * size however the loop's (and its inner loops') variables vary. */
 struct InvariantAlignment {
-    const Ramp *index = nullptr;  // the access's index: keys the access
+    const Ramp *index = nullptr;  // the access's index: with the buffer, keys the access
     std::string buffer;
     Type element;
     int word = 0;  // bytes
@@ -41,7 +41,9 @@ struct InvariantAlignment {
  * lets seen through, its own and inner loops' variables varying) for which
  * `tested_word(buffer, element type, lanes, proven congruence)` returns the
  * word (in bytes) that the access would test at run time (0: no test), and
- * whose index moves in multiples of that word. */
+ * whose index moves in multiples of that word. IR shares nodes: an index
+ * node that occurs on one buffer at several places counts only when every
+ * occurrence has the same invariant index. */
 std::vector<InvariantAlignment> invariant_alignments(
     const For *loop,
     const std::function<int(const std::string &, Type, int, const ModulusRemainder &)>

@@ -1,10 +1,14 @@
 // Tests of align_vector_accesses: what it proves about the first lane of
 // vector loads and stores, through lets and with facts about symbols, and
-// what it must not claim.
+// what it must not claim; and of invariant_alignments, which finds the
+// accesses of a loop that one test before it can stand for.
 #include <gtest/gtest.h>
 
 #include "AlignVectorAccesses.h"
+#include "IREquality.h"
+#include "IRPrinter.h"
 #include "IRVisitor.h"
+#include "InvariantAlignment.h"
 #include "loom/IROperator.h"
 
 using namespace loom;
@@ -125,4 +129,62 @@ TEST(AlignVectorAccesses, LetChainsPastTheLimitAreNotCarried) {
     a = store_alignment(align_vector_accesses(short_chain, Scope<ModulusRemainder>()), "out");
     EXPECT_EQ(a.modulus, 16);
     EXPECT_EQ(a.remainder, 3);
+}
+
+namespace {
+
+/** invariant_alignments of `loop`, with every vector access tested for
+ * 16-byte words (as float4s are without a proof). */
+std::vector<InvariantAlignment> tested_alignments(const Stmt &loop) {
+    const For *f = loop.as<For>();
+    EXPECT_NE(f, nullptr);
+    return invariant_alignments(
+        f, [](const std::string &, Type t, int lanes, const ModulusRemainder &) {
+            return t.bytes() * lanes % 16 == 0 ? 16 : 0;
+        });
+}
+
+}  // namespace
+
+TEST(InvariantAlignment, TheRowStartStandsForEveryVectorOfTheRow) {
+    // in and out at row * stride + co * 8 + ci * 4: whole float4s from the
+    // row's start, whatever co and ci are; the start is the invariant index.
+    Stmt s = copy_four(var("row") * var("stride") + var("c"));
+    s = LetStmt::make("c", var("co") * 8 + var("ci") * 4, s);
+    s = For::make("ci", 0, 16, ForType::Serial, s);
+    s = For::make("co", 0, var("n"), ForType::Serial, s);
+    std::vector<InvariantAlignment> found = tested_alignments(s);
+    ASSERT_EQ(found.size(), 2u);
+    for (const InvariantAlignment &a : found) {
+        EXPECT_EQ(a.word, 16);
+        EXPECT_TRUE(equal(a.invariant_index, var("row") * var("stride"))) << a.invariant_index;
+    }
+    EXPECT_EQ(found[0].buffer, "in");  // the value's load, then the store
+    EXPECT_EQ(found[1].buffer, "out");
+}
+
+TEST(InvariantAlignment, StepsOfPartWordsAndUnknownStridesFindNothing) {
+    // Three floats a step: the vectors' alignment changes along the loop.
+    Stmt thirds = For::make("co", 0, var("n"), ForType::Serial, copy_four(var("co") * 3));
+    EXPECT_TRUE(tested_alignments(thirds).empty());
+    // A step of the row's stride, which may be any number of floats.
+    Stmt rows = For::make("y", 0, var("n"), ForType::Serial,
+                          copy_four(var("y") * var("stride") + var("x0")));
+    EXPECT_TRUE(tested_alignments(rows).empty());
+    // The same loop, tested at an inner loop along the row: found there.
+    Stmt along = For::make("co", 0, var("m"), ForType::Serial,
+                           copy_four(var("y") * var("stride") + var("co") * 4));
+    EXPECT_EQ(tested_alignments(along).size(), 2u);
+}
+
+TEST(InvariantAlignment, ASharedIndexWithTwoMeaningsCountsForNeither) {
+    // One index node, r + co * 4, under two lets of r: 0 and 1. Each access
+    // is aligned with its own r; no single test before the loop covers both.
+    Stmt copy = copy_four(var("r") + var("co") * 4);
+    Stmt s = Block::make(LetStmt::make("r", 0, copy), LetStmt::make("r", 1, copy));
+    s = For::make("co", 0, var("n"), ForType::Serial, s);
+    EXPECT_TRUE(tested_alignments(s).empty());
+    // Under one meaning, it counts.
+    Stmt once = For::make("co", 0, var("n"), ForType::Serial, Block::make(copy, copy));
+    EXPECT_EQ(tested_alignments(once).size(), 2u);
 }
