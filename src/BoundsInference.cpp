@@ -125,6 +125,23 @@ void apply_declared_bounds(const FunctionPtr &f, const std::vector<DeclaredBound
                     mx,
                     StringImm::make("] (" + directive +
                                     "). Pass a buffer with exactly that range there.")};
+            } else if (!f->copy_of_input.empty()) {
+                // A copy made by Schedule::in reads what the pipeline reads of
+                // the input: the input is what the user can see and change.
+                const std::string &input = f->copy_of_input;
+                message = {
+                    StringImm::make("The copy of input " + input + " that Schedule::in makes (" +
+                                    f->name + ") is bounded in " + b.var + " to ["),
+                    mn,
+                    StringImm::make(", "),
+                    mx,
+                    StringImm::make("] (" + directive + "), but the pipeline reads " + input +
+                                    " over ["),
+                    r.min,
+                    StringImm::make(", "),
+                    r.max,
+                    StringImm::make("] there (dimension " + k + "): check the sizes of " + input +
+                                    " and of the outputs, or widen the bound.")};
             } else {
                 message = {
                     StringImm::make("Func " + f->name + " is bounded in " + b.var + " to ["),

@@ -31,6 +31,9 @@ struct FunctionContents {
     std::vector<Definition> updates;
     // An inline reduction (sum, maximum, ...) made this Func.
     bool is_inline_reduction = false;
+    // Schedule::in made this Func, a copy of the input buffer of this name:
+    // messages about it name the buffer the user wrote.
+    std::string copy_of_input;
     // The promises about the buffers its outputs are written into when it is
     // a pipeline output (Func::output_buffer), by output; made on first use.
     std::vector<ParameterPtr> output_buffers;

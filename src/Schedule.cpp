@@ -817,6 +817,7 @@ Stage Schedule::in(const BufferParam &input, const std::vector<Var> &vars) {
     }
     auto w = std::make_shared<FunctionContents>();
     w->name = input.name() + "_in";
+    w->copy_of_input = input.name();
     w->args = names;
     w->output_types = {input.type()};
     std::vector<Expr> pure(vars.begin(), vars.end());

@@ -389,6 +389,16 @@ TEST(ScheduleErrors, ReadingPastABoundIsRefusedAtRunTime) {
                                           {"Func f is bounded in x to [0, 3] (bound_extent), but "
                                            "the pipeline reads it over [0, 4]"}));
 
+    // A bounded copy of an input (Schedule::in) is named by its input, the
+    // buffer the caller passes: here g reads a column past the 10 copied.
+    Schedule staged;
+    staged.in(p.in, {p.y, p.x}).compute_root().bound(p.x, 0, width);
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { Pipeline(p.g).compile(staged)(in, 10, out); },
+        {"The copy of input in that Schedule::in makes (in_in) is bounded in x to [0, 9] "
+         "(bound), but the pipeline reads in over [0, 10] there (dimension 1): check the sizes "
+         "of in and of the outputs, or widen the bound."}));
+
     // An output bounded to 3 columns takes exactly 3.
     Schedule output;
     output[p.g].bound(p.x, 0, 3).unroll(p.x);
