@@ -2,14 +2,16 @@
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
 // staged in shared memory by blocks of 256 threads, and of 1024, and
-// unstaged, and staged again with the target feature fast_math, which
-// makes exp, division and square roots the GPU's approximations; and the
+// unstaged, and staged again with the target feature fast_math, which makes
+// exp, division and square roots the GPU's approximations; softmax also
+// keeping its exponentials in shared memory instead of its input; and the
 // copy, the chain and the staged row apps again with the promises of
 // loom_apps::promise_aligned_rows, which let them move their vectors as
-// aligned words with no test of the address). Bandwidth counts the bytes a kernel must move (its
-// input read once, its output written once), so a kernel that reads a row twice is not credited for
-// the second read. The peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom copy
-// kernel with the same vectorized schedule as the elementwise chain.
+// aligned words with no test of the address). Bandwidth counts the bytes a
+// kernel must move (its input read once, its output written once), so a
+// kernel that reads a row twice is not credited for the second read. The
+// peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom
+// copy kernel with the same vectorized schedule as the elementwise chain.
 //
 // Then a row argmax (greedy decoding's: the index of each row's largest
 // value, and the value), a block per row whose threads share the row and
@@ -137,6 +139,21 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
             weight.set(w);
         };
         cases.push_back(n);
+    }
+    // Softmax keeping its exponentials in shared memory instead of its
+    // input (Softmax::schedule_gpu_exponentials): each exponential is
+    // computed once, and the row is read twice, the second time from L2
+    // as a rule.
+    for (const int threads : {256, 1024}) {
+        Case s{std::string("row softmax (exponentials") +
+                   (threads == 1024 ? ", 1024 threads" : "") + ")" + suffix,
+               in,
+               sm.out,
+               Schedule(),
+               nullptr,
+               gpu};
+        sm.schedule_gpu_exponentials(s.gpu, threads, 4);
+        cases.push_back(s);
     }
 }
 
