@@ -570,7 +570,8 @@ __device__ __forceinline__ void loom_scatter(T *p, const loom_vec<I, N> &i,
 )";
 
 // Reductions across a block's threads: warp shuffles within each warp, then
-// the warps' totals through shared memory. Every thread of the block must
+// the warps' totals through shared memory, combined by the first warp's
+// shuffles. Every thread of the block must
 // call it, and gets the total. The order of combination is fixed, so results
 // repeat from run to run.
 const char *kBlockReducePrelude = R"(template <typename T>
@@ -629,13 +630,17 @@ __device__ __forceinline__ T loom_group_reduce(T v, F op, int reduced, unsigned 
     __syncthreads();  // before the next reduction writes values
     return total;
 }
-// The same for the whole block, with room in `scratch` for a T per warp.
+// The same for the whole block, with room in `scratch` for a T per warp
+// and one more: each warp combines its threads' values, then the first warp
+// the warps' totals (both trees of shuffles, in a fixed order), and every
+// thread reads the result. (Every thread folding the warps' totals itself
+// cost a block of 1024 threads 32 loads and operations per thread.)
 template <typename T, typename F>
 __device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch) {
     T *const totals = reinterpret_cast<T *>(scratch);
     const int n = blockDim.x * blockDim.y * blockDim.z;
     const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const int lane = tid & 31;
+    const int lane = tid & 31, warps = (n + 31) >> 5;
     const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // threads in this warp
     const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #pragma unroll
@@ -645,10 +650,22 @@ __device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch
     }
     if (lane == 0) totals[tid >> 5] = v;
     __syncthreads();
-    T total = totals[0];
-    for (int w = 1; w < (n + 31) >> 5; w++) total = op(total, totals[w]);
-    __syncthreads();  // before the next reduction writes totals
-    return total;
+    if (tid < 32) {
+        // With several warps the first one is whole; its lanes past the
+        // last total hold a copy of the first, left out by the test.
+        T total = totals[tid < warps ? tid : 0];
+        const unsigned first = warps > 1 ? 0xffffffffu : mask;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            T other = loom_shfl_down(first, total, offset);
+            if (tid + offset < warps) total = op(total, other);
+        }
+        if (tid == 0) totals[warps] = total;
+    }
+    // (The next reduction writes totals[warps] only after its own barrier,
+    // which every thread reaches after reading it here.)
+    __syncthreads();
+    return totals[warps];
 }
 )";
 
@@ -1194,7 +1211,7 @@ class KernelPrinter : public IRVisitor {
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
             expr_out << "loom_block_reduce(" << print(op->args[0]) << ", "
                      << reduce_lambda(reduce, op->type) << ", ";
-            reduce_through_shared_memory((threads + 31) / 32 * op->type.bytes(),
+            reduce_through_shared_memory(((threads + 31) / 32 + 1) * op->type.bytes(),
                                          "a reduction across its threads");
             expr_out << ")";
             return;

@@ -11,7 +11,7 @@ them against PyTorch eager, torch.compile and a plain copy in the same run:
         [--reps N] [--no-compile]
 
 Every kernel is first checked against PyTorch eager at a size that is no
-multiple of any block; --quick stops there. The GPU kernels come twice, the
+multiple of any block; --quick stops there. The GPU kernels come thrice, the
 second time with aligned rows promised (loom_<app>_cuda_aligned, generator
 param aligned_rows=true): checked at rows of 4096 floats and seen to refuse
 rows of 3001, and timed as "Loom, aligned" where the rows are a multiple of
