@@ -154,8 +154,9 @@ if runs bench; then
       found=1
       echo "### $bench"
       # Line-buffered, so that a benchmark stopped at the phase's limit
-      # keeps the lines it printed.
-      limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" 2>&1 | tail -n 60
+      # keeps the lines it printed. (gpu_memory_bound_bench prints about 80:
+      # a check and a timing per kernel.)
+      limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" 2>&1 | tail -n 150
     done
     [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
   } >>"$report"
