@@ -176,6 +176,27 @@ int main() {
         return 1;
     }
 
+    // A loop along a row needs no promise for most of that. Here a block
+    // walks its row 512 floats at a time: every vector of the row is
+    // aligned exactly when the row's start is, so the kernel tests the
+    // start once, before the loop, and runs a copy of the loop whose words
+    // move untested (the loop as written, testing each access, runs for a
+    // row that starts elsewhere).
+    Func halved("halved");
+    halved(y, x) = in(y, x) * 0.5f;
+    Schedule along;
+    along[halved]
+        .split(x, xo, xi, 512, TailStrategy::GuardWithIf)
+        .split(xi, xi, v, 4)
+        .vectorize(v)
+        .gpu_blocks(y)
+        .gpu_threads(xi);
+    std::string walked = Pipeline(halved).compile_to_cuda(along, gpu);
+    if (!show_lines(walked,
+                    {"if (loom_is_aligned<16>(in_", "loom_load_aligned_readonly<float, 4>(in_"})) {
+        return 1;
+    }
+
     // ---- 2d. Threads that reduce together.
     // Softmax needs each row's maximum and sum. With one block per row, mark
     // the reduction's RVar (split by the block's size) with gpu_threads:
