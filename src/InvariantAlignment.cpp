@@ -72,6 +72,10 @@ class Collector : public IRVisitor {
     using IRVisitor::visit;
 
     Expr expanded(const Expr &e) const { return expand_lets(e, values); }
+    /** Whether e varies along the loop, or may: it mentions a name bound
+     * inside it, or loads or calls anything (a load may read what the loop
+     * writes, or, moved before a loop that runs no times, what it must not
+     * read). */
     bool mentions_bound(const Expr &e) const {
         struct Finder : IRVisitor {
             const std::map<std::string, int> &bound;
@@ -82,6 +86,8 @@ class Collector : public IRVisitor {
                 auto it = bound.find(op->name);
                 found |= it != bound.end() && it->second > 0;
             }
+            void visit(const Load *) override { found = true; }
+            void visit(const Call *) override { found = true; }
         } finder(bound);
         e.accept(&finder);
         return finder.found;

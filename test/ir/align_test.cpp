@@ -177,6 +177,14 @@ TEST(InvariantAlignment, StepsOfPartWordsAndUnknownStridesFindNothing) {
     EXPECT_EQ(tested_alignments(along).size(), 2u);
 }
 
+TEST(InvariantAlignment, AnIndexThatLoadsIsNotMovedBeforeTheLoop) {
+    // start[0] + co * 4: start may be written in the loop, or not be there
+    // when the loop runs no times; no test before the loop may read it.
+    Expr start = Load::make(Int(32), "start", 0, Expr());
+    Stmt s = For::make("co", 0, var("n"), ForType::Serial, copy_four(start + var("co") * 4));
+    EXPECT_TRUE(tested_alignments(s).empty());
+}
+
 TEST(InvariantAlignment, ASharedIndexWithTwoMeaningsCountsForNeither) {
     // One index node, r + co * 4, under two lets of r: 0 and 1. Each access
     // is aligned with its own r; no single test before the loop covers both.
