@@ -1304,10 +1304,25 @@ class KernelPrinter : public IRVisitor {
         kernel_lets.pop_back();
     }
     void visit(const AssertStmt *op) override {
-        // A failed check inside a kernel stops it; the launch reports the
-        // error (the message itself is only on the host).
+        // A failed check inside a kernel stops it; the error the host gets
+        // for it lists the kernel's checks (CudaKernel::checks).
+        std::string text;
+        const Call *message = op->message.as<Call>();
+        if (message && message->is_intrinsic(Call::error)) {
+            for (const Expr &piece : message->args) {
+                const StringImm *s = piece.as<StringImm>();
+                const int64_t *i = as_const_int(piece);
+                text += s ? s->value : i ? std::to_string(*i) : std::string("...");
+            }
+        }
+        std::replace(text.begin(), text.end(), '\n', ' ');
+        if (!text.empty() &&
+            std::find(kernel.checks.begin(), kernel.checks.end(), text) == kernel.checks.end()) {
+            kernel.checks.push_back(text);
+        }
         pad();
-        out << "if (!" << print(op->condition) << ") __trap();\n";
+        out << "if (!" << print(op->condition) << ") __trap();"
+            << (text.empty() ? "" : "  // " + text) << "\n";
     }
     void visit(const ProducerConsumer *op) override {
         pad();

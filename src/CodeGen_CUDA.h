@@ -34,6 +34,11 @@ struct CudaKernel {
     /** Dynamic shared memory per block, passed at launch: the Funcs
      * computed at the block level (outside the thread loops). */
     int64_t shared_bytes = 0;
+    /** The messages of the checks left inside the kernel (those that depend
+     * on its block or thread), their values known only at run time shown
+     * as "...". A failed one stops the kernel (__trap), and the error the
+     * host then gets, which cannot carry the message, lists these. */
+    std::vector<std::string> checks;
     /** More of it, for the one such Func whose size is known only at launch
      * (e.g. a row of a matrix whose width is a parameter), in the host's
      * variables; undefined when there is none. */

@@ -292,7 +292,11 @@ class CodeGen_LLVM : public IRVisitor {
 
         if (gpu) {
             std::vector<std::string> names;
-            for (const CudaKernel &k : gpu->module.kernels) names.push_back(k.name);
+            for (const CudaKernel &k : gpu->module.kernels) {
+                names.push_back(k.name + (k.checks.empty()
+                                              ? ""
+                                              : " [its checks: " + join(k.checks, " Or: ") + "]"));
+            }
             internal_assert(next_kernel == gpu->module.kernels.size())
                 << "launched " << next_kernel << " of " << gpu->module.kernels.size()
                 << " kernels of " << f.name;

@@ -1,7 +1,8 @@
 // Run-time checks out of GPU kernels: a check (an AssertStmt, such as the
 // one a bound() leaves where its Func is computed) inside a kernel can only
-// stop the kernel with __trap, which the launch reports as a fault with no
-// message. One that depends on nothing the kernel defines has the same
+// stop the kernel with __trap, which the launch reports as a fault; the
+// error can list the kernel's checks (CudaKernel::checks) but not say which
+// failed, nor with what values. One that depends on nothing the kernel defines has the same
 // value on the host before the launch, where it fails the call with its
 // message before anything runs.
 #pragma once

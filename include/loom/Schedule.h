@@ -121,7 +121,8 @@ class Stage {
      * or registers. `min` and `extent` are constants or Params. Where the
      * pipeline reads more of the Func, the call fails naming it and both
      * ranges (inside a GPU kernel, where that depends on the block or
-     * thread, the kernel stops and its launch fails). On a pipeline output
+     * thread, the kernel stops, and the error lists its checks with their
+     * values as "..."). On a pipeline output
      * its buffer must cover exactly that range. A Func's Var, on a Func that
      * is computed (not inlined) and not part of a rolling_update or split_k
      * chain. */

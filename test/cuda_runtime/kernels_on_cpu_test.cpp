@@ -328,6 +328,42 @@ extern "C" __global__ void __launch_bounds__(1) misaligned_words(float *__restri
     EXPECT_NE(why.find("which the compiler proved aligned"), std::string::npos) << why;
 }
 
+TEST_F(KernelsOnCpu, AFailedCheckInsideAKernelIsListedInTheError) {
+    // A check that depends on the block stays in the kernel, where a failed
+    // one can only stop it (__trap): the error the wait then gets cannot
+    // carry its message, so it lists the kernel's checks. Here blur_x is
+    // bounded to 31 columns of each block's 32.
+    using namespace loom;
+    ASSERT_TRUE(fake_cuda_select());
+    BufferParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func blur_x("blur_x"), blur_y("blur_y");
+    blur_x(y, x) = (in(y, x) + in(y, x + 1) + in(y, x + 2)) / 3.0f;
+    blur_y(y, x) = (blur_x(y, x) + blur_x(y + 1, x) + blur_x(y + 2, x)) / 3.0f;
+    Schedule sch;
+    sch[blur_y].gpu_tile(y, x, yo, xo, yi, xi, 8, 32);
+    sch[blur_x].compute_at(blur_y, xo).bound_extent(x, 31).gpu_threads(x, y);
+    const std::string source = Pipeline(blur_y).compile_to_cuda(sch, Target("host-cuda-sm_90"));
+    EXPECT_NE(source.find("__trap();  // Func blur_x is bounded in x to [..., ...] (bound_extent)"),
+              std::string::npos)
+        << source;
+    Buffer<float> input({42, 70}), out({40, 64});
+    in.set(input);
+    CompiledPipeline p = Pipeline(blur_y).compile(sch, Target("host-cuda"));
+    try {
+        p.realize({out});
+        ADD_FAILURE() << "the kernel's check did not stop it";
+    } catch (const RuntimeError &e) {
+        const std::string why = e.what();
+        EXPECT_NE(why.find("a check inside it failed"), std::string::npos) << why;
+        EXPECT_NE(why.find("loom_blur_y_blur_y [its checks: "), std::string::npos) << why;
+        EXPECT_NE(why.find("Func blur_x is bounded in x to [..., ...] (bound_extent), but the "
+                           "pipeline reads it over [..., ...] there."),
+                  std::string::npos)
+            << why;
+    }
+}
+
 TEST_F(KernelsOnCpu, OnlySourceIsLoadedAndOnlyWhenRunningKernels) {
     void *m = nullptr;
     const char ptx[] = "//\n.version 8.0\n.target sm_90\n.visible .entry k()\n{\n ret;\n}\n";
