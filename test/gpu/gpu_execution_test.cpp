@@ -480,6 +480,27 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
         in.set(random_buffer<int32_t>({19, 3001}, -100000, 100000));
         expect_gpu_matches_interpreter(lo, sch, {19});
     }
+    {
+        // Exact integer sums over blocks whose last warp is partial: 48
+        // threads (a warp and a half), 1000 (31 warps and 8 threads), and
+        // 20 (one partial warp), each warp's total then combined by the
+        // first warp.
+        BufferParam in(Int(32), 2, "in");
+        Var y("y");
+        RDom r(0, in.dim(1).extent(), "r");
+        RVar ro("ro"), ri("ri");
+        Func total("total");
+        total(y) = 0;
+        total(y) += in(y, r);
+        in.set(random_buffer<int32_t>({7, 2999}, -100000, 100000));
+        for (const int threads : {48, 1000, 20}) {
+            SCOPED_TRACE(std::to_string(threads) + " threads");
+            Schedule sch;
+            sch[total].gpu_blocks(y);
+            sch[total].update().split(r, ro, ri, threads).gpu_blocks(y).gpu_threads(ri);
+            expect_gpu_matches_interpreter(total, sch, {7});
+        }
+    }
 }
 
 TEST(GpuExecution, ValuesOfTheBlockReachItsThreads) {
