@@ -8,6 +8,24 @@
 
 namespace loom_apps {
 
+/** Computes the Func of `row` (a stage of it) once per row `r` of `out`,
+ * in shared memory, over its columns `c` in [0, `columns`), so that the
+ * reads of it start aligned: its threads move `vector` points each,
+ * `threads` at a time. A row must fit a block's shared memory. */
+inline void stage_row_on_gpu(loom::Stage row, const loom::Func &out, const loom::Var &r,
+                             const loom::Var &c, const loom::Expr &columns, int threads,
+                             int vector) {
+    using namespace loom;
+    Var co("co"), ci("ci"), cv("cv");
+    row.compute_at(out, r)
+        .store_in(MemoryType::Shared)
+        .bound(c, 0, columns)
+        .split(c, co, ci, threads * vector)
+        .split(ci, ci, cv, vector)
+        .vectorize(cv)
+        .gpu_threads(ci);
+}
+
 /** One GPU block per row `r` of `out`: its threads pass along the row `c`
  * `threads` at a time, each writing `vector` consecutive points as one
  * vector (16-byte stores for 4 floats). `reductions` (updates over `k`) and
@@ -30,14 +48,7 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &i
     sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
     sch[out].gpu_blocks(r).gpu_threads(ci);
     if (stage_rows) {
-        sch.in(input, {r, c})
-            .compute_at(out, r)
-            .store_in(MemoryType::Shared)
-            .bound(c, 0, input.dim(1).extent())
-            .split(c, co, ci, threads * vector)
-            .split(ci, ci, cv, vector)
-            .vectorize(cv)
-            .gpu_threads(ci);
+        stage_row_on_gpu(sch.in(input, {r, c}), out, r, c, input.dim(1).extent(), threads, vector);
     }
     for (const Func &f : per_row) sch[f].compute_at(out, r);
     for (const Func &f : reductions) {

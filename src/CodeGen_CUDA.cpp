@@ -977,8 +977,7 @@ class KernelPrinter : public IRVisitor {
      * (its shared memory is to 16 bytes), and so is the index's offset. */
     bool proven_aligned(const std::string &name, Type t, int lanes,
                         const ModulusRemainder &index) const {
-        const int64_t bytes = int64_t(t.bytes()) * lanes;
-        const int64_t word = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+        const int64_t word = word_bytes(t, lanes);
         if (word <= t.bytes()) return false;  // moved lane by lane anyway
         int64_t start = 0;
         if (is_kernel_buffer(name)) {
@@ -1001,9 +1000,14 @@ class KernelPrinter : public IRVisitor {
                     const ModulusRemainder &index) const {
         if (local_arrays.count(name) || proven_aligned(name, t, lanes, index)) return 0;
         if (!is_kernel_buffer(name) && !shared_allocations.count(name)) return 0;
-        const int64_t bytes = int64_t(t.bytes()) * lanes;
-        const int word = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
+        const int word = word_bytes(t, lanes);
         return word > t.bytes() ? word : 0;
+    }
+    /** The widest word (16, 8 or 4 bytes, or 0) that divides a vector of
+     * `lanes` t's, as loom_word in the prelude. */
+    static int word_bytes(Type t, int lanes) {
+        const int64_t bytes = int64_t(t.bytes()) * lanes;
+        return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
     }
     /** Whether the dense access with index r moves aligned words untested:
      * proven so, or inside the copy of a loop whose test before it holds. */

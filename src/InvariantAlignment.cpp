@@ -76,7 +76,7 @@ class Collector : public IRVisitor {
      * inside it, or loads or calls anything (a load may read what the loop
      * writes, or, moved before a loop that runs no times, what it must not
      * read). */
-    bool mentions_bound(const Expr &e) const {
+    bool may_vary(const Expr &e) const {
         struct Finder : IRVisitor {
             const std::map<std::string, int> &bound;
             bool found = false;
@@ -189,7 +189,7 @@ class Collector : public IRVisitor {
         const Type t = base.type();
         Expr invariant = make_zero(t), varying = make_zero(t);
         for (const auto &[term, negated] : terms) {
-            Expr &sum = mentions_bound(term) ? varying : invariant;
+            Expr &sum = may_vary(term) ? varying : invariant;
             sum = negated ? sum - term : sum + term;
         }
         const ModulusRemainder step = modulus_remainder(varying);

@@ -133,6 +133,18 @@ void check_buffer(const RawBuffer &b, const Argument &a) {
     }
 }
 
+/** The CUDA C++ of the GPU loops of the pipeline computing `outputs`, with
+ * what NVRTC must be told to compile it (compile_to_cuda). */
+CudaModule cuda_module_of(const std::vector<Func> &outputs, const Schedule &schedule,
+                          const Target &target) {
+    user_assert(target.has_feature(Target::CUDA))
+        << "compile_to_cuda needs a target with a GPU, e.g. Target(\"host-cuda-sm_90\"); "
+        << target.to_string() << " has none.";
+    LoweringResult lowered = lower(functions_of(outputs), *schedule.contents(), target,
+                                   "loom_" + outputs.front().name());
+    return codegen_cuda(lowered.func, target);
+}
+
 }  // namespace
 }  // namespace internal
 
@@ -307,20 +319,13 @@ void Pipeline::compile_to_lowered_stmt(const std::string &filename, const Schedu
 }
 
 std::string Pipeline::compile_to_cuda(const Schedule &schedule, const Target &target) const {
-    user_assert(target.has_feature(Target::CUDA))
-        << "compile_to_cuda needs a target with a GPU, e.g. Target(\"host-cuda-sm_90\"); "
-        << target.to_string() << " has none.";
-    LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target,
-                                   "loom_" + outputs_.front().name());
-    return codegen_cuda(lowered.func, target).source;
+    return cuda_module_of(outputs_, schedule, target).source;
 }
 
 void Pipeline::compile_to_cuda(const std::string &basename, const Schedule &schedule,
                                const Target &target) const {
     std::string arch = cuda_arch_for(target, "compile_to_cuda(\"" + basename + "\", ...)");
-    LoweringResult lowered = lower(functions_of(outputs_), *schedule.contents(), target,
-                                   "loom_" + outputs_.front().name());
-    CudaModule module = codegen_cuda(lowered.func, target);
+    const CudaModule module = cuda_module_of(outputs_, schedule, target);
     const std::string &source = module.source;
     CudaBinary binary =
         compile_cuda(source, "loom_" + outputs_.front().name(), arch, module.nvrtc_options);

@@ -68,18 +68,9 @@ struct Softmax {
      * (8 instructions in IEEE float), but reads device memory once for
      * certain. Rows up to 58,112 floats on sm_90. */
     void schedule_gpu_exponentials(loom::Schedule &sch, int threads = 256, int vector = 4) const {
-        using namespace loom;
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
                                         threads, vector, false);
-        Var co("co"), ci("ci"), cv("cv");
-        sch[e]
-            .compute_at(out, r)
-            .store_in(MemoryType::Shared)
-            .bound(c, 0, input.dim(1).extent())
-            .split(c, co, ci, threads * vector)
-            .split(ci, ci, cv, vector)
-            .vectorize(cv)
-            .gpu_threads(ci);
+        loom_apps::stage_row_on_gpu(sch[e], out, r, c, input.dim(1).extent(), threads, vector);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU
      * schedule's vectors then move as aligned words, untested. */
