@@ -713,14 +713,20 @@ class BoxesTouched : public IRVisitor {
     // only if min(a - b) < 0.
     Expr possible(const Expr &cond, bool truth) {
         Expr c = cond;
+        bool is_likely = false;
         if (const Call *l = c.as<Call>()) {
-            if (l->is_intrinsic(Call::likely) && l->args.size() == 1) c = l->args[0];
+            is_likely = l->is_intrinsic(Call::likely) && l->args.size() == 1;
+            if (is_likely) c = l->args[0];
         }
         std::set<std::string> vars = free_variables(c);
         if (!reads_memory(c) && !has_side_effects(c) &&
             std::none_of(vars.begin(), vars.end(),
                          [&](const std::string &v) { return scope.contains(v); })) {
-            return truth ? c : !c;
+            // A likely() condition stays one: partition_loops then drops
+            // the test of a producer computed where the condition is read
+            // (a rolled step's tile) along with the consumer's own.
+            if (truth) return is_likely ? likely(c) : c;
+            return !c;
         }
         if (const Not *n = c.as<Not>()) return possible(n->a, !truth);
         // a && b true, or a || b false: both sides must be; else either may be.

@@ -1008,6 +1008,13 @@ class Rewriter {
             user_ss = default_stage_schedule(stand_in, 1);
         }
         roll(target, user_ss, c, chunks, placement);
+        // Chunks rolled by a block's threads: a member computed by the
+        // whole block has those threads combine its partials, each its
+        // own chunk's (a reduction across the threads).
+        bool chunks_on_threads = false;
+        for (const Dim &dim : user_ss.dims) {
+            chunks_on_threads |= dim.var == c && dim.for_type == ForType::GPUThread;
+        }
 
         // Combines: producers fold their partials; dependents fold the
         // partials repaired to the producers' final values.
@@ -1046,6 +1053,11 @@ class Rewriter {
                 user_loops = it->second.stages[0];
             fs.stages = {adapt_stage(user_loops, default_stage_schedule(f, 0)),
                          adapt_stage(user_loops, default_stage_schedule(f, 1))};
+            if (chunks_on_threads && computed_by_whole_block(fs.compute_level)) {
+                for (Dim &dim : fs.stages[1].dims) {
+                    if (dim.is_rvar && dim.var == c) dim.for_type = ForType::GPUThread;
+                }
+            }
         }
         std::ostringstream os;
         os << what << ": " << chunks << " chunks of " << r << " (Var " << c
@@ -1057,6 +1069,31 @@ class Rewriter {
     }
 
   private:
+    /** Whether a Func computed at `level` is computed by a GPU block's
+     * threads together: the level is inside a gpu_blocks loop and outside
+     * every gpu_threads loop (those around the level, and those around
+     * where its consumer is computed, and so on outwards). */
+    bool computed_by_whole_block(LoopLevel level) const {
+        bool in_block = false;
+        std::set<std::string> seen;
+        while (level.kind == LoopLevel::At && seen.insert(level.func).second) {
+            auto it = env.schedules.find(level.func);
+            if (it == env.schedules.end()) return false;
+            for (const StageSchedule &stage : it->second.stages) {
+                auto at = std::find_if(stage.dims.begin(), stage.dims.end(),
+                                       [&](const Dim &dim) { return dim.var == level.var; });
+                if (at == stage.dims.end()) continue;
+                for (auto d = stage.dims.begin(); d <= at; ++d) {
+                    if (d->for_type == ForType::GPUThread) return false;
+                    in_block |= d->for_type == ForType::GPUBlock;
+                }
+                break;
+            }
+            level = it->second.compute_level;
+        }
+        return in_block;
+    }
+
     /** Rolls the chain over r into `target` (one Function per member, with
      * the member's Vars, plus `chunk` if it is not empty): a pure definition
      * and one update per tile (or point), all in one FusedGroup. With a
@@ -1086,15 +1123,34 @@ class Rewriter {
         bool tiled = !inner.empty();
         const std::string leader = target.at(chain.leader)->name;
 
-        // Chunk c rolls the points [c * size, (c + 1) * size) of [0, N).
-        // With tiles, chunks are whole tiles (size is a multiple of the
-        // tile), so a tile is numbered once for the whole domain: global
-        // tile G holds [G * tile, (G + 1) * tile), wherever its chunk.
+        // Contiguous chunks: chunk c rolls the points [c * size, (c + 1) *
+        // size) of [0, N). With tiles, chunks are whole tiles (size is a
+        // multiple of the tile), so a tile is numbered once for the whole
+        // domain: global tile G holds [G * tile, (G + 1) * tile), wherever
+        // its chunk. Interleaved chunks: step s of chunk c rolls global tile
+        // (point, untiled) s * chunks + c.
+        bool interleaved = chunked && d.layout == ChunkLayout::Interleaved;
+        Expr units = tiled ? (r_extent + tile - 1) / tile : r_extent;  // tiles, or points
+        Expr steps_per_chunk = interleaved ? max((units + chunks - 1) / chunks, 1) : Expr();
         Expr per_chunk = chunked ? max((r_extent + chunks - 1) / chunks, 1) : Expr();
         Expr tiles_per_chunk = chunked && tiled ? (per_chunk + tile - 1) / tile : Expr();
         Expr size = !chunked ? r_extent : tiled ? tiles_per_chunk * tile : per_chunk;
-        Expr span = size;  // the most points one piece rolls
+        // The most points one piece rolls.
+        Expr span = interleaved ? (tiled ? steps_per_chunk * tile : steps_per_chunk) : size;
         Expr cv = chunked ? pure_var(chunk) : Expr();
+        // With chunks and no bridges, the tile partials take the chunk too,
+        // as a Var: the step of chunk c then reads and writes its running
+        // values at c itself, which a GPU thread rolling one chunk keeps in
+        // its registers, rather than at the chunk worked out from the tile
+        // (an index no analysis ties to the thread). A bridge reads them at
+        // the chunk of its key's tile, a region bounds inference cannot pin
+        // to one chunk; with bridges the chunk stays worked out.
+        const bool chunk_var_in_tiles = chunked && chain.bridges.empty();
+        /** The global tile (point, untiled) that step `s` of chunk cv rolls. */
+        auto global_unit = [&](const Expr &s) {
+            if (interleaved) return s * chunks + cv;
+            return chunked ? cv * (tiled ? tiles_per_chunk : size) + s : s;
+        };
 
         /** Where a step or a bridge is: its chunk, and its global tile (tiled)
          * or point of r (untiled). */
@@ -1117,8 +1173,10 @@ class Rewriter {
         Expr last_tile = tiled ? (r_extent + tile - 1) / tile - 1 : Expr();
         if (tiled) {
             Expr step_pred;
+            // likely(): partition_loops then peels the steps past the end
+            // (a chunk's last, at most), so the steady state rolls whole tiles.
             if (chunked) {
-                step_pred = cv * tiles_per_chunk + Variable::make(Int(32), outer) <= last_tile;
+                step_pred = likely(global_unit(Variable::make(Int(32), outer)) <= last_tile);
             }
             steps =
                 make_domain(leader + "." + outer, outer, 0, (span + tile - 1) / tile, step_pred);
@@ -1136,11 +1194,12 @@ class Rewriter {
             Expr t = Variable::make(Int(32), r);
             Expr pred, at = r_min + t;
             if (chunked) {
-                Expr global = cv * size + t;
+                Expr global = global_unit(t);
                 pred = global < r_extent;
                 // The end written as min(base + size, N), not base + limit:
                 // interval arithmetic then bounds it by N.
-                at = r_min + min(global, min(cv * size + size, r_extent) - 1);
+                at = r_min + (interleaved ? min(global, r_extent - 1)
+                                          : min(global, min(cv * size + size, r_extent) - 1));
             }
             if (predicate.defined()) pred = and_predicates(pred, substitute(r, at, predicate));
             steps = make_domain(leader + "." + r, r, 0, span, pred);
@@ -1149,7 +1208,16 @@ class Rewriter {
         Piece step_piece;
         step_piece.c = cv;
         if (tiled) {
-            step_piece.tile = chunked ? min(cv * tiles_per_chunk + step, last_tile) : step;
+            // Clamped to the last tile, so that a bridge read at a step past
+            // the end reads one tile that exists. Without bridges the
+            // terms' points are clamped into the domain anyway, and the
+            // tile left as it is lets partition_loops find the steps whose
+            // tiles are whole.
+            step_piece.tile = !chunked             ? step
+                              : chunk_var_in_tiles ? global_unit(step)
+                                                   : min(global_unit(step), last_tile);
+        } else if (interleaved) {
+            step_piece.point = r_min + min(global_unit(step), r_extent - 1);
         } else {
             step_piece.point =
                 chunked ? r_min + min(cv * size + step, min(cv * size + size, r_extent) - 1)
@@ -1184,6 +1252,7 @@ class Rewriter {
             const Member &m = chain.member(name);
             if (tiled) {
                 std::vector<Expr> args = pure_args(m.f);
+                if (chunk_var_in_tiles) args.push_back(at.c);
                 args.push_back(at.tile);
                 return call(partial.at(m.name), args);
             }
@@ -1199,6 +1268,7 @@ class Rewriter {
         if (tiled) {
             for (const Member &m : chain.members) {
                 std::vector<std::string> args = m.f->args;
+                if (chunk_var_in_tiles) args.push_back(chunk);
                 args.push_back(outer);
                 partial[m.name] = make_reduction(target.at(m.name)->name + "_tile", args, m.op,
                                                  m.f->output_types[0], tile_dom);
@@ -1211,6 +1281,7 @@ class Rewriter {
         // would otherwise give the partials a size known only at run time
         // (on a GPU, one they cannot have in shared memory).
         auto chunk_of_tile = [&](const Expr &g) {
+            if (interleaved) return clamp(g % chunks, 0, chunks - 1);
             return chunked ? clamp(g / max(tiles_per_chunk, 1), 0, chunks - 1) : Expr();
         };
         rewrite_bridges([&](const std::string &p, const Expr &key) {
@@ -1220,7 +1291,9 @@ class Rewriter {
                 at.tile = rel / tile;
                 at.c = chunk_of_tile(at.tile);
             } else {
-                at.c = chunked ? rel / size : Expr();
+                at.c = interleaved ? clamp(rel % chunks, 0, chunks - 1)
+                       : chunked   ? rel / size
+                                   : Expr();
                 at.point = key;
             }
             return new_value(p, at);
@@ -1240,7 +1313,7 @@ class Rewriter {
             // schedule_functions makes once per tile.
             Piece at;
             at.tile = pure_var(outer);
-            at.c = chunk_of_tile(at.tile);
+            at.c = chunk_var_in_tiles ? pure_var(chunk) : chunk_of_tile(at.tile);
             for (const Member &m : chain.members) {
                 FunctionPtr p = partial[m.name];
                 Expr start = current_of(m, at.c);
@@ -1471,7 +1544,7 @@ class Rewriter {
         if (tiled) {
             group.mask = chain.vanishing_mask();
             if (group.mask.defined()) {
-                Expr g = chunked ? cv * tiles_per_chunk + pure_var(outer) : pure_var(outer);
+                Expr g = global_unit(pure_var(outer));
                 group.mask_key = r;
                 group.tile_loop = outer;
                 group.tile_first = r_min + g * tile;

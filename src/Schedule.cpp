@@ -749,7 +749,8 @@ Stage Schedule::rolling_update(const Func &X, const RVar &r) {
     return Stage(contents_, red, 1);
 }
 
-Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk) {
+Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk,
+                        ChunkLayout layout) {
     FunctionPtr red = reduction_behind(X, r, "split_k");
     user_assert(chunks.defined() && chunks.type().is_int_or_uint() && chunks.type().is_scalar())
         << "split_k(" << X.name() << ", " << r.name() << "): the number of chunks must be an "
@@ -793,7 +794,7 @@ Stage Schedule::split_k(const Func &X, const RVar &r, const Expr &chunks, const 
     u.values = {self + cast(t, rv)};
     partial->updates.push_back(u);
     contents_->fusions.push_back({FusionDirective::SplitK, X.name(), red->name, r.name(),
-                                  cast(Int(32), chunks), chunk.name(), partial->name});
+                                  cast(Int(32), chunks), chunk.name(), partial->name, layout});
     contents_->consumers[X.name()] = X;
     return Stage(contents_, partial, 1);
 }

@@ -72,9 +72,10 @@ struct FusionDirective {
     std::string
         reduction;  // the Function whose update reduces over rvar (X or its inline reduction)
     std::string rvar;
-    Expr chunks;            // split_k: how many chunks
-    std::string chunk_var;  // split_k: the Var indexing them
-    std::string partial;    // split_k: the name of X's partial Func
+    Expr chunks;                                   // split_k: how many chunks
+    std::string chunk_var;                         // split_k: the Var indexing them
+    std::string partial;                           // split_k: the name of X's partial Func
+    ChunkLayout layout = ChunkLayout::Contiguous;  // split_k: which points a chunk rolls
 };
 
 struct ScheduleContents {

@@ -15,9 +15,10 @@
 // names of your Funcs and Vars, and NVRTC compiles it to PTX and a cubin. A
 // Func computed inside the thread loops is private to each thread; one
 // computed at a block loop is shared by the block's threads.
-// No GPU is needed for sections 1 to 4 (with 2b to 2f: shared memory,
+// No GPU is needed for sections 1 to 4 (with 2b to 2h: shared memory,
 // vectors, reductions across threads, per-thread arrays, registers kept
-// across a block's loop): they run anywhere the CUDA toolkit is installed.
+// across a block's loop, fused chains of reductions): they run anywhere the
+// CUDA toolkit is installed.
 // Section 5 runs the kernels, where there is a GPU; section 6 is about
 // sharing the GPU with PyTorch.
 #include <cmath>
@@ -401,6 +402,37 @@ int main() {
     std::string chunked_cuda = Pipeline(average).compile_to_cuda(chunked, gpu);
     if (!show_lines(chunked_cuda, {"// Kernel loom_average_mix_partial_1",
                                    "const int mix_partial_s1_chunk_ = "})) {
+        return 1;
+    }
+
+    // A row per block, when rows are long (a softmax over 16k columns):
+    // the chain's chunks go on the block's threads. split_k with
+    // ChunkLayout::Interleaved gives thread `lane` the tiles lane, lane +
+    // 128, lane + 256, ... of its row, so that at each step neighbouring
+    // threads read neighbouring 16-byte words. Each thread rolls its tiles
+    // into its own running max and sum, in registers; best and total,
+    // computed by the whole block (at probs' row loop, on gpu_blocks),
+    // then combine the 128 partials across the threads with the derived
+    // repair: a max, then a sum of total_partial * exp(best_partial -
+    // best). The output's pass reads the row a second time. This is the
+    // online softmax of softmax::Softmax::schedule_gpu_online.
+    std::printf("\n2h. a chain's chunks on a block's threads: the online softmax\n");
+    Func probs("probs");
+    Var lane("lane");
+    RVar step("step"), in_tile("in_tile");
+    probs(i, j) = weight(i, j) / total(i);
+    Schedule online;
+    online[probs].split(j, jo, ji, 128).gpu_blocks(i).gpu_threads(ji);
+    online.split_k(total, keys, 128, lane, ChunkLayout::Interleaved)
+        .split(keys, step, in_tile, 4)
+        .vectorize(in_tile)
+        .compute_at(probs, i)
+        .gpu_threads(lane);
+    online[best].compute_at(probs, i);
+    online[total].compute_at(probs, i);
+    std::string online_cuda = Pipeline(probs).compile_to_cuda(online, gpu);
+    if (!show_lines(online_cuda, {"float total_partial_[1];", "float best_partial_[1];",
+                                  "= loom_block_reduce("})) {
         return 1;
     }
 

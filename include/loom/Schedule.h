@@ -26,6 +26,16 @@ namespace loom {
  * - Auto: GuardWithIf. */
 enum class TailStrategy { Auto, GuardWithIf, ShiftInwards, RoundUp };
 
+/** Which points of a split_k reduction each chunk rolls (tiles of points,
+ * when the partial's stage splits the RVar into tiles).
+ * - Contiguous: chunk c rolls one run of them, [c * size, (c + 1) * size):
+ *   chunks on CPU threads or GPU blocks touch memory apart from each other.
+ * - Interleaved: chunk c rolls tiles c, c + chunks, c + 2 chunks, ...: with
+ *   the chunks on a block's GPU threads, neighbouring threads read
+ *   neighbouring tiles at each step, so a warp's loads coalesce (a row
+ *   softmax's threads each roll every 256th float4 of the row). */
+enum class ChunkLayout { Contiguous, Interleaved };
+
 namespace internal {
 struct ScheduleContents;
 struct FuncSchedule;
@@ -184,8 +194,19 @@ class Schedule {
      * to roll each chunk in tiles (then other Funcs may be computed per
      * tile with compute_at(that stage, ro)). The partials of the other
      * reductions of the chain follow its placement; X's own schedule
-     * places the combine stage. */
-    Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk);
+     * places the combine stage. When the partials' loop over `chunk` is on
+     * gpu_threads and a member is computed by the whole block (compute_at a
+     * loop inside the gpu_blocks loops and outside the gpu_threads ones,
+     * e.g. compute_at(out, row) with the rows on gpu_blocks), the block's
+     * threads combine that member's partials together, each thread its own
+     * chunk's, as a reduction across threads (warp shuffles, then shared
+     * memory); computed inside the thread loops, each thread combines all
+     * of them.
+     *
+     * `layout` says which points each chunk rolls: Contiguous runs, or
+     * Interleaved tiles for chunks on a block's threads (see ChunkLayout). */
+    Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk,
+                  ChunkLayout layout = ChunkLayout::Contiguous);
 
     /** Makes every read of `input` go through a Func of its own,
      * `<input>_in`, over `vars` (one per dimension, outermost first, as

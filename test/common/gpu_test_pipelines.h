@@ -120,6 +120,23 @@ struct RowSoftmax {
         row_sum(y) = row_sum(y) + loom::exp(in(y, r) - row_max(y));
         softmax(y, x) = loom::exp(in(y, x) - row_max(y)) / row_sum(y);
     }
+    /** A block per row: split_k cuts its chain (row_max, row_sum) into
+     * `threads` chunks, one per thread, rolled in tiles of `tile` points
+     * (vectorized; 1: point by point); row_max and row_sum, computed by the
+     * whole block, combine the threads' partials across it: the online
+     * softmax. The output's threads write 32 points a step. */
+    loom::Schedule chunks_on_threads(int threads, int tile, loom::ChunkLayout layout) const {
+        loom::Schedule sch;
+        loom::Var t{"t"};
+        loom::RVar ko{"ko"}, kv{"kv"};
+        sch[softmax].split(x, xo, xi, 32).gpu_blocks(y).gpu_threads(xi);
+        loom::Stage partial = sch.split_k(row_sum, r, threads, t, layout);
+        if (tile > 1) partial.split(r, ko, kv, tile).vectorize(kv);
+        partial.compute_at(softmax, y).gpu_threads(t);
+        sch[row_max].compute_at(softmax, y);
+        sch[row_sum].compute_at(softmax, y);
+        return sch;
+    }
     /** One block per row, `threads` threads striding along it: both
      * reductions are combined across the block's threads. With `vector` >
      * 1, each thread reads `vector` consecutive points of the row at a time

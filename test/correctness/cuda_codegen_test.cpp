@@ -746,6 +746,33 @@ TEST(CudaCodegen, LoopsAlongARowTestItsAlignmentOnce) {
     EXPECT_GE(count_of(src, "loom_load_dense_readonly<float, 4>(in_"), 1) << src;
 }
 
+TEST(CudaCodegen, ChunksOnThreadsRollInRegistersAndCombineAcrossTheBlock) {
+    // split_k with a chunk per thread of a block: each thread's running
+    // max and sum are its own registers (arrays of one, not shared
+    // memory), read and written at its own chunk, and the block combines
+    // them in one reduction across its threads per member of the chain.
+    loom_test::RowSoftmax a;
+    const std::string source =
+        compile_for_every_arch(a.softmax, a.chunks_on_threads(256, 4, ChunkLayout::Interleaved), 1);
+    for (const char *partial : {"row_max_partial_", "row_sum_partial_"}) {
+        EXPECT_NE(source.find(std::string("float ") + partial + "[1];"), std::string::npos)
+            << partial << "\n"
+            << source;
+        EXPECT_EQ(source.find(std::string(partial) + " = reinterpret_cast"), std::string::npos)
+            << partial << " is in shared memory\n"
+            << source;
+    }
+    int combines = 0;
+    for (size_t at = source.find(" = loom_block_reduce("); at != std::string::npos;
+         at = source.find(" = loom_block_reduce(", at + 1)) {
+        combines++;
+    }
+    EXPECT_EQ(combines, 2) << source;
+    // Thread t's step s reads the 4 floats at (s * 256 + t) * 4: whole
+    // 16-byte words once the row's start is tested.
+    EXPECT_NE(source.find("loom_load_aligned_readonly<float, 4>"), std::string::npos) << source;
+}
+
 TEST(CudaCodegen, FastMathCompilesTheHardwaresApproximations) {
     // Without fast_math, exp is the accurate expansion and x / y correctly
     // rounded; with it, NVRTC is told --use_fast_math (and the source says

@@ -99,6 +99,35 @@ TEST(SplitK, WeightedAverage) {
     }
 }
 
+TEST(SplitK, InterleavedChunks) {
+    // Chunk c rolls tiles c, c + k, c + 2k, ... (points, untiled): 45 keys
+    // in tiles of 4 are 12 tiles, so 16 chunks leave some empty, and 5
+    // give some chunks one step fewer than others.
+    for (int k : {1, 5, 16}) {
+        for (int tile : {0, 4}) {
+            WeightedAverage a;
+            a.set_inputs(3, 45, 4);
+            Schedule sch;
+            Var c("c");
+            Stage st = sch.split_k(a.o, a.r, k, c, ChunkLayout::Interleaved);
+            if (tile) st.split(a.r, RVar("ro"), RVar("ri"), tile);
+            st.compute_root().parallel(c);
+            sch[a.o].compute_root();
+            SCOPED_TRACE("chunks " + std::to_string(k) + ", tile " + std::to_string(tile));
+            a.check(sch, 3, 4);
+        }
+    }
+    // Step s of chunk c reads tile s * k + c.
+    WeightedAverage a;
+    Schedule sch;
+    sch.split_k(a.o, a.r, 5, Var("c"), ChunkLayout::Interleaved)
+        .split(a.r, RVar("ro"), RVar("ri"), 4)
+        .compute_root();
+    sch[a.o].compute_root();
+    std::string stmt = Pipeline(a.out).compile_to_lowered_stmt(sch, Target("host"));
+    EXPECT_NE(stmt.find("(o_partial.s1.ro * 5) + o_partial.s1.c)"), std::string::npos) << stmt;
+}
+
 TEST(ReductionFusion, RowsSplitInTheFusedUpdate) {
     // The rows (i, a Var of every member) split into blocks of rows, the
     // last one partial, or renamed: the members' steps run where the rows'
@@ -173,7 +202,8 @@ struct RowChain {
         Pipeline(out).compile(sch).realize({actual});
         EXPECT_TRUE(buffers_match(actual, expected, tol, tol));
     }
-    /** rolling_update untiled and tiled, and split_k in 1, 2, 7, 16 chunks. */
+    /** rolling_update untiled and tiled, and split_k in 1, 2, 7, 16 chunks,
+     * contiguous and interleaved (point by point and in tiles of 3). */
     void check_all_schedules(const Func &x_dependent, int rows, double tol = 2e-6) {
         for (int tile : {0, 5, 16}) {
             Schedule sch;
@@ -188,6 +218,14 @@ struct RowChain {
             sch.split_k(x_dependent, r, k, c).compute_root().parallel(c);
             SCOPED_TRACE("split_k " + std::to_string(k));
             check(sch, rows, tol);
+            for (int tile : {0, 3}) {
+                Schedule inter;
+                Stage st = inter.split_k(x_dependent, r, k, c, ChunkLayout::Interleaved);
+                if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+                st.compute_root().parallel(c);
+                SCOPED_TRACE("interleaved, tile " + std::to_string(tile));
+                check(inter, rows, tol);
+            }
         }
     }
 };
@@ -275,12 +313,15 @@ TEST(ReductionFusion, TiledChainWithMaskedPrefix) {
         a.check(sch, rows, dims);
     }
     for (int k : {2, 7}) {
-        Schedule sch;
-        Var c("c");
-        sch.split_k(a.o, a.r, k, c).compute_root();
-        sch[a.o].compute_root();
-        SCOPED_TRACE("split_k " + std::to_string(k));
-        a.check(sch, rows, dims);
+        for (ChunkLayout layout : {ChunkLayout::Contiguous, ChunkLayout::Interleaved}) {
+            Schedule sch;
+            Var c("c");
+            sch.split_k(a.o, a.r, k, c, layout).compute_root();
+            sch[a.o].compute_root();
+            SCOPED_TRACE("split_k " + std::to_string(k) +
+                         (layout == ChunkLayout::Interleaved ? ", interleaved" : ""));
+            a.check(sch, rows, dims);
+        }
     }
 }
 
@@ -397,6 +438,12 @@ TEST(ReductionFusion, TilesOutsideTheMaskAreSkipped) {
             sch.split_k(o, r, k, c).split(r, RVar("ro"), RVar("ri"), 4).compute_root();
             sch[o].compute_root();
             check(sch, "split_k " + std::to_string(k));
+            Schedule inter;
+            inter.split_k(o, r, k, c, ChunkLayout::Interleaved)
+                .split(r, RVar("ro"), RVar("ri"), 4)
+                .compute_root();
+            inter[o].compute_root();
+            check(inter, "split_k " + std::to_string(k) + ", interleaved");
         }
     }
     // The test is on the tile loop: its whole body, the Funcs computed per

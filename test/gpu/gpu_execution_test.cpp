@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu_test_pipelines.h"
@@ -300,6 +301,33 @@ TEST(GpuExecution, FusedChainsWithRowsOnBlocksAndThreads) {
                                            1e-5, 1e-6);
             expect_gpu_matches_interpreter(a.out, a.chunks_in_threads(chunks), {heads, rows, dims},
                                            1e-5, 1e-6);
+        }
+    }
+}
+
+TEST(GpuExecution, ChunksOnThreadsAreCombinedAcrossTheBlock) {
+    REQUIRE_GPU();
+    // Online softmax: split_k cuts each row's chain (the max, then the sum
+    // of exps) into a chunk per thread of the row's block; each thread
+    // rolls its chunk in registers, and the block combines the partials
+    // with the derived repair (a max, then a sum, across its threads).
+    // Interleaved chunks in tiles of 4 and point by point, and contiguous
+    // ones; 48 threads leave a partial warp; rows of 1 and 7 points leave
+    // chunks empty (their partials are the identities), rows of 1001 take
+    // several steps, with a partial last tile.
+    loom_test::RowSoftmax a;
+    for (int cols : {1, 7, 123, 1001}) {
+        a.in.set(random_buffer<float>({5, cols}, -8, 8));
+        for (auto [threads, tile, layout] : {std::tuple{32, 4, ChunkLayout::Interleaved},
+                                             {48, 4, ChunkLayout::Interleaved},
+                                             {64, 1, ChunkLayout::Interleaved},
+                                             {32, 4, ChunkLayout::Contiguous},
+                                             {48, 1, ChunkLayout::Contiguous}}) {
+            SCOPED_TRACE(std::to_string(cols) + " columns, " + std::to_string(threads) +
+                         " threads, tiles of " + std::to_string(tile) +
+                         (layout == ChunkLayout::Interleaved ? ", interleaved" : ", contiguous"));
+            expect_gpu_matches_interpreter(a.softmax, a.chunks_on_threads(threads, tile, layout),
+                                           {5, cols}, 1e-5, 1e-7);
         }
     }
 }
