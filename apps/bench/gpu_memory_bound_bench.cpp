@@ -2,7 +2,9 @@
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
 // staged in shared memory by blocks of 256 threads, and of 1024, and
-// unstaged, and staged again with the target feature fast_math, which makes
+// unstaged (by blocks of 256 and 1024; softmax's unstaged schedule is the
+// online one, its max and sum in one pass), and staged again with the
+// target feature fast_math, which makes
 // exp, division and square roots the GPU's approximations; softmax also
 // keeping its exponentials in shared memory instead of its input; and the
 // copy, the chain and the staged row apps again with the promises of
@@ -101,7 +103,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         rms.promise_aligned_rows();
     }
     // Staged: each row read from device memory once (the default);
-    // unstaged: once per pass over it. Staged again with 1024 threads a
+    // unstaged: once per pass over it (softmax: online, the max and the
+    // sum in one pass, so twice), which leaves the SM's shared memory free
+    // for more blocks. Staged again with 1024 threads a
     // block: a staged row of 16384 floats takes 64 KiB of shared memory,
     // so an SM holds three blocks, 768 threads of 256 but 2048 of 1024,
     // with four times the threads to share each row's reductions. With
@@ -116,6 +120,8 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
     for (const Variant &v :
          {Variant{true, 256, false, ""}, Variant{false, 256, false, " (unstaged)"},
+          Variant{false, 1024, false, " (unstaged, 1024 threads)"},
+          Variant{false, 1024, true, " (unstaged, 1024 threads, fast_math)"},
           Variant{true, 1024, false, " (1024 threads)"}, Variant{true, 256, true, " (fast_math)"},
           Variant{true, 1024, true, " (1024 threads, fast_math)"}}) {
         const bool staged = v.staged;
@@ -140,6 +146,18 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
             weight.set(w);
         };
         cases.push_back(n);
+    }
+    // Online softmax rolling 4 and 16 floats per step of a thread, beside
+    // the default 8 (Softmax::schedule_gpu_online).
+    for (const int per_step : {4, 16}) {
+        Case s{"row softmax (online, " + std::to_string(per_step) + " per step)" + suffix,
+               in,
+               sm.out,
+               Schedule(),
+               nullptr,
+               gpu};
+        sm.schedule_gpu_online(s.gpu, 256, 4, per_step);
+        if (unstaged_too) cases.push_back(s);
     }
     // Softmax keeping its exponentials in shared memory instead of its
     // input (Softmax::schedule_gpu_exponentials): each exponential is

@@ -52,11 +52,16 @@ struct Softmax {
      * `vector` floats per thread (16-byte stores for 4). With `stage_rows`
      * the row is copied into shared memory first, so that the three passes
      * (max, sum, output) read device memory once (rows up to 58,112 floats
-     * on sm_90). */
+     * on sm_90). Without, schedule_gpu_online: two passes over the row in
+     * device memory, any row length. */
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
                       bool stage_rows = true) const {
+        if (!stage_rows) {
+            schedule_gpu_online(sch, threads, vector);
+            return;
+        }
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
-                                        threads, vector, stage_rows);
+                                        threads, vector, true);
     }
     /** One GPU block per row, as schedule_gpu, but keeping the row's
      * exponentials e in shared memory instead of its input: the max's pass
@@ -71,6 +76,35 @@ struct Softmax {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
                                         threads, vector, false);
         loom_apps::stage_row_on_gpu(sch[e], out, r, c, input.dim(1).extent(), threads, vector);
+    }
+    /** One GPU block per row, the row not staged: the max and the sum in
+     * one pass over it, then the output in a second. split_k cuts the
+     * row's chain (row_max, row_sum) into one chunk per thread,
+     * interleaved: at each step thread t rolls the `vector` floats at
+     * (step * threads + t) * vector, keeping its running max and sum in
+     * registers and rescaling the sum when the max moves (the derived
+     * repair); the block then combines the threads' partials with the
+     * same repair (a max and a sum across the threads). The output's pass
+     * reads the row again, from the L2 cache as a rule. This is the online
+     * softmax of torch.compile's kernels: no shared memory for the row, so
+     * any row length, and an SM holds as many blocks as their registers
+     * allow. Each step of a thread rolls `per_step` floats (0: two
+     * vectors): more of them put more loads in flight and pay one repair
+     * for more points, for more registers (on sm_90, 4 and 8 floats take 32
+     * registers a thread, 16 take 48). */
+    void schedule_gpu_online(loom::Schedule &sch, int threads = 256, int vector = 4,
+                             int per_step = 0) const {
+        using namespace loom;
+        Var co("co"), ci("ci"), cv("cv"), t("t");
+        RVar ko("ko"), kv("kv");
+        sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
+        sch[out].gpu_blocks(r).gpu_threads(ci);
+        sch.split_k(row_sum, k, threads, t, ChunkLayout::Interleaved)
+            .split(k, ko, kv, per_step > 0 ? per_step : 2 * vector)
+            .vectorize(kv)
+            .compute_at(out, r)
+            .gpu_threads(t);
+        for (const Func &f : {row_max, row_sum, inv_sum}) sch[f].compute_at(out, r);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU
      * schedule's vectors then move as aligned words, untested. */

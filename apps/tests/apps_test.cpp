@@ -175,7 +175,7 @@ struct GpuRowApps {
     layernorm::LayerNorm ln;
     rmsnorm::RmsNorm rms;
     elementwise::SiluChain chain;
-    Schedule sm_gpu, ln_gpu, rms_gpu, chain_gpu;
+    Schedule sm_gpu, sm_online_gpu, ln_gpu, rms_gpu, chain_gpu;
     explicit GpuRowApps(bool aligned) {
         if (aligned) {
             sm.promise_aligned_rows();
@@ -184,6 +184,7 @@ struct GpuRowApps {
             chain.promise_aligned_rows();
         }
         sm.schedule_gpu(sm_gpu);
+        sm.schedule_gpu_online(sm_online_gpu);
         ln.schedule_gpu(ln_gpu);
         rms.schedule_gpu(rms_gpu);
         chain.schedule_gpu(chain_gpu);
@@ -191,6 +192,7 @@ struct GpuRowApps {
     /** Each app's output and GPU schedule, with its number of row reductions. */
     std::vector<std::tuple<Func, Schedule, int>> kernels() const {
         return {{sm.out, sm_gpu, 2},
+                {sm.out, sm_online_gpu, 2},
                 {ln.out, ln_gpu, 2},
                 {rms.out, rms_gpu, 1},
                 {chain.out, chain_gpu, 0}};
