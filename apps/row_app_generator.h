@@ -25,7 +25,8 @@ template <typename App> class RowAppGenerator : public loom::Generator {
     loom::GeneratorParam<int> vector{"vector", 0, 0, 64};
     /** GPU, the row apps: copy each row into shared memory first, so that
      * it is read from device memory once (rows up to 58,112 floats on
-     * sm_90); false for longer rows. */
+     * sm_90); false for longer rows (softmax then takes its online
+     * schedule, the max and the sum in one pass: two reads of the row). */
     loom::GeneratorParam<bool> stage_rows{"stage_rows", true};
     /** Promise aligned rows (loom_apps::promise_aligned_rows): the library
      * then refuses rows that are not a multiple of 4 floats long (or padded
