@@ -818,8 +818,12 @@ class Chain {
                 << "at the identity of its reduction (" << id << "), but it starts at "
                 << m.f->init.values[0] << ". Add the start value after the reduction instead.";
         }
+        // split_k of a lone reduction is Halide's rfactor in chunks: each
+        // chunk's partial, then a combine (on a GPU, a chunk per thread
+        // rolls its own points in registers). A lone rolling_update would
+        // be the reduction itself.
         bool leader_depends = !member(leader).producers.empty();
-        user_assert(leader_depends)
+        user_assert(leader_depends || d.kind == FusionDirective::SplitK)
             << what << ": " << leader << " reads no other reduction over " << dom->domain[0].var
             << ", so there is no chain to fuse. Schedule it directly.";
     }
@@ -1363,9 +1367,12 @@ class Rewriter {
         group.leader = leader;
         const Member &lm = chain.member(chain.leader);
         const FunctionPtr &lf = target.at(chain.leader);
+        // The Vars every member has: the loops where the members' steps
+        // meet. A lone reduction (split_k as rfactor) has no other
+        // members' steps to place, so all of its Vars are.
         std::set<std::string> shared;
         for (const Member &m : chain.members) {
-            if (m.name == chain.leader) continue;
+            if (m.name == chain.leader && chain.members.size() > 1) continue;
             for (const std::string &a : target.at(m.name)->args) shared.insert(a);
         }
         for (const Member &m : chain.members) {

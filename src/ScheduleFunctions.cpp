@@ -544,14 +544,17 @@ Stmt build_group_produce(const LoweringEnv &env, const FusedGroup &g) {
         for (const Expr &a : u.args) args.push_back(substitute(rename, a));
         steps.push_back(Provide::make(m, values, args));
     }
-    Stmt body = Block::make(steps);
-    if (lu.rdom && lu.rdom->predicate.defined()) {
-        body = IfThenElse::make(substitute(rename, lu.rdom->predicate), body);
+    // A lone reduction (split_k as rfactor) has no other members' steps.
+    if (!steps.empty()) {
+        Stmt body = Block::make(steps);
+        if (lu.rdom && lu.rdom->predicate.defined()) {
+            body = IfThenElse::make(substitute(rename, lu.rdom->predicate), body);
+        }
+        body = define_split_variables(g.leader + ".s1.", row_splits, body);
+        AppendToLoop append(loop_name(g.leader, 1, g.loop_var), body);
+        update = append.mutate(update);
+        internal_assert(append.found) << "fused loop " << g.loop_var << " of " << g.leader;
     }
-    body = define_split_variables(g.leader + ".s1.", row_splits, body);
-    AppendToLoop append(loop_name(g.leader, 1, g.loop_var), body);
-    update = append.mutate(update);
-    internal_assert(append.found) << "fused loop " << g.loop_var << " of " << g.leader;
     stages.push_back(update);
     Stmt s = Block::make(stages);
     for (auto it = g.members.rbegin(); it != g.members.rend(); ++it) {

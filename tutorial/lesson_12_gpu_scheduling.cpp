@@ -435,6 +435,25 @@ int main() {
                                   "= loom_block_reduce("})) {
         return 1;
     }
+    // A lone reduction splits the same way: split_k of a row's plain sum
+    // is Halide's rfactor, a partial per thread and one sum across the
+    // block. Each thread's loop over its steps is its own, so its whole
+    // tiles need no test of the row's end (RMSNorm's unstaged schedule).
+    Func row_total("row_total"), share("share");
+    row_total(i) = sum(scores(i, keys));
+    share(i, j) = scores(i, j) / row_total(i);
+    Schedule lone;
+    lone[share].split(j, jo, ji, 128).gpu_blocks(i).gpu_threads(ji);
+    lone.split_k(row_total, keys, 128, lane, ChunkLayout::Interleaved)
+        .split(keys, step, in_tile, 4)
+        .vectorize(in_tile)
+        .compute_at(share, i)
+        .gpu_threads(lane);
+    lone[row_total].compute_at(share, i);
+    std::string lone_cuda = Pipeline(share).compile_to_cuda(lone, gpu);
+    if (!show_lines(lone_cuda, {"float row_total_partial_[1];", "= loom_block_reduce("})) {
+        return 1;
+    }
 
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source

@@ -204,7 +204,12 @@ class Schedule {
      * of them.
      *
      * `layout` says which points each chunk rolls: Contiguous runs, or
-     * Interleaved tiles for chunks on a block's threads (see ChunkLayout). */
+     * Interleaved tiles for chunks on a block's threads (see ChunkLayout).
+     *
+     * X may be a lone reduction too, reading no other over `r`: this is
+     * then Halide's rfactor in chunks (a row's sum with a chunk per GPU
+     * thread: each thread sums its own points in a loop of its own, the
+     * block combines the sums). */
     Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk,
                   ChunkLayout layout = ChunkLayout::Contiguous);
 

@@ -102,6 +102,20 @@ struct RowNormalize {
         rowsum(y) = loom::sum(in(y, r));
         normalized(y, x) = in(y, x) / loom::max(rowsum(y), 1e-3f);
     }
+    /** A block per row; split_k of the lone sum (Halide's rfactor) into
+     * `threads` interleaved chunks, one per thread, in tiles of `tile`
+     * points; the block combines the threads' sums. */
+    loom::Schedule chunks_on_threads(int threads, int tile) const {
+        loom::Schedule sch;
+        loom::Var t{"t"};
+        loom::RVar ko{"ko"}, kv{"kv"};
+        sch[normalized].split(x, xo, xi, 32).gpu_blocks(y).gpu_threads(xi);
+        loom::Stage partial = sch.split_k(rowsum, r, threads, t, loom::ChunkLayout::Interleaved);
+        if (tile > 1) partial.split(r, ko, kv, tile).vectorize(kv);
+        partial.compute_at(normalized, y).gpu_threads(t);
+        sch[rowsum].compute_at(normalized, y);
+        return sch;
+    }
 };
 
 /** Softmax of each row: a max and a sum over the row (explicit update

@@ -128,6 +128,39 @@ TEST(SplitK, InterleavedChunks) {
     EXPECT_NE(stmt.find("(o_partial.s1.ro * 5) + o_partial.s1.c)"), std::string::npos) << stmt;
 }
 
+TEST(SplitK, ALoneReductionIsSplitAsRfactor) {
+    // A reduction that reads no other: split_k is Halide's rfactor in
+    // chunks, each chunk's partial then a combine. (rolling_update of it
+    // stays an error: FusionErrors.NoChainToFuse.)
+    BufferParam x(Float(32), 2, "x");
+    Var i("i"), c("c");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func total("total"), largest("largest"), out("out");
+    total(i) = sum(x(i, r) * x(i, r));
+    largest(i) = maximum(x(i, r));
+    out(i) = total(i) + largest(i);
+    x.set(random_buffer<float>({6, 45}, -2, 2));
+    Buffer<float> expected(interpret(out, {6}));
+    for (int k : {1, 5, 16}) {
+        for (ChunkLayout layout : {ChunkLayout::Contiguous, ChunkLayout::Interleaved}) {
+            for (int tile : {0, 4}) {
+                Schedule sch;
+                for (const Func &f : {total, largest}) {
+                    Stage st = sch.split_k(f, r, k, c, layout);
+                    if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+                    st.compute_root().parallel(c);
+                    sch[f].compute_root();
+                }
+                SCOPED_TRACE("chunks " + std::to_string(k) + ", tile " + std::to_string(tile) +
+                             (layout == ChunkLayout::Interleaved ? ", interleaved" : ""));
+                Buffer<float> actual({6});
+                Pipeline(out).compile(sch).realize({actual});
+                EXPECT_TRUE(buffers_match(actual, expected, 2e-6, 2e-6));
+            }
+        }
+    }
+}
+
 TEST(ReductionFusion, RowsSplitInTheFusedUpdate) {
     // The rows (i, a Var of every member) split into blocks of rows, the
     // last one partial, or renamed: the members' steps run where the rows'

@@ -330,6 +330,17 @@ TEST(GpuExecution, ChunksOnThreadsAreCombinedAcrossTheBlock) {
                                            {5, cols}, 1e-5, 1e-7);
         }
     }
+    // A lone reduction (split_k as rfactor): each thread sums its chunk.
+    loom_test::RowNormalize n;
+    for (int cols : {1, 123, 1001}) {
+        n.in.set(random_buffer<float>({5, cols}, 0, 1));
+        for (int tile : {1, 8}) {
+            SCOPED_TRACE("a lone sum, " + std::to_string(cols) + " columns, tiles of " +
+                         std::to_string(tile));
+            expect_gpu_matches_interpreter(n.normalized, n.chunks_on_threads(48, tile), {5, cols},
+                                           1e-5, 1e-7);
+        }
+    }
 }
 
 TEST(GpuExecution, HalfAndBFloat16) {
