@@ -62,6 +62,29 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &i
     }
 }
 
+/** The row reduction `f` (an update over `k`, or the last of a chain of
+ * them) computed by the block of row `r` of `out`, without a loop that
+ * reduces across the threads: split_k cuts it into a chunk per thread,
+ * interleaved, each thread rolling `per_step` consecutive points a step
+ * (vectorized) into its own partial, in registers; the block then
+ * combines the partials. A thread's loop is its own, so the steps over
+ * whole tiles lose the row end's test (and nvcc unrolls a short one). The
+ * other members of f's chain, and the Funcs they feed per row, are the
+ * caller's to place at (out, r). */
+inline void reduce_row_per_thread(loom::Schedule &sch, const loom::Func &f, const loom::RDom &k,
+                                  const loom::Func &out, const loom::Var &r, int threads,
+                                  int per_step) {
+    using namespace loom;
+    Var t("t");
+    RVar ko("ko"), kv("kv");
+    sch.split_k(f, k, threads, t, ChunkLayout::Interleaved)
+        .split(k, ko, kv, per_step)
+        .vectorize(kv)
+        .compute_at(out, r)
+        .gpu_threads(t);
+    sch[f].compute_at(out, r);
+}
+
 /** Elementwise over rows `r` of `out`: each thread writes `vector`
  * consecutive points of a row `c` as one vector (16-byte loads and stores
  * for 4 floats), `threads` to a block; blocks tile the rows. */

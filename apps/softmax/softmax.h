@@ -95,16 +95,12 @@ struct Softmax {
     void schedule_gpu_online(loom::Schedule &sch, int threads = 256, int vector = 4,
                              int per_step = 0) const {
         using namespace loom;
-        Var co("co"), ci("ci"), cv("cv"), t("t");
-        RVar ko("ko"), kv("kv");
+        Var co("co"), ci("ci"), cv("cv");
         sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
         sch[out].gpu_blocks(r).gpu_threads(ci);
-        sch.split_k(row_sum, k, threads, t, ChunkLayout::Interleaved)
-            .split(k, ko, kv, per_step > 0 ? per_step : 2 * vector)
-            .vectorize(kv)
-            .compute_at(out, r)
-            .gpu_threads(t);
-        for (const Func &f : {row_max, row_sum, inv_sum}) sch[f].compute_at(out, r);
+        loom_apps::reduce_row_per_thread(sch, row_sum, k, out, r, threads,
+                                         per_step > 0 ? per_step : 2 * vector);
+        for (const Func &f : {row_max, inv_sum}) sch[f].compute_at(out, r);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU
      * schedule's vectors then move as aligned words, untested. */

@@ -175,7 +175,7 @@ struct GpuRowApps {
     layernorm::LayerNorm ln;
     rmsnorm::RmsNorm rms;
     elementwise::SiluChain chain;
-    Schedule sm_gpu, sm_online_gpu, ln_gpu, rms_gpu, chain_gpu;
+    Schedule sm_gpu, sm_online_gpu, ln_gpu, rms_gpu, rms_unstaged_gpu, chain_gpu;
     explicit GpuRowApps(bool aligned) {
         if (aligned) {
             sm.promise_aligned_rows();
@@ -187,15 +187,13 @@ struct GpuRowApps {
         sm.schedule_gpu_online(sm_online_gpu);
         ln.schedule_gpu(ln_gpu);
         rms.schedule_gpu(rms_gpu);
+        rms.schedule_gpu(rms_unstaged_gpu, 256, 4, false);
         chain.schedule_gpu(chain_gpu);
     }
     /** Each app's output and GPU schedule, with its number of row reductions. */
     std::vector<std::tuple<Func, Schedule, int>> kernels() const {
-        return {{sm.out, sm_gpu, 2},
-                {sm.out, sm_online_gpu, 2},
-                {ln.out, ln_gpu, 2},
-                {rms.out, rms_gpu, 1},
-                {chain.out, chain_gpu, 0}};
+        return {{sm.out, sm_gpu, 2},   {sm.out, sm_online_gpu, 2},     {ln.out, ln_gpu, 2},
+                {rms.out, rms_gpu, 1}, {rms.out, rms_unstaged_gpu, 1}, {chain.out, chain_gpu, 0}};
     }
 };
 
