@@ -442,7 +442,13 @@ struct Bridge {
 
 class Chain {
   public:
-    Chain(LoweringEnv &env, const FusionDirective &d) : env(env), d(d), what(directive_name(d)) {}
+    /** `directed_elsewhere`: the reductions another directive fuses or
+     * splits; this chain reads their results rather than taking them in. */
+    Chain(LoweringEnv &env, const FusionDirective &d, std::set<std::string> directed_elsewhere)
+        : env(env),
+          d(d),
+          what(directive_name(d)),
+          directed_elsewhere(std::move(directed_elsewhere)) {}
 
     std::vector<Member> members;  // producers before their dependents
     std::map<std::string, Bridge> bridges;
@@ -465,10 +471,15 @@ class Chain {
         leader = x->name;
         add(x->name);
         // Siblings: other reductions over the same RDom that read a member.
-        for (bool grew = true; grew;) {
+        // (Not for split_k of a lone reduction, Halide's rfactor of it
+        // alone: the reductions that read it are computed after it.)
+        const bool lone = d.kind == FusionDirective::SplitK && members.size() == 1;
+        for (bool grew = !lone; grew;) {
             grew = false;
             for (const auto &kv : env.funcs) {
-                if (is_member(kv.first) || !reduces_over(kv.second, dom)) continue;
+                if (is_member(kv.first) || !reduces_over(kv.second, dom) ||
+                    directed_elsewhere.count(kv.first))
+                    continue;
                 ReduceOp o;
                 Expr term;
                 if (!parse_update(kv.second, &o, &term)) continue;
@@ -558,6 +569,7 @@ class Chain {
     LoweringEnv &env;
     const FusionDirective &d;
     std::string what;
+    std::set<std::string> directed_elsewhere;
 
     /** Where e can differ from `identity`: false where e is a select of
      * the identity, true where nothing is known. */
@@ -772,7 +784,9 @@ class Chain {
         std::vector<std::string> found;
         visit_calls(m.g, [&](const Call *c) {
             auto it = env.funcs.find(c->name);
-            if (it == env.funcs.end() || !reduces_over(it->second, dom)) return;
+            if (it == env.funcs.end() || !reduces_over(it->second, dom) ||
+                directed_elsewhere.count(c->name))
+                return;
             const FunctionPtr &p = it->second;
             for (size_t k = 0; k < c->args.size(); k++) {
                 const Variable *v = c->args[k].as<Variable>();
@@ -823,6 +837,23 @@ class Chain {
         // rolls its own points in registers). A lone rolling_update would
         // be the reduction itself.
         bool leader_depends = !member(leader).producers.empty();
+        if (!leader_depends && members.size() > 1) {
+            // Others read the leader: the chain ends elsewhere.
+            std::vector<std::string> last;
+            for (const Member &m : members) {
+                bool read = false;
+                for (const Member &o : members) {
+                    read |= std::find(o.producers.begin(), o.producers.end(), m.name) !=
+                            o.producers.end();
+                }
+                if (!read) last.push_back(m.name);
+            }
+            user_error << what << ": " << leader << " reads no other reduction over "
+                       << dom->domain[0].var << ", but " << join(last, " and ")
+                       << (last.size() == 1 ? " reads" : " read") << " it: the chain ends at "
+                       << join(last, " and ") << ". Give the directive to "
+                       << (last.size() == 1 ? "it" : "one of them") << " instead.";
+        }
         user_assert(leader_depends || d.kind == FusionDirective::SplitK)
             << what << ": " << leader << " reads no other reduction over " << dom->domain[0].var
             << ", so there is no chain to fuse. Schedule it directly.";
@@ -1875,7 +1906,13 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
                 }
             }
         }
-        Chain chain(env, eff);
+        std::set<std::string> directed_elsewhere;
+        for (const FusionDirective &other : s.fusions) {
+            if (&other == &d) continue;
+            directed_elsewhere.insert(other.func);
+            directed_elsewhere.insert(other.reduction);
+        }
+        Chain chain(env, eff, directed_elsewhere);
         chain.discover();
         chain.derive(env.fusion_log);
         Rewriter rw(env, s, eff, chain);

@@ -209,7 +209,9 @@ class Schedule {
      * X may be a lone reduction too, reading no other over `r`: this is
      * then Halide's rfactor in chunks (a row's sum with a chunk per GPU
      * thread: each thread sums its own points in a loop of its own, the
-     * block combines the sums). */
+     * block combines the sums), and reductions that read X read its
+     * combined value. A reduction another directive names is not part of
+     * X's chain: X reads its result. */
     Stage split_k(const Func &X, const RVar &r, const Expr &chunks, const Var &chunk,
                   ChunkLayout layout = ChunkLayout::Contiguous);
 

@@ -101,6 +101,21 @@ TEST(FusionErrors, NoChainToFuse) {
         {"rolling_update(l, r.x)", "reads no other reduction", "no chain to fuse"}));
 }
 
+TEST(FusionErrors, RollingUpdateFromTheChainsFirstReduction) {
+    // m reads no other reduction, but l reads it: rolling_update(m) would
+    // roll l's chain from the wrong end. (split_k of m alone is rfactor,
+    // l then reads its result: SplitK.ALoneReductionIsSplitAsRfactor.)
+    Rows a;
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.l(a.i);
+    Schedule rolled;
+    rolled.rolling_update(a.m, a.r);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(rolled); },
+        {"rolling_update(m, r.x): m reads no other reduction over r.x, but l reads it",
+         "the chain ends at l", "Give the directive to it instead"}));
+}
+
 TEST(FusionErrors, DependentMustStartAtIdentity) {
     Rows a;
     a.l(a.i) = 1.0f;
