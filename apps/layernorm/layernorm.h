@@ -62,11 +62,23 @@ struct LayerNorm {
      * the output row is written `vector` floats per thread. With
      * `stage_rows` the row is copied into shared memory first, so that its
      * three passes read device memory once (rows up to 58,112 floats on
-     * sm_90). */
+     * sm_90). Without, each reduction's pass has each thread sum its own
+     * interleaved points (two vectors a step) in a loop of its own before
+     * the block combines the sums (loom_apps::reduce_row_per_thread): its
+     * whole steps have no test of the row's end, and nvcc unrolls them. */
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
                       bool stage_rows = true) const {
-        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_x, sum_sq}, {mean, inv_std},
-                                        threads, vector, stage_rows);
+        if (stage_rows) {
+            loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_x, sum_sq},
+                                            {mean, inv_std}, threads, vector, true);
+            return;
+        }
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {mean, inv_std}, threads,
+                                        vector, false);
+        // sum_x first: its split_k is Halide's rfactor of it alone, after
+        // which sum_sq reads its combined value (a chain no more).
+        loom_apps::reduce_row_per_thread(sch, sum_x, k, out, r, threads, 2 * vector);
+        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, 2 * vector);
     }
     /** The promises of loom_apps::promise_aligned_rows, with gamma and beta: the GPU
      * schedule's vectors then move as aligned words, untested. */

@@ -175,7 +175,7 @@ struct GpuRowApps {
     layernorm::LayerNorm ln;
     rmsnorm::RmsNorm rms;
     elementwise::SiluChain chain;
-    Schedule sm_gpu, sm_online_gpu, ln_gpu, rms_gpu, rms_unstaged_gpu, chain_gpu;
+    Schedule sm_gpu, sm_online_gpu, ln_gpu, ln_unstaged_gpu, rms_gpu, rms_unstaged_gpu, chain_gpu;
     explicit GpuRowApps(bool aligned) {
         if (aligned) {
             sm.promise_aligned_rows();
@@ -186,6 +186,7 @@ struct GpuRowApps {
         sm.schedule_gpu(sm_gpu);
         sm.schedule_gpu_online(sm_online_gpu);
         ln.schedule_gpu(ln_gpu);
+        ln.schedule_gpu(ln_unstaged_gpu, 256, 4, false);
         rms.schedule_gpu(rms_gpu);
         rms.schedule_gpu(rms_unstaged_gpu, 256, 4, false);
         chain.schedule_gpu(chain_gpu);
