@@ -17,7 +17,10 @@ param aligned_rows=true): checked at rows of 4096 floats and seen to refuse
 rows of 3001, and timed as "Loom, aligned" where the rows are a multiple of
 4 floats; and a third time with the target feature fast_math
 (loom_<app>_cuda_fast: the GPU's approximate exp, division and square root,
-as Triton's kernels use), timed as "Loom, fast". Bandwidth counts the bytes a
+as Triton's kernels use), timed as "Loom, fast"; the row apps a fourth time
+unstaged (loom_<app>_cuda_unstaged, generator param stage_rows=false: each
+thread reduces its own points of the row, softmax online, and the row is
+read twice), timed as "Loom, unstaged". Bandwidth counts the bytes a
 kernel must move (its input read once, its output written once), like
 apps/bench/gpu_memory_bound_bench. On the GPU everything runs on PyTorch's
 current stream (loom_cuda_set_stream) and is timed with CUDA events; on the
@@ -122,14 +125,15 @@ class Library:
         return message.decode() if message else "(no message)"
 
     def kernel(self, app, device, variant=""):
-        """The app for the device; variant "aligned" or "fast" for the
-        library's other versions of it."""
+        """The app for the device; variant "aligned", "fast" or "unstaged"
+        for the library's other versions of it."""
         return Kernel(self, "loom_%s_%s%s" % (app, device, "_" + variant if variant else ""))
 
     def has(self, app, device, variant):
         """Whether the library has the variant ("aligned": aligned rows
         promised, generator param aligned_rows=true; "fast": the target
-        feature fast_math) of the app for the device."""
+        feature fast_math; "unstaged": generator param stage_rows=false) of
+        the app for the device."""
         return hasattr(self.lib, "loom_%s_%s_%s_argv" % (app, device, variant))
 
 
@@ -302,7 +306,7 @@ def benchmark(torch, library, device, rows, cols, timer, compile_too, generator)
         rows_of_table = [("Loom (AOT)", timer(loom_call))]
         expected = torch_fn(*inputs)
         outputs = [loom_out]
-        for variant in ("aligned", "fast"):
+        for variant in ("aligned", "fast", "unstaged"):
             if not library.has(app, device, variant) or (variant == "aligned" and cols % 4):
                 continue
             variant_out = torch.empty_like(x)
@@ -380,10 +384,11 @@ def main():
         for rows, cols in ((37, 3001), (5, 4096)):
             worst = check(torch, library, app, args.device, rows, cols, generator)
             print("  %-11s %5d x %-5d worst absolute difference %.2e" % (app, rows, cols, worst))
-        if library.has(app, args.device, "fast"):
-            worst = check(torch, library, app, args.device, 37, 3001, generator, "fast")
-            print("  %-11s %5d x %-5d worst absolute difference %.2e (fast_math)"
-                  % (app, 37, 3001, worst))
+        for variant, what in (("fast", "fast_math"), ("unstaged", "unstaged")):
+            if library.has(app, args.device, variant):
+                worst = check(torch, library, app, args.device, 37, 3001, generator, variant)
+                print("  %-11s %5d x %-5d worst absolute difference %.2e (%s)"
+                      % (app, 37, 3001, worst, what))
         if library.has(app, args.device, "aligned"):
             # Rows of a multiple of 4 floats; others are refused, by name.
             worst = check(torch, library, app, args.device, 5, 4096, generator, "aligned")

@@ -4,7 +4,8 @@
 
 /** The apps in the library, comma-separated: each is loom_<app>_cpu,
  * loom_<app>_cuda, loom_<app>_cuda_aligned (aligned rows promised: rows
- * of a multiple of 4 floats) and loom_<app>_cuda_fast (target feature
- * fast_math: approximate exp, division and square root), with their _argv
- * and _metadata entry points. */
+ * of a multiple of 4 floats), loom_<app>_cuda_fast (target feature
+ * fast_math: approximate exp, division and square root) and, for the row
+ * apps, loom_<app>_cuda_unstaged (generator param stage_rows=false), with
+ * their _argv and _metadata entry points. */
 const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }
