@@ -154,8 +154,8 @@ if runs bench; then
       found=1
       echo "### $bench"
       # Line-buffered, so that a benchmark stopped at the phase's limit
-      # keeps the lines it printed. (gpu_memory_bound_bench prints about 80:
-      # a check and a timing per kernel.)
+      # keeps the lines it printed. (gpu_memory_bound_bench prints about
+      # 110: a check and a timing per kernel, and its summary.)
       limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" 2>&1 | tail -n 150
     done
     [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
@@ -170,7 +170,7 @@ if runs torch; then
     lib="apps/bench/libloom_torch_kernels.so"
     if [[ -f "$lib" ]]; then
       limited "${LOOM_PYTHON:-python3}" "$LOOM_ROOT/apps/bench/torch_compare.py" --lib "$lib" --device cuda \
-        2>&1 | grep -v "Warning\|warn(" | tail -n 60
+        2>&1 | grep -v "Warning\|warn(" | tail -n 100
       echo "torch_compare exit status: ${PIPESTATUS[0]}"
     else
       echo "(libloom_torch_kernels.so is not built)"
