@@ -111,11 +111,15 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // with four times the threads to share each row's reductions. With
     // fast_math: what the accurate exp and division cost, which each point
     // of softmax's output pays.
+    // Per thread: each reduction made by each thread over its own points
+    // of the row (a loop of its own, which nvcc unrolls) before the block
+    // combines them (softmax online); unstaged, always so.
     struct Variant {
         bool staged;
         int threads;
         bool fast_math;
         const char *name;
+        bool per_thread = false;
     };
     const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
     for (const Variant &v :
@@ -123,23 +127,31 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
           Variant{false, 1024, false, " (unstaged, 1024 threads)"},
           Variant{false, 1024, true, " (unstaged, 1024 threads, fast_math)"},
           Variant{true, 1024, false, " (1024 threads)"}, Variant{true, 256, true, " (fast_math)"},
-          Variant{true, 1024, true, " (1024 threads, fast_math)"}}) {
+          Variant{true, 1024, true, " (1024 threads, fast_math)"},
+          Variant{true, 256, false, " (staged, per thread)", true},
+          Variant{true, 1024, false, " (staged, per thread, 1024 threads)", true}}) {
         const bool staged = v.staged;
         if (!staged && !unstaged_too) continue;
         const std::string name = v.name + suffix;
         const Target target = v.fast_math ? fast_gpu : gpu;
         Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr, target};
-        sm.schedule_gpu(s.gpu, v.threads, 4, staged);
-        cases.push_back(s);
         Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr, target};
-        ln.schedule_gpu(l.gpu, v.threads, 4, staged);
+        Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr, target};
+        if (v.per_thread) {
+            sm.schedule_gpu_online(s.gpu, v.threads, 4, 0, staged);
+            ln.schedule_gpu_per_thread(l.gpu, v.threads, 4, staged);
+            rms.schedule_gpu_per_thread(n.gpu, v.threads, 4, staged);
+        } else {
+            sm.schedule_gpu(s.gpu, v.threads, 4, staged);
+            ln.schedule_gpu(l.gpu, v.threads, 4, staged);
+            rms.schedule_gpu(n.gpu, v.threads, 4, staged);
+        }
+        cases.push_back(s);
         l.bind = [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
             gamma.set(pseudo_random({cols}, 7));
             beta.set(pseudo_random({cols}, 8));
         };
         cases.push_back(l);
-        Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr, target};
-        rms.schedule_gpu(n.gpu, v.threads, 4, staged);
         n.bind = [weight = rms.weight](int, int cols) mutable {
             Buffer<float> w({cols});
             for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);

@@ -62,23 +62,32 @@ struct LayerNorm {
      * the output row is written `vector` floats per thread. With
      * `stage_rows` the row is copied into shared memory first, so that its
      * three passes read device memory once (rows up to 58,112 floats on
-     * sm_90). Without, each reduction's pass has each thread sum its own
-     * interleaved points (two vectors a step) in a loop of its own before
-     * the block combines the sums (loom_apps::reduce_row_per_thread): its
-     * whole steps have no test of the row's end, and nvcc unrolls them. */
+     * sm_90). Without, schedule_gpu_per_thread: the row is read three
+     * times, the second and third from L2 as a rule. */
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
                       bool stage_rows = true) const {
-        if (stage_rows) {
-            loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_x, sum_sq},
-                                            {mean, inv_std}, threads, vector, true);
+        if (!stage_rows) {
+            schedule_gpu_per_thread(sch, threads, vector, false);
             return;
         }
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_x, sum_sq}, {mean, inv_std},
+                                        threads, vector, true);
+    }
+    /** One GPU block per row, as schedule_gpu, but each reduction's pass
+     * has each thread sum its own interleaved points in a loop of its own
+     * before the block combines the sums (loom_apps::reduce_row_per_thread):
+     * its whole steps have no test of the row's end, and nvcc unrolls them.
+     * Each sum is split alone (Halide's rfactor), sum_sq reading the mean
+     * of sum_x's combined value. Two vectors a step from device memory;
+     * with `stage_rows`, one from the row's copy in shared memory (no bank
+     * conflicts). */
+    void schedule_gpu_per_thread(loom::Schedule &sch, int threads = 256, int vector = 4,
+                                 bool stage_rows = false) const {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {mean, inv_std}, threads,
-                                        vector, false);
-        // sum_x first: its split_k is Halide's rfactor of it alone, after
-        // which sum_sq reads its combined value (a chain no more).
-        loom_apps::reduce_row_per_thread(sch, sum_x, k, out, r, threads, 2 * vector);
-        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, 2 * vector);
+                                        vector, stage_rows);
+        const int step = stage_rows ? vector : 2 * vector;
+        loom_apps::reduce_row_per_thread(sch, sum_x, k, out, r, threads, step);
+        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, step);
     }
     /** The promises of loom_apps::promise_aligned_rows, with gamma and beta: the GPU
      * schedule's vectors then move as aligned words, untested. */

@@ -46,22 +46,31 @@ struct RmsNorm {
      * threads, the row's scale is a single point in shared memory, and the
      * output row is written `vector` floats per thread. With `stage_rows`
      * the row is copied into shared memory first, so that both passes read
-     * device memory once (rows up to 58,112 floats on sm_90). Without, the
-     * row is read twice, the second time from L2 as a rule, and each
-     * thread sums its own interleaved points (two vectors a step) in a
-     * loop of its own before the block combines the sums
-     * (loom_apps::reduce_row_per_thread): its whole steps have no test of
-     * the row's end, and nvcc unrolls them. */
+     * device memory once (rows up to 58,112 floats on sm_90). Without,
+     * schedule_gpu_per_thread: the row is read twice, the second time from
+     * L2 as a rule. */
     void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
                       bool stage_rows = true) const {
-        if (stage_rows) {
-            loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_sq}, {inv_rms}, threads,
-                                            vector, true);
+        if (!stage_rows) {
+            schedule_gpu_per_thread(sch, threads, vector, false);
             return;
         }
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_sq}, {inv_rms}, threads,
+                                        vector, true);
+    }
+    /** One GPU block per row, as schedule_gpu, but each thread sums its
+     * own interleaved points of the row in a loop of its own before the
+     * block combines the sums (loom_apps::reduce_row_per_thread): its
+     * whole steps have no test of the row's end, and nvcc unrolls them.
+     * Two vectors a step from device memory; with `stage_rows`, one from
+     * the row's copy in shared memory (neighbouring threads then read
+     * neighbouring 16-byte words: no bank conflicts). */
+    void schedule_gpu_per_thread(loom::Schedule &sch, int threads = 256, int vector = 4,
+                                 bool stage_rows = false) const {
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {inv_rms}, threads, vector,
-                                        false);
-        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, 2 * vector);
+                                        stage_rows);
+        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads,
+                                         stage_rows ? vector : 2 * vector);
     }
     /** The promises of loom_apps::promise_aligned_rows, with the weight: the GPU
      * schedule's vectors then move as aligned words, untested. */

@@ -89,18 +89,18 @@ struct Softmax {
      * softmax of torch.compile's kernels: no shared memory for the row, so
      * any row length, and an SM holds as many blocks as their registers
      * allow. Each step of a thread rolls `per_step` floats (0: two
-     * vectors): more of them put more loads in flight and pay one repair
-     * for more points, for more registers (on sm_90, 4 and 8 floats take 32
-     * registers a thread, 16 take 48). */
+     * vectors, or one with `stage_rows`): more of them put more loads in
+     * flight and pay one repair for more points, for more registers (on
+     * sm_90, 4 and 8 floats take 32 registers a thread, 16 take 48). With
+     * `stage_rows` the row is first copied into shared memory, as
+     * schedule_gpu does, and the online pass reads it there: one read of
+     * device memory, and one pass over the copy instead of two. */
     void schedule_gpu_online(loom::Schedule &sch, int threads = 256, int vector = 4,
-                             int per_step = 0) const {
-        using namespace loom;
-        Var co("co"), ci("ci"), cv("cv");
-        sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
-        sch[out].gpu_blocks(r).gpu_threads(ci);
-        loom_apps::reduce_row_per_thread(sch, row_sum, k, out, r, threads,
-                                         per_step > 0 ? per_step : 2 * vector);
-        for (const Func &f : {row_max, inv_sum}) sch[f].compute_at(out, r);
+                             int per_step = 0, bool stage_rows = false) const {
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {row_max, inv_sum}, threads,
+                                        vector, stage_rows);
+        const int step = per_step > 0 ? per_step : stage_rows ? vector : 2 * vector;
+        loom_apps::reduce_row_per_thread(sch, row_sum, k, out, r, threads, step);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU
      * schedule's vectors then move as aligned words, untested. */

@@ -175,7 +175,11 @@ struct GpuRowApps {
     layernorm::LayerNorm ln;
     rmsnorm::RmsNorm rms;
     elementwise::SiluChain chain;
-    Schedule sm_gpu, sm_online_gpu, ln_gpu, ln_unstaged_gpu, rms_gpu, rms_unstaged_gpu, chain_gpu;
+    /** Each app's output and GPU schedule, with its number of row
+     * reductions: staged (the default), unstaged (each thread reducing its
+     * own points, softmax online), and staged with each thread reducing
+     * its own points of the copy. */
+    std::vector<std::tuple<Func, Schedule, int>> schedules;
     explicit GpuRowApps(bool aligned) {
         if (aligned) {
             sm.promise_aligned_rows();
@@ -183,19 +187,22 @@ struct GpuRowApps {
             rms.promise_aligned_rows();
             chain.promise_aligned_rows();
         }
-        sm.schedule_gpu(sm_gpu);
-        sm.schedule_gpu_online(sm_online_gpu);
-        ln.schedule_gpu(ln_gpu);
-        ln.schedule_gpu(ln_unstaged_gpu, 256, 4, false);
-        rms.schedule_gpu(rms_gpu);
-        rms.schedule_gpu(rms_unstaged_gpu, 256, 4, false);
-        chain.schedule_gpu(chain_gpu);
+        for (bool staged : {true, false}) {
+            Schedule s, l, n;
+            sm.schedule_gpu(s, 256, 4, staged);
+            ln.schedule_gpu(l, 256, 4, staged);
+            rms.schedule_gpu(n, 256, 4, staged);
+            schedules.insert(schedules.end(), {{sm.out, s, 2}, {ln.out, l, 2}, {rms.out, n, 1}});
+        }
+        Schedule s, l, n, c;
+        sm.schedule_gpu_online(s, 256, 4, 0, true);
+        ln.schedule_gpu_per_thread(l, 256, 4, true);
+        rms.schedule_gpu_per_thread(n, 256, 4, true);
+        chain.schedule_gpu(c);
+        schedules.insert(schedules.end(),
+                         {{sm.out, s, 2}, {ln.out, l, 2}, {rms.out, n, 1}, {chain.out, c, 0}});
     }
-    /** Each app's output and GPU schedule, with its number of row reductions. */
-    std::vector<std::tuple<Func, Schedule, int>> kernels() const {
-        return {{sm.out, sm_gpu, 2},   {sm.out, sm_online_gpu, 2},     {ln.out, ln_gpu, 2},
-                {rms.out, rms_gpu, 1}, {rms.out, rms_unstaged_gpu, 1}, {chain.out, chain_gpu, 0}};
-    }
+    const std::vector<std::tuple<Func, Schedule, int>> &kernels() const { return schedules; }
 };
 
 TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
