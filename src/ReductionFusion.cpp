@@ -1186,6 +1186,16 @@ class Rewriter {
             if (interleaved) return s * chunks + cv;
             return chunked ? cv * (tiled ? tiles_per_chunk : size) + s : s;
         };
+        /** Untiled: the point that step `s` of chunk cv rolls, clamped into
+         * the chunk and the domain (a step past either is predicated off).
+         * A contiguous chunk's end is written as min(base + size, N), not
+         * base + limit: interval arithmetic then bounds it by N. */
+        auto point_of_step = [&](const Expr &s) -> Expr {
+            if (!chunked) return r_min + s;
+            Expr global = global_unit(s);
+            return r_min + (interleaved ? min(global, r_extent - 1)
+                                        : min(global, min(cv * size + size, r_extent) - 1));
+        };
 
         /** Where a step or a bridge is: its chunk, and its global tile (tiled)
          * or point of r (untiled). */
@@ -1227,15 +1237,8 @@ class Rewriter {
             tile_dom = make_domain(leader + "." + inner, inner, 0, tile, pred);
         } else {
             Expr t = Variable::make(Int(32), r);
-            Expr pred, at = r_min + t;
-            if (chunked) {
-                Expr global = global_unit(t);
-                pred = global < r_extent;
-                // The end written as min(base + size, N), not base + limit:
-                // interval arithmetic then bounds it by N.
-                at = r_min + (interleaved ? min(global, r_extent - 1)
-                                          : min(global, min(cv * size + size, r_extent) - 1));
-            }
+            Expr pred, at = point_of_step(t);
+            if (chunked) pred = global_unit(t) < r_extent;
             if (predicate.defined()) pred = and_predicates(pred, substitute(r, at, predicate));
             steps = make_domain(leader + "." + r, r, 0, span, pred);
         }
@@ -1251,12 +1254,8 @@ class Rewriter {
             step_piece.tile = !chunked             ? step
                               : chunk_var_in_tiles ? global_unit(step)
                                                    : min(global_unit(step), last_tile);
-        } else if (interleaved) {
-            step_piece.point = r_min + min(global_unit(step), r_extent - 1);
         } else {
-            step_piece.point =
-                chunked ? r_min + min(cv * size + step, min(cv * size + size, r_extent) - 1)
-                        : r_min + step;
+            step_piece.point = point_of_step(step);
         }
 
         auto args_of = [&](const Member &m, const Expr &c) {
@@ -1310,25 +1309,26 @@ class Rewriter {
             }
         }
         // Bridges see the producers' values for the chunk and tile of their
-        // key point. A tile is always in one of the chunks (chunks *
-        // tiles_per_chunk tiles cover the domain); the clamp says so to
-        // bounds inference, which cannot simplify (chunks * T - 1) / T and
-        // would otherwise give the partials a size known only at run time
-        // (on a GPU, one they cannot have in shared memory).
-        auto chunk_of_tile = [&](const Expr &g) {
+        // key point. chunk_of_unit(g): the chunk of global tile (point,
+        // untiled) g, the inverse of global_unit. A tile is always in one
+        // of the chunks (chunks * tiles_per_chunk tiles cover the domain);
+        // the clamp says so to bounds inference, which cannot simplify
+        // (chunks * T - 1) / T and would otherwise give the partials a size
+        // known only at run time (on a GPU, one they cannot have in shared
+        // memory).
+        auto chunk_of_unit = [&](const Expr &g) -> Expr {
+            if (!chunked) return Expr();
             if (interleaved) return clamp(g % chunks, 0, chunks - 1);
-            return chunked ? clamp(g / max(tiles_per_chunk, 1), 0, chunks - 1) : Expr();
+            return tiled ? clamp(g / max(tiles_per_chunk, 1), 0, chunks - 1) : g / size;
         };
         rewrite_bridges([&](const std::string &p, const Expr &key) {
             Piece at;
             Expr rel = key - r_min;
             if (tiled) {
                 at.tile = rel / tile;
-                at.c = chunk_of_tile(at.tile);
+                at.c = chunk_of_unit(at.tile);
             } else {
-                at.c = interleaved ? clamp(rel % chunks, 0, chunks - 1)
-                       : chunked   ? rel / size
-                                   : Expr();
+                at.c = chunk_of_unit(rel);
                 at.point = key;
             }
             return new_value(p, at);
@@ -1348,7 +1348,7 @@ class Rewriter {
             // schedule_functions makes once per tile.
             Piece at;
             at.tile = pure_var(outer);
-            at.c = chunk_var_in_tiles ? pure_var(chunk) : chunk_of_tile(at.tile);
+            at.c = chunk_var_in_tiles ? pure_var(chunk) : chunk_of_unit(at.tile);
             for (const Member &m : chain.members) {
                 FunctionPtr p = partial[m.name];
                 Expr start = current_of(m, at.c);
