@@ -253,6 +253,11 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
         result.params.begin(), result.params.end(),
         [](const ParameterPtr &a, const ParameterPtr &b) { return a->serial < b->serial; });
     s = add_buffer_checks(s, result.params, env);
+    if (!env.schedule_checks.empty()) {
+        std::vector<Stmt> checked = env.schedule_checks;
+        checked.push_back(s);
+        s = Block::make(checked);
+    }
     debug_print("add_buffer_checks", s);
 
     s = strip_promises(s);

@@ -1008,6 +1008,16 @@ class Rewriter {
         for (const Member &m : chain.members) refuse_dropped_loops(m, 1);
         Expr chunks = d.chunks;
         const std::string &c = d.chunk_var;
+        // A count known only at run time (a Param) is checked then: with
+        // none, every chunk would be empty and the combine would make the
+        // reductions' identities, a wrong answer with no error.
+        if (!is_const(chunks)) {
+            env.schedule_checks.push_back(AssertStmt::make(
+                chunks > 0,
+                error_message({StringImm::make(what + ": the number of chunks is "), chunks,
+                               StringImm::make("; it must be positive. Pass 1 or "
+                                               "more (1 makes one chunk: no split).")})));
+        }
         create_fused_functions();
         std::map<std::string, FunctionPtr> target;
         for (const Member &m : chain.members) {

@@ -44,6 +44,9 @@ struct LoweringEnv {
     std::vector<FusedGroup> groups;
     /** What reduction fusion derived and how it accepted each repair. */
     std::vector<std::string> fusion_log;
+    /** Checks of values the schedule takes at run time (split_k's number of
+     * chunks from a Param), made before the pipeline touches a buffer. */
+    std::vector<Stmt> schedule_checks;
     bool is_output(const std::string &name) const;
     /** The group `name` leads, or null. */
     const FusedGroup *group_led_by(const std::string &name) const;

@@ -167,6 +167,31 @@ TEST(FusionErrors, SplitKArguments) {
                                           {"rolling_update(l, r.x)", "already has a split_k"}));
 }
 
+TEST(FusionErrors, SplitKChunksFromAParamMustBePositive) {
+    // A count known only at run time is checked then: with no chunk, the
+    // combine would make the identities (zeros), a wrong answer.
+    for (ChunkLayout layout : {ChunkLayout::Contiguous, ChunkLayout::Interleaved}) {
+        Rows a;
+        a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+        a.out(a.i) = a.l(a.i);
+        Param<int> chunks("chunks");
+        Schedule sch;
+        sch.split_k(a.l, a.r, chunks, Var("c"), layout).compute_root();
+        sch[a.l].compute_root();
+        CompiledPipeline p = Pipeline(a.out).compile(sch);
+        Buffer<float> out({3}), expected(interpret(a.out, {3}));
+        for (int k : {0, -3}) {
+            chunks.set(k);
+            EXPECT_TRUE(throws_with<RuntimeError>(
+                [&] { p.realize({out}); },
+                {"split_k(l, r.x)", "number of chunks is " + std::to_string(k), "positive"}));
+        }
+        chunks.set(4);
+        p.realize({out});
+        EXPECT_TRUE(loom_test::buffers_match(out, expected, 1e-5, 1e-5));
+    }
+}
+
 TEST(FusionErrors, MultiDimensionalRDom) {
     BufferParam x(Float(32), 3, "x");
     Var i("i");
