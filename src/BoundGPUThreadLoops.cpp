@@ -33,7 +33,8 @@ class BoundThreadLoops : public LetTrackingMutator {
         }
         int64_t bound = 0;
         if (op->for_type == ForType::GPUThread) {
-            if (const int64_t *n = as_const_int(simplify(extent))) {
+            const Expr simplified = simplify(extent);
+            if (const int64_t *n = as_const_int(simplified)) {
                 // Constant already: say so, for the passes that read the
                 // block's shape.
                 return For::make(op->name, op->min, make_const(op->extent.type(), *n), op->for_type,

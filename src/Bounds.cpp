@@ -936,7 +936,8 @@ class ConstantBounds {
         Interval i = bounds_of_expr_in_scope(e, scope);
         Expr end = upper ? i.max : i.min;
         if (!end.defined()) return false;
-        if (const int64_t *c = as_const_int(simplify(end))) {
+        const Expr simplified = simplify(end);
+        if (const int64_t *c = as_const_int(simplified)) {
             *out = *c;
             return true;
         }

@@ -85,7 +85,8 @@ std::string describe_thread_loops(const Stmt &kernel_body) {
             // Loops are named func.sK.var: the vars alone, innermost first.
             std::string extents, vars;
             for (auto l = enclosing.rbegin(); l != enclosing.rend(); ++l) {
-                const int64_t *n = as_const_int(simplify((*l)->extent));
+                const Expr extent = simplify((*l)->extent);
+                const int64_t *n = as_const_int(extent);
                 extents += (extents.empty() ? "" : " x ") + (n ? std::to_string(*n) : "?");
                 const std::string &name = (*l)->name;
                 vars += (vars.empty() ? "" : ", ") + var_of_loop(name);
@@ -129,7 +130,8 @@ const For *gpu_block_shape(const Stmt &kernel_body, int block[3]) {
         void visit(const For *op) override {
             if (op->for_type == ForType::GPUThread) {
                 const int dim = gpu_loop_chain_depth(op->body, ForType::GPUThread);
-                const int64_t *n = as_const_int(simplify(op->extent));
+                const Expr extent = simplify(op->extent);
+                const int64_t *n = as_const_int(extent);
                 if ((!n || *n <= 0 || dim > 2) && !not_constant) not_constant = op;
                 if (n && dim <= 2) block[dim] = std::max<int>(block[dim], static_cast<int>(*n));
             }

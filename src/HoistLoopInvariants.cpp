@@ -143,7 +143,8 @@ class HoistLoopInvariants : public IRMutator {
         int64_t elements = 1;
         bool constant = !op->condition.defined() || is_const_one(op->condition);
         for (const Expr &e : op->extents) {
-            const int64_t *n = as_const_int(simplify(e));
+            const Expr simplified = simplify(e);
+            const int64_t *n = as_const_int(simplified);
             constant = constant && n;
             if (n) elements *= *n;
         }

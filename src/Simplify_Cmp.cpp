@@ -296,7 +296,8 @@ void Simplify::compare(const Expr &a, const Expr &b, bool *lt, bool *le, bool *g
         }
         const int64_t *c = pos && neg && equal(pos->b, neg->b) ? as_const_int(pos->b) : nullptr;
         if (c && *c > 0) {
-            const int64_t *D = as_const_int(rewrite_sub(pos->a, neg->a));
+            const Expr difference = rewrite_sub(pos->a, neg->a);
+            const int64_t *D = as_const_int(difference);
             if (D && *D > INT32_MIN && *D < INT32_MAX) {
                 int64_t lo = div_imp(*D, *c), hi = div_imp(*D + *c - 1, *c);
                 lo += f.constant;
