@@ -498,6 +498,23 @@ Expr Simplify::rewrite_div(const Expr &a, const Expr &b) {
                     return Broadcast::make(rewrite_div(ramp->base, cs), ramp->lanes);
                 }
             }
+            // The same by the base's range past its multiples of c: the
+            // terms of the base whose factor c divides leave a rest that,
+            // with the ramp's span, stays in [0, c) (a thread's vector
+            // 4 * t + [0, 4) of a period of 4 * threads, t < threads).
+            int64_t span;
+            if (c > 0 && s > 0 && !__builtin_mul_overflow(s, ramp->lanes - 1, &span)) {
+                LinearForm base(t.element_of()), rest(t.element_of());
+                base.add(ramp->base, 1);
+                for (const LinearForm::Term &term : base.terms) {
+                    if (term.coeff % c != 0) rest.add_term(term.e, term.coeff);
+                }
+                rest.add_const(mod_imp(base.constant, c));
+                ExprInfo ir = info_of_linear(rest);
+                if (ir.bounded() && ir.min >= 0 && ir.max < c - span) {
+                    return Broadcast::make(rewrite_div(ramp->base, cs), ramp->lanes);
+                }
+            }
         }
         return Div::make(a, b);
     }

@@ -484,6 +484,22 @@ TEST(Simplify, Vectors) {
                     Ramp::make(Cast::make(Int(64), x), make_const(Int(64), 1), 4));
 }
 
+TEST(Simplify, RampDividedWithinOneMultiple) {
+    // A thread's vector of a row, 4 * t + [0, 4) past a multiple of 1024
+    // (t < 256): every lane has the same quotient by 1024, though the base
+    // is aligned to 4 only. With t up to 256, the last lanes cross into the
+    // next multiple.
+    Expr co = var("co"), t = var("t");
+    Scope<Interval> threads;
+    threads.push("t", Interval(Expr(0), Expr(255)));
+    Expr lanes = Ramp::make(co * 1024 + t * 4, 1, 4) / Broadcast::make(Expr(1024), 4);
+    Expr s = simplify(lanes, true, threads);
+    EXPECT_TRUE(equal(s, Broadcast::make(co, 4))) << s;
+    Scope<Interval> wider;
+    wider.push("t", Interval(Expr(0), Expr(256)));
+    EXPECT_EQ(simplify(lanes, true, wider).as<Broadcast>(), nullptr);
+}
+
 TEST(Simplify, Stmts) {
     Expr x = var("x"), n = var("n");
     Stmt store = Store::make("buf", x, x, Expr());
