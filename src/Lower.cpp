@@ -262,6 +262,10 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     s = strip_promises(s);
     s = bound_gpu_thread_loops(s);
+    // Bounds inference brings in buffer sizes that the schedule names
+    // (bound(c, 0, in.dim(1).extent())): fixed ones are constants, which
+    // per-thread storage must count.
+    s = substitute_fixed_sizes(s, promising);
     s = privatize_thread_owned_storage(s, env);
     debug_print("privatize_thread_owned_storage", s);
     s = storage_flattening(s, env);

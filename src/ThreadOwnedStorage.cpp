@@ -33,6 +33,73 @@ const char *const axis_names[3] = {"x", "y", "z"};
 
 Expr thread_index(int axis) { return Variable::make(Int(32), thread_index_names[axis]); }
 
+/** A condition a + gap <= b that holds where a guard stands. */
+struct Ordering {
+    Expr a, b;
+    int gap;
+};
+
+/** The orderings that `condition` (likely(), conjunctions, comparisons)
+ * states. */
+std::vector<Ordering> orderings_of(const Expr &condition) {
+    std::vector<Ordering> found;
+    std::vector<Expr> terms{condition};
+    while (!terms.empty()) {
+        Expr c = terms.back();
+        terms.pop_back();
+        if (const Call *l = c.as<Call>(); l && l->is_intrinsic(Call::likely)) {
+            terms.push_back(l->args[0]);
+        } else if (const And *a = c.as<And>()) {
+            terms.push_back(a->a);
+            terms.push_back(a->b);
+        } else if (const LE *le = c.as<LE>()) {
+            found.push_back({le->a, le->b, 0});
+        } else if (const LT *lt = c.as<LT>()) {
+            found.push_back({lt->a, lt->b, 1});
+        } else if (const GE *ge = c.as<GE>()) {
+            found.push_back({ge->b, ge->a, 0});
+        } else if (const GT *gt = c.as<GT>()) {
+            found.push_back({gt->b, gt->a, 1});
+        }
+    }
+    return found;
+}
+
+/** e with each min(x, y) or max(x, y) that the orderings decide replaced
+ * by the side it picks: a point clamped to the end of a row, min(p, n - 1),
+ * read under the guard p < n is p. */
+class DropImpliedClamps : public IRMutator {
+  public:
+    explicit DropImpliedClamps(const std::vector<Ordering> &orderings) : orderings(orderings) {}
+
+  protected:
+    using IRMutator::visit;
+    const std::vector<Ordering> &orderings;
+
+    /** Whether x <= y follows from an ordering a + gap <= b, with x - a
+     * and y - b constants. */
+    bool at_most(const Expr &x, const Expr &y) const {
+        for (const Ordering &o : orderings) {
+            const Expr below = simplify(x - o.a), above = simplify(y - o.b);
+            const int64_t *c = as_const_int(below), *d = as_const_int(above);
+            if (c && d && *c - o.gap <= *d) return true;  // x <= b - gap + c <= y
+        }
+        return false;
+    }
+    Expr visit(const Min *op) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (at_most(a, b)) return a;
+        if (at_most(b, a)) return b;
+        return Min::make(a, b);
+    }
+    Expr visit(const Max *op) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (at_most(b, a)) return a;
+        if (at_most(a, b)) return b;
+        return Max::make(a, b);
+    }
+};
+
 /** What the code around a point of a kernel says about the values there:
  * the lets, the thread loops' variables as their min plus the thread's
  * index (and those of loops of one iteration as their min), the ranges of
@@ -48,7 +115,8 @@ class Context {
         Expr min = resolve(op->min), extent = resolve(op->extent);
         if (op->for_type == ForType::GPUThread) {
             const int axis = gpu_loop_chain_depth(op->body, ForType::GPUThread);
-            const int64_t *n = as_const_int(simplify(extent));
+            const Expr simplified = simplify(extent);
+            const int64_t *n = as_const_int(simplified);
             const int64_t count = n ? *n : -1;
             loop_values[op->name] = min + thread_index(axis);
             threads.push_back({axis, count});
@@ -68,38 +136,32 @@ class Context {
         facts.pop_back();
     }
 
-    /** Enters the true branch of `condition`; returns how many bindings
-     * it added, for pop_guard. */
-    int push_guard(const Expr &condition) {
-        int added = 0;
-        std::vector<Expr> terms{resolve(condition)};
-        while (!terms.empty()) {
-            Expr c = terms.back();
-            terms.pop_back();
-            if (const Call *l = c.as<Call>(); l && l->is_intrinsic(Call::likely)) {
-                terms.push_back(l->args[0]);
-            } else if (const And *a = c.as<And>()) {
-                terms.push_back(a->a);
-                terms.push_back(a->b);
-            } else if (const LE *le = c.as<LE>()) {
-                added += bind_ordered(le->a, le->b, 0);
-            } else if (const LT *lt = c.as<LT>()) {
-                added += bind_ordered(lt->a, lt->b, 1);
-            } else if (const GE *ge = c.as<GE>()) {
-                added += bind_ordered(ge->b, ge->a, 0);
-            } else if (const GT *gt = c.as<GT>()) {
-                added += bind_ordered(gt->b, gt->a, 1);
-            }
+    /** What push_guard added, for pop_guard. */
+    struct GuardMark {
+        int bindings = 0;
+        size_t orderings = 0;
+    };
+    /** Enters the true branch of `condition`: its orderings hold, and
+     * the variables they bound are bound. */
+    GuardMark push_guard(const Expr &condition) {
+        GuardMark mark;
+        for (const Ordering &o : orderings_of(resolve(condition))) {
+            orderings.push_back(o);
+            mark.orderings++;
+            mark.bindings += bind_ordered(o.a, o.b, o.gap);
         }
-        return added;
+        return mark;
     }
-    void pop_guard(int added) {
-        for (int i = 0; i < added; i++) {
+    void pop_guard(const GuardMark &mark) {
+        orderings.resize(orderings.size() - mark.orderings);
+        for (int i = 0; i < mark.bindings; i++) {
             guard_bindings.erase(guard_order.back());
             guard_order.pop_back();
             facts.pop_back();
         }
     }
+    /** The orderings that the enclosing guards state, resolved. */
+    std::vector<Ordering> orderings;
 
     /** e with the lets, the loop variables known as expressions and the
      * guard bindings substituted. */
@@ -110,6 +172,13 @@ class Context {
         if (!guard_bindings.empty()) r = substitute(guard_bindings, r);
         return r;
     }
+    /** e with the lets substituted only: an expression of the loops'
+     * variables, valid where e stands. */
+    Expr resolve_lets(const Expr &e) const {
+        return substitute_in_all_lets(substitute_enclosing_lets(lets, e));
+    }
+    /** The ranges of the enclosing loops and the thread indices. */
+    Scope<Interval> loop_facts() const { return fact_scope(); }
     /** Applies only the guard bindings (to an expression resolved
      * outside them). */
     Expr rebind(const Expr &e) const {
@@ -142,8 +211,9 @@ class Context {
     int bind_ordered(const Expr &a, const Expr &b, int gap) {
         const Expr difference = simplify(b - a);
         for (const std::string &v : free_variables(difference)) {
-            if (v.rfind("loom.", 0) == 0 || guard_bindings.count(v) || loop_values.count(v)) {
-                continue;  // a thread index, slack or known value
+            if (v.rfind("loom.", 0) == 0 || guard_bindings.count(v) || loop_values.count(v) ||
+                is_loop_variable(v)) {
+                continue;  // a thread index, slack, known value or loop's variable
             }
             Expr var = Variable::make(Int(32), v);
             Expr rest = simplify(substitute(v, make_zero(Int(32)), difference));
@@ -160,6 +230,15 @@ class Context {
         }
         return 0;
     }
+    /** Whether v is an enclosing loop's variable: a guard of a ragged
+     * tail (`4 * t + lane <= last`) bounds the loop's point, it does not
+     * define it, and solving for the lane would hide the thread's part. */
+    bool is_loop_variable(const std::string &v) const {
+        for (const auto &f : facts) {
+            if (f.first == v) return true;
+        }
+        return false;
+    }
     void bind(const std::string &var, const Expr &value, const std::string &slack, int gap) {
         guard_bindings[var] = value;
         guard_order.push_back(var);
@@ -175,11 +254,19 @@ class OwnershipProof : public IRVisitor {
         : name(realize->name), context(outside), block(block) {
         for (const Range &r : realize->bounds) mins.push_back(context.resolve(r.min));
         owner.assign(realize->bounds.size(), unset);
+        widths.assign(realize->bounds.size(), 0);
+        single_points.assign(realize->bounds.size(), true);
     }
 
     static constexpr int unset = -2, no_thread = -1;
     std::vector<int> owner;  // per dimension: unset, no_thread or an axis
-    std::string why_not;     // empty when the proof holds
+    // Per dimension its owner owns: how many consecutive elements a
+    // thread owns in each period of width * (the block's threads along the
+    // owner's axis), and whether every access is at the min plus the
+    // thread index (one element per thread).
+    std::vector<int64_t> widths;
+    std::vector<bool> single_points;
+    std::string why_not;  // empty when the proof holds
 
     bool holds() const {
         if (!why_not.empty()) return false;
@@ -207,7 +294,7 @@ class OwnershipProof : public IRVisitor {
     }
     void visit(const IfThenElse *op) override {
         op->condition.accept(this);
-        int added = context.push_guard(op->condition);
+        const Context::GuardMark added = context.push_guard(op->condition);
         op->then_case.accept(this);
         context.pop_guard(added);
         if (op->else_case.defined()) op->else_case.accept(this);
@@ -232,29 +319,53 @@ class OwnershipProof : public IRVisitor {
         const Scope<Interval> facts = context.fact_scope();
         bool owned_by[3] = {false, false, false};
         for (size_t k = 0; k < args.size() && k < mins.size(); k++) {
-            Expr delta = simplify(context.resolve(args[k]) - context.rebind(mins[k]), true, facts);
+            // The clamps that guards decide go first: within the loops'
+            // ranges alone, a row of one point's clamp min(p, 0) is 0, the
+            // same for every thread, though only the thread with p = 0
+            // passes the guard p < 1.
+            Expr delta = context.resolve(args[k]) - context.rebind(mins[k]);
+            if (!context.orderings.empty()) {
+                delta = DropImpliedClamps(context.orderings).mutate(simplify(delta));
+            }
+            delta = simplify(delta, true, facts);
             int axis = no_thread;
+            int64_t width = 0;
+            bool single = false;
             for (int a = 0; a < 3; a++) {
                 if (!expr_uses_var(delta, thread_index_names[a])) continue;
-                if (axis != no_thread ||
-                    !is_const_zero(simplify(delta - thread_index(a), true, facts))) {
+                if (axis != no_thread) {
                     return fail(how, args,
                                 "its coordinate " + std::to_string(k) +
-                                    " is not the realization's min plus one "
-                                    "thread index (it is the min plus " +
+                                    " follows two thread indices (it is the min plus " +
                                     to_string(delta) + ")");
                 }
                 axis = a;
+                single = is_const_zero(simplify(delta - thread_index(a), true, facts));
+                width = single ? 1 : cyclic_width(delta, a, facts);
+                if (width == 0) {
+                    return fail(how, args,
+                                "its coordinate " + std::to_string(k) +
+                                    " is not the realization's min plus the thread index, "
+                                    "nor w times it plus a lane in [0, w) plus a multiple of "
+                                    "w times the block's threads (it is the min plus " +
+                                    to_string(delta) + ")");
+                }
             }
-            if (owner[k] == unset) owner[k] = axis;
-            if (owner[k] != axis) {
-                return fail(how, args,
-                            "its coordinate " + std::to_string(k) +
-                                (axis == no_thread
-                                     ? " is the same for every thread"
-                                     : std::string(" follows threadIdx.") + axis_names[axis]) +
-                                ", unlike another access's");
+            if (owner[k] == unset) {
+                owner[k] = axis;
+                widths[k] = width;
+                single_points[k] = single;
             }
+            if (owner[k] != axis || widths[k] != width) {
+                return fail(
+                    how, args,
+                    "its coordinate " + std::to_string(k) +
+                        (axis == no_thread ? " is the same for every thread"
+                                           : std::string(" follows threadIdx.") + axis_names[axis] +
+                                                 " in runs of " + std::to_string(width)) +
+                        ", unlike another access's");
+            }
+            single_points[k] = single_points[k] && single;
             if (axis >= 0) owned_by[axis] = true;
         }
         for (int a = 0; a < 3; a++) {
@@ -268,6 +379,64 @@ class OwnershipProof : public IRVisitor {
                             std::string("the block's threads along ") + axis_names[a] +
                                 " all touch the same element there");
             }
+        }
+    }
+    /** w when delta, an access's offset from the realization's min, is
+     * w * t + q + w * T * s, for t the thread index along `axis`, T the
+     * block's threads along it, q in [0, w) and s any integer: each
+     * thread owns runs of w elements, one run in each period of w * T
+     * (a row that a block's threads copy a vector each, T vectors at a
+     * time). 0 when it is not. */
+    int64_t cyclic_width(const Expr &delta, int axis, const Scope<Interval> &facts) const {
+        const Expr t = thread_index(axis);
+        const Expr at0 = simplify(substitute(thread_index_names[axis], make_zero(Int(32)), delta));
+        const Expr at1 = simplify(substitute(thread_index_names[axis], make_one(Int(32)), delta));
+        const Expr step = simplify(at1 - at0);
+        const int64_t *w = as_const_int(step);
+        if (!w || *w <= 0 || block[axis] <= 0) return 0;
+        if (!is_const_zero(simplify(delta - at0 - step * t, true, facts))) {
+            return 0;  // not linear in the thread index
+        }
+        // at0 = q + P * s: the terms whose constant factor P divides go
+        // to s; the others, q, must lie in [0, w).
+        const int64_t period = *w * block[axis];
+        std::vector<std::pair<Expr, int64_t>> terms;
+        additive_terms(at0, 1, &terms);
+        Expr q = make_zero(Int(32));
+        for (const auto &[term, factor] : terms) {
+            const int64_t *c = as_const_int(term);
+            if (c) {
+                const int64_t v = *c * factor, r = ((v % period) + period) % period;
+                q = q + make_const(Int(32), r);  // v - r is a multiple of P
+            } else if (factor % period != 0) {
+                q = q + term * make_const(Int(32), factor);
+            }
+        }
+        const Interval range = bounds_of_expr_in_scope(simplify(q, true, facts), facts);
+        const Expr lo = range.has_lower_bound() ? simplify(range.min) : Expr();
+        const Expr hi = range.has_upper_bound() ? simplify(range.max) : Expr();
+        if (!as_const_int(lo) || !as_const_int(hi) || *as_const_int(lo) < 0 ||
+            *as_const_int(hi) >= *w) {
+            return 0;
+        }
+        return *w;
+    }
+    /** e as a sum of terms, each with a constant factor (scaled by
+     * `factor`): sums, differences and products by constants are opened. */
+    static void additive_terms(const Expr &e, int64_t factor,
+                               std::vector<std::pair<Expr, int64_t>> *terms) {
+        if (const Add *a = e.as<Add>()) {
+            additive_terms(a->a, factor, terms);
+            additive_terms(a->b, factor, terms);
+        } else if (const Sub *d = e.as<Sub>()) {
+            additive_terms(d->a, factor, terms);
+            additive_terms(d->b, -factor, terms);
+        } else if (const Mul *m = e.as<Mul>(); m && as_const_int(m->b)) {
+            additive_terms(m->a, factor * *as_const_int(m->b), terms);
+        } else if (m && as_const_int(m->a)) {
+            additive_terms(m->b, factor * *as_const_int(m->a), terms);
+        } else {
+            terms->emplace_back(e, factor);
         }
     }
     void fail(const char *how, const std::vector<Expr> &args, const std::string &reason) {
@@ -288,6 +457,99 @@ class OwnershipProof : public IRVisitor {
         std::ostringstream s;
         s << substitute(cuda_names, e);
         return s.str();
+    }
+};
+
+/** A dimension whose elements each thread owns in runs (see
+ * OwnershipProof::cyclic_width): the realization's min there, the run's
+ * width and the period. */
+struct CyclicRuns {
+    Expr min;
+    int64_t width, period;
+};
+
+/** Rewrites every access to `func` along its cyclic dimensions to the
+ * thread's own index there: offset d from the min becomes
+ * (d / period) * width + d % width. The offset is first written in the
+ * loops' variables (the lets substituted) and simplified within their
+ * ranges, so that a thread's vector, 4 * t + [0, 4) past a multiple of
+ * the period, becomes a constant run of its array once the loops over
+ * periods are unrolled: an array indexed at run time would be in local
+ * memory, not registers. */
+class LocalizeCyclicAccesses : public IRMutator {
+  public:
+    LocalizeCyclicAccesses(std::string func, const std::map<int, CyclicRuns> &dims,
+                           const Context &outside)
+        : func(std::move(func)), dims(dims), outside(outside) {
+        facts = outside.loop_facts();
+    }
+
+  protected:
+    using IRMutator::visit;
+
+    Stmt visit(const LetStmt *op) override {
+        Expr value = mutate(op->value);
+        lets.emplace_back(op->name, op->value);
+        Stmt body = mutate(op->body);
+        lets.pop_back();
+        return LetStmt::make(op->name, value, body);
+    }
+    Stmt visit(const For *op) override {
+        Expr min = resolved(op->min), extent = simplify(resolved(op->extent));
+        // A loop of one iteration (a tile's loop over its single step)
+        // is its min.
+        const bool single = is_const_one(extent);
+        if (single) lets.emplace_back(op->name, op->min);
+        ScopedBinding<Interval> bind(facts, op->name,
+                                     Interval(simplify(min), simplify(min + extent - 1)));
+        Stmt body = mutate(op->body);
+        if (single) lets.pop_back();
+        return For::make(op->name, op->min, op->extent, op->for_type, body);
+    }
+    Stmt visit(const IfThenElse *op) override {
+        Expr condition = mutate(op->condition);
+        const std::vector<Ordering> added = orderings_of(resolved(op->condition));
+        orderings.insert(orderings.end(), added.begin(), added.end());
+        Stmt then_case = mutate(op->then_case);
+        orderings.resize(orderings.size() - added.size());
+        Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+        return IfThenElse::make(condition, then_case, else_case);
+    }
+    Stmt visit(const Provide *op) override {
+        Stmt s = IRMutator::visit(op);
+        const Provide *p = s.as<Provide>();
+        if (p->name != func) return s;
+        return Provide::make(p->name, p->values, localized(p->args));
+    }
+    Expr visit(const Call *op) override {
+        Expr e = IRMutator::visit(op);
+        const Call *c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->name != func) return e;
+        return Call::make(c->type, c->name, localized(c->args), c->call_type, c->func,
+                          c->value_index, c->param, c->buffer);
+    }
+
+  private:
+    std::string func;
+    const std::map<int, CyclicRuns> &dims;
+    const Context &outside;
+    std::vector<std::pair<std::string, Expr>> lets;
+    Scope<Interval> facts;
+    std::vector<Ordering> orderings;  // of the guards inside the realization
+
+    Expr resolved(const Expr &e) const {
+        return outside.resolve_lets(substitute_enclosing_lets(lets, e));
+    }
+    std::vector<Expr> localized(std::vector<Expr> args) const {
+        for (const auto &[k, runs] : dims) {
+            Expr d = resolved(args[k]) - outside.resolve_lets(runs.min);
+            if (!orderings.empty()) d = DropImpliedClamps(orderings).mutate(simplify(d));
+            args[k] =
+                simplify(d / make_const(Int(32), runs.period) * make_const(Int(32), runs.width) +
+                             d % make_const(Int(32), runs.width),
+                         true, facts);
+        }
+        return args;
     }
 };
 
@@ -314,7 +576,8 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
     // Loops and guards are facts only inside kernels: resolving them costs
     // a substitution of every enclosing let, which CPU code need not pay.
     Stmt visit(const IfThenElse *op) override {
-        int added = in_kernel ? context.push_guard(op->condition) : 0;
+        const Context::GuardMark added =
+            in_kernel ? context.push_guard(op->condition) : Context::GuardMark();
         Stmt then_case = mutate(op->then_case);
         context.pop_guard(added);
         Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
@@ -360,8 +623,9 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                 << " is stored in MemoryType::Register at a block loop of a GPU kernel, outside "
                    "its thread loops, so each thread must keep the elements it alone touches: "
                    "every access must be at the Func's region min plus the index of the thread "
-                   "making it (mark the Func's loops of those dimensions, and its consumer's, "
-                   "with gpu_threads). But "
+                   "making it, or plus w times it and a lane in [0, w), in each period of w "
+                   "times the block's threads (mark the Func's loops of those dimensions, and "
+                   "its consumers', with gpu_threads, split alike). But "
                 << (proof.why_not.empty()
                         ? op->name + " has no dimension indexed by the thread alone"
                         : proof.why_not)
@@ -372,10 +636,22 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         int64_t bytes_per_thread = 0;
         for (const Type &t : op->types) bytes_per_thread += t.bytes();
         const Scope<Interval> facts = context.fact_scope();
+        // Runs of w elements in each period P = w * T: a thread's offset d
+        // from the min is w * t + q + P * s, which it keeps at s * w + q,
+        // that is (d / P) * w + d % w; its elements are w per period.
+        std::map<int, CyclicRuns> cyclic;
         for (size_t k = 0; k < bounds.size(); k++) {
-            if (proof.owner[k] >= 0) {
+            if (proof.owner[k] >= 0 && proof.single_points[k]) {
                 bounds[k] = Range(bounds[k].min, make_one(Int(32)));
                 continue;
+            }
+            if (proof.owner[k] >= 0) {
+                const int64_t w = proof.widths[k], period = w * block[proof.owner[k]];
+                cyclic[static_cast<int>(k)] = {bounds[k].min, w, period};
+                bounds[k] = Range(make_zero(Int(32)),
+                                  simplify((bounds[k].extent - 1) / make_const(Int(32), period) *
+                                               make_const(Int(32), w) +
+                                           make_const(Int(32), w)));
             }
             int64_t extent = 0;
             if (constant_upper_bound(context.resolve(bounds[k].extent), facts, &extent)) {
@@ -389,7 +665,15 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
             (bytes_per_thread < 0 || bytes_per_thread > max_auto_bytes_per_thread)) {
             return same;
         }
+        user_assert(bytes_per_thread >= 0)
+            << "Func " << op->name
+            << " is stored in MemoryType::Register at a block loop of a GPU kernel, and each "
+               "thread owns part of it, but how many elements that is per thread is known only "
+               "at run time: a thread's registers must be counted when the kernel compiles. "
+               "Bound the Func's region by constants (bound() on its Vars, or set_extent() on "
+               "the input buffer's dimension it follows), or store it in MemoryType::Shared.";
         if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
+        if (!cyclic.empty()) body = LocalizeCyclicAccesses(op->name, cyclic, context).mutate(body);
         return Realize::make(op->name, op->types, bounds, op->condition, body);
     }
 };

@@ -17,9 +17,25 @@
 // other coordinate depends on the thread; every dimension of the block with
 // several threads is one of them (or the access runs on its first thread
 // alone). Each thread then owns one element along those dimensions, and the
-// realization's extent there becomes 1. The proof uses, as facts, the
-// ranges of the enclosing loops and the bounds that enclosing if-conditions
-// put on a variable (a guard `x + t <= n` of a ragged tail).
+// realization's extent there becomes 1.
+//
+// Or a thread owns runs: every access along a dimension is at the min plus
+// w * t + q + w * T * s, for t the thread's index, T the block's threads
+// along that axis, a lane q in [0, w) and any s. A row that a block's
+// threads copy a vector each, T vectors at a time, and read back in the
+// same pattern (the reductions and the output of a row softmax, each
+// thread's loop over its own interleaved vectors) is so: each thread keeps
+// its w elements of each period, at (d / (w * T)) * w + d % w for the
+// offset d. A row of 16384 floats and 1024 threads is 16 registers a
+// thread, read from device memory once and never written to shared memory.
+// Every access is rewritten so, in the loops' variables, which once the
+// loops over periods are unrolled are constants (an array indexed at run
+// time would be in local memory).
+//
+// The proof uses, as facts, the ranges of the enclosing loops, the bounds
+// that enclosing if-conditions put on a variable (a guard `x + t <= n` of a
+// ragged tail), and the orderings they state, which decide a clamp (a point
+// min(p, n - 1) read under the guard p < n is p).
 #pragma once
 
 #include "ScheduleFunctions.h"
@@ -31,7 +47,8 @@ namespace internal {
 /** Makes per-thread storage of every realization at the block level of a
  * GPU kernel that is owned by its threads, as above, and marks its Func's
  * storage MemoryType::Register in env. Funcs stored in Register must be
- * owned so (a CompileError names the access that is not); Auto ones are
+ * owned so (a CompileError names the access that is not), and their
+ * elements per thread must have a constant bound; Auto ones are
  * made per-thread when owned and small (at most 512 bytes per thread), and
  * are otherwise left to shared memory. Runs after bounds inference, before
  * storage flattening. */

@@ -151,6 +151,46 @@ struct RowSoftmax {
         sch[row_sum].compute_at(softmax, y);
         return sch;
     }
+    /** A block per row with the row copied once into its threads'
+     * registers (the input's wrapper in MemoryType::Register): each thread
+     * copies every (threads * vector)-th run of `vector` points from its
+     * own, and every pass reads the same runs: the max and the sum (with
+     * `per_thread`, split_k's chunk per thread, interleaved, in tiles of
+     * `vector`; without, each reduction across the threads at each step)
+     * and the output. The row length must be fixed (in.dim(1).set_extent):
+     * a thread's registers are counted when the kernel compiles. */
+    loom::Schedule row_in_registers(int threads, int vector, bool per_thread) const {
+        loom::Schedule sch;
+        loom::Var xv{"xv"};
+        loom::RVar rv{"rv"};
+        auto runs = [&](loom::Stage st) {
+            st.split(x, xo, xi, threads * vector);
+            if (vector > 1) st.split(xi, xi, xv, vector).vectorize(xv);
+            st.gpu_threads(xi);
+        };
+        runs(sch[softmax]);
+        sch[softmax].gpu_blocks(y);
+        loom::Stage row = sch.in(in, {y, x});
+        row.compute_at(softmax, y)
+            .store_in(loom::MemoryType::Register)
+            .bound(x, 0, in.dim(1).extent());
+        runs(row);
+        if (per_thread) {
+            loom::Var t{"t"};
+            loom::Stage partial =
+                sch.split_k(row_sum, r, threads, t, loom::ChunkLayout::Interleaved);
+            if (vector > 1) partial.split(r, ro, rv, vector).vectorize(rv);
+            partial.compute_at(softmax, y).gpu_threads(t);
+        }
+        for (const loom::Func &f : {row_max, row_sum}) {
+            sch[f].compute_at(softmax, y);
+            if (per_thread) continue;
+            sch[f].update().split(r, ro, ri, threads * vector);
+            if (vector > 1) sch[f].update().split(ri, ri, rv, vector).vectorize(rv);
+            sch[f].update().gpu_threads(ri);
+        }
+        return sch;
+    }
     /** One block per row, `threads` threads striding along it: both
      * reductions are combined across the block's threads. With `vector` >
      * 1, each thread reads `vector` consecutive points of the row at a time

@@ -773,6 +773,35 @@ TEST(CudaCodegen, ChunksOnThreadsRollInRegistersAndCombineAcrossTheBlock) {
     EXPECT_NE(source.find("loom_load_aligned_readonly<float, 4>"), std::string::npos) << source;
 }
 
+TEST(CudaCodegen, RowsKeptInRegistersAreEachThreadsRunsWithConstantIndices) {
+    // A row of 4096 floats copied once into the registers of its block's
+    // 256 threads, 4 floats per thread in each period of 1024: 16 floats a
+    // thread, no shared memory for the row, and every pass (the max and
+    // the sum, each thread's own or across the threads per step, and the
+    // output) reads the thread's own runs. Once nvcc unrolls the loops
+    // over periods every index is a constant, so that the array is in
+    // registers: the PTX has no local memory.
+    for (bool per_thread : {true, false}) {
+        SCOPED_TRACE(per_thread ? "each thread's reductions" : "reductions per step");
+        loom_test::RowSoftmax a;
+        a.in.dim(1).set_min(0).set_extent(4096);
+        a.softmax.output_buffer().dim(1).set_min(0).set_extent(4096);
+        const Schedule sch = a.row_in_registers(256, 4, per_thread);
+        const std::string source = compile_for_every_arch(a.softmax, sch, 1);
+        EXPECT_NE(source.find("float in_in_[16];"), std::string::npos) << source;
+        EXPECT_EQ(source.find("in_in_ = reinterpret_cast"), std::string::npos) << source;
+        // The copy's, the reductions' and the output's accesses: a run of 4
+        // at 4 times the loop over periods.
+        EXPECT_GE(count_of(source, "loom_store_lanes<float, 4>(in_in_, "), 1) << source;
+        EXPECT_GE(count_of(source, "loom_load_lanes<float, 4>(in_in_, "), 2) << source;
+        EXPECT_EQ(source.find("loom_gather(in_in_"), std::string::npos) << source;
+        for (const char *arch : kArchs) {
+            const std::string ptx = compile_cuda(source, "softmax", arch).ptx;
+            EXPECT_EQ(ptx.find(".local"), std::string::npos) << arch << "\n" << ptx;
+        }
+    }
+}
+
 TEST(CudaCodegen, FastMathCompilesTheHardwaresApproximations) {
     // Without fast_math, exp is the accurate expansion and x / y correctly
     // rounded; with it, NVRTC is told --use_fast_math (and the source says

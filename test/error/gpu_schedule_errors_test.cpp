@@ -305,6 +305,50 @@ TEST(GpuScheduleErrors, RegistersAtABlockLoopMustBeOwnedByThreads) {
          "its coordinate 1 is the same for every thread, unlike another access's"}));
 }
 
+TEST(GpuScheduleErrors, RowsInRegistersNeedAFixedLengthAndOneLayout) {
+    // A row kept in its threads' registers: how many floats each thread
+    // keeps must be known when the kernel compiles (the rows' start is
+    // fixed, their length is not).
+    {
+        loom_test::RowSoftmax a;
+        a.in.dim(1).set_min(0);
+        a.softmax.output_buffer().dim(1).set_min(0);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] {
+                Pipeline(a.softmax).compile_to_cuda(a.row_in_registers(32, 4, true),
+                                                    Target("host-cuda-sm_90"));
+            },
+            {"Func in_in is stored in MemoryType::Register", "known only at run time",
+             "set_extent()", "MemoryType::Shared"}));
+    }
+    // Every pass must read the runs its thread copied: an output whose
+    // threads take one point each (32 of them) reads other threads' runs of
+    // 4.
+    loom_test::RowSoftmax a;
+    a.in.dim(1).set_min(0).set_extent(1000);
+    a.softmax.output_buffer().dim(1).set_min(0).set_extent(1000);
+    Schedule sch;
+    Var xv("xv");
+    sch[a.softmax].split(a.x, a.xo, a.xi, 32).gpu_blocks(a.y).gpu_threads(a.xi);
+    sch.in(a.in, {a.y, a.x})
+        .compute_at(a.softmax, a.y)
+        .store_in(MemoryType::Register)
+        .bound(a.x, 0, a.in.dim(1).extent())
+        .split(a.x, a.xo, a.xi, 128)
+        .split(a.xi, a.xi, xv, 4)
+        .vectorize(xv)
+        .gpu_threads(a.xi);
+    for (const Func &f : {a.row_max, a.row_sum}) {
+        sch[f].compute_at(a.softmax, a.y);
+        sch[f].update().split(a.r, a.ro, a.ri, 32).gpu_threads(a.ri);
+    }
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(a.softmax).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Func in_in is stored in MemoryType::Register", "in_in(",
+         "its coordinate 1 follows threadIdx.x in runs of", "unlike another access's",
+         "Store it in MemoryType::Shared"}));
+}
+
 TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
     Blur b;
     Schedule per_thread;
@@ -327,7 +371,8 @@ TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
         [&] { b.cuda(per_block); },
         {"Func blur_x is stored in MemoryType::Register at a block loop",
          "blur_x((blur_y.s0.y + 1), blur_y.s0.x) is read",
-         "is not the realization's min plus one thread index (it is the min plus "
+         "is not the realization's min plus the thread index, nor w times it plus a lane in "
+         "[0, w) plus a multiple of w times the block's threads (it is the min plus "
          "(threadIdx.y + 1))",
          "Store it in MemoryType::Shared"}));
 

@@ -343,6 +343,34 @@ TEST(GpuExecution, ChunksOnThreadsAreCombinedAcrossTheBlock) {
     }
 }
 
+TEST(GpuExecution, RowsKeptInTheirThreadsRegisters) {
+    REQUIRE_GPU();
+    // Each row copied once into its block's threads' registers, a run of
+    // `vector` points per thread in every period of threads * vector, and
+    // read back in the same runs by the max, the sum and the output: the
+    // reductions each thread's own (split_k) or across the threads at each
+    // step. Rows of 1 and 7 points leave most threads nothing; 48 threads
+    // a partial warp; 1001 points a partial last period and vector; vector
+    // 1 a run of one point.
+    for (int cols : {1, 7, 1001}) {
+        for (auto [threads, vector, per_thread] : {std::tuple{32, 4, true},
+                                                   {48, 4, true},
+                                                   {64, 1, true},
+                                                   {32, 4, false},
+                                                   {48, 1, false}}) {
+            SCOPED_TRACE(std::to_string(cols) + " columns, " + std::to_string(threads) +
+                         " threads, runs of " + std::to_string(vector) +
+                         (per_thread ? ", each thread's reductions" : ", reductions per step"));
+            loom_test::RowSoftmax a;
+            a.in.dim(1).set_min(0).set_extent(cols);
+            a.softmax.output_buffer().dim(1).set_min(0).set_extent(cols);
+            a.in.set(random_buffer<float>({5, cols}, -8, 8));
+            expect_gpu_matches_interpreter(
+                a.softmax, a.row_in_registers(threads, vector, per_thread), {5, cols}, 1e-5, 1e-7);
+        }
+    }
+}
+
 TEST(GpuExecution, HalfAndBFloat16) {
     REQUIRE_GPU();
     loom_test::HalfChain p;
