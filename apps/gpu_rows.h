@@ -85,6 +85,34 @@ inline void reduce_row_per_thread(loom::Schedule &sch, const loom::Func &f, cons
     sch[f].compute_at(out, r);
 }
 
+/** Fixes the row length of a row app at compile time, `columns` floats
+ * from column 0, for `input`, the output of `out` and each of `per_column`
+ * (LayerNorm's gamma and beta, RMSNorm's weight): Dimension::set_min and
+ * set_extent. The pipeline checks them when it runs and refuses any other
+ * length, by name. Rows kept in registers need it: a thread's registers
+ * are counted when the kernel compiles. */
+inline void fix_row_length(loom::BufferParam input, const loom::Func &out,
+                           const std::vector<loom::BufferParam> &per_column, int columns) {
+    input.dim(1).set_min(0).set_extent(columns);
+    out.output_buffer().dim(1).set_min(0).set_extent(columns);
+    for (loom::BufferParam b : per_column) b.dim(0).set_min(0).set_extent(columns);
+}
+
+/** Keeps the row of `input` that a staged schedule (schedule_rows_on_gpu
+ * with stage_rows, or a per-thread one over the copy) copies per block in
+ * its threads' registers instead of shared memory. Each thread copies, and
+ * then reads in every pass, the same vectors of the row (every
+ * (threads * vector)-th run of `vector` floats from its own), so each
+ * keeps its own: columns / threads floats (16 for rows of 16384 and 1024
+ * threads), from device memory once, with no shared memory, no barrier
+ * for the row and no bound from shared memory on the row's length. Needs
+ * the row length fixed (fix_row_length); rows so long that a thread's part
+ * outgrows its registers spill to local memory. */
+inline void keep_staged_row_in_registers(loom::Schedule &sch, const loom::BufferParam &input,
+                                         const loom::Var &r, const loom::Var &c) {
+    sch.in(input, {r, c}).store_in(loom::MemoryType::Register);
+}
+
 /** Elementwise over rows `r` of `out`: each thread writes `vector`
  * consecutive points of a row `c` as one vector (16-byte loads and stores
  * for 4 floats), `threads` to a block; blocks tile the rows. */

@@ -32,6 +32,15 @@ template <typename App> class RowAppGenerator : public loom::Generator {
      * then refuses rows that are not a multiple of 4 floats long (or padded
      * to one) and in exchange moves every whole vector untested on the GPU. */
     loom::GeneratorParam<bool> aligned_rows{"aligned_rows", false};
+    /** The row apps: a row length fixed at compile time (fix_row_length;
+     * the library refuses rows of any other), 0 for any. */
+    loom::GeneratorParam<int> columns{"columns", 0, 0, 1 << 24};
+    /** GPU, the row apps: keep each row in its threads' registers instead
+     * of shared memory (schedule_gpu_in_registers, each thread reducing its
+     * own vectors first): read from device memory once with no shared
+     * memory for it. Needs `columns`; columns / threads floats per thread
+     * (16 for 16384 and 1024 threads). */
+    loom::GeneratorParam<bool> rows_in_registers{"rows_in_registers", false};
 
   protected:
     std::unique_ptr<App> algo;
@@ -39,10 +48,35 @@ template <typename App> class RowAppGenerator : public loom::Generator {
     void schedule() override {
         const int v = vector_for(get_target(), vector);
         if (aligned_rows) algo->promise_aligned_rows();
+        constexpr bool row_app = std::is_invocable_v<decltype(&App::schedule_gpu), const App &,
+                                                     loom::Schedule &, int, int, bool>;
+        if (columns > 0) {
+            if constexpr (row_app) {
+                algo->fix_row_length(columns);
+            } else {
+                user_error << "Generator param columns=" << int(columns)
+                           << ": this app has no rows to fix the length of. Leave it out.";
+            }
+        }
+        if (rows_in_registers) {
+            user_assert(get_target().has_feature(loom::Target::CUDA))
+                << "Generator param rows_in_registers=true is for a CUDA target "
+                   "(target=host-cuda-sm_90); this one is "
+                << get_target().to_string() << ".";
+            user_assert(columns > 0)
+                << "Generator param rows_in_registers=true needs the row length fixed: a "
+                   "thread's registers are counted when the kernel compiles. Add columns=N.";
+            if constexpr (row_app) {
+                algo->schedule_gpu_in_registers(sched, threads, v);
+                return;
+            } else {
+                user_error << "Generator param rows_in_registers=true: this app has no rows to "
+                              "keep. Leave it out.";
+            }
+        }
         if (!get_target().has_feature(loom::Target::CUDA)) {
             algo->schedule_cpu(sched, rows_per_task, v);
-        } else if constexpr (std::is_invocable_v<decltype(&App::schedule_gpu), const App &,
-                                                 loom::Schedule &, int, int, bool>) {
+        } else if constexpr (row_app) {
             algo->schedule_gpu(sched, threads, v, stage_rows);
         } else {
             algo->schedule_gpu(sched, threads, v);  // no rows to stage

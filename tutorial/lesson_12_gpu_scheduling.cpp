@@ -455,6 +455,53 @@ int main() {
         return 1;
     }
 
+    // ---- 2i. A row kept in its threads' registers.
+    // The online softmax reads its row twice; the staged schedules read it
+    // once, into shared memory. A row whose length is fixed can instead
+    // stay in the registers of the threads that copy it: copy it with in()
+    // at the row's loop, as a staged schedule does, but store_in
+    // (Register). Each thread copies every 1024th run of 4 floats from its
+    // own (thread t: floats 4t to 4t + 3, then 4t + 1024, ...). When every
+    // pass reads the row in the same runs (here the split_k partials'
+    // interleaved steps of 4, and the output's threads writing 4 floats
+    // each), Loom proves that each thread touches only its own runs and
+    // gives it just those: 4096 / 256 = 16 floats, indexed by constants
+    // once nvcc unrolls the loops over the row, so registers, not local
+    // memory. A schedule whose passes read the row in other runs is a
+    // CompileError that names the access. softmax::Softmax::
+    // schedule_gpu_in_registers (and LayerNorm's and RMSNorm's) packages
+    // this for the apps.
+    std::printf("\n2i. a row of 4096 floats kept in its threads' registers\n");
+    BufferParam fixed_rows(Float(32), 2, "fixed_rows");
+    fixed_rows.dim(1).set_min(0).set_extent(4096);
+    RDom columns(0, fixed_rows.dim(1).extent(), "columns");
+    Func fixed_total("fixed_total"), fixed_share("fixed_share");
+    fixed_total(i) = sum(fixed_rows(i, columns));
+    fixed_share(i, j) = fixed_rows(i, j) / fixed_total(i);
+    fixed_share.output_buffer().dim(1).set_min(0).set_extent(4096);
+    Schedule kept;
+    Var jv("jv"), c0("c0"), c1("c1"), co("co"), ci("ci"), cv("cv");
+    kept[fixed_share].split(j, jo, ji, 1024).split(ji, ji, jv, 4).vectorize(jv);
+    kept[fixed_share].gpu_blocks(i).gpu_threads(ji);
+    kept.in(fixed_rows, {c0, c1})
+        .compute_at(fixed_share, i)
+        .store_in(MemoryType::Register)
+        .split(c1, co, ci, 1024)
+        .split(ci, ci, cv, 4)
+        .vectorize(cv)
+        .gpu_threads(ci);
+    kept.split_k(fixed_total, columns, 256, lane, ChunkLayout::Interleaved)
+        .split(columns, step, in_tile, 4)
+        .vectorize(in_tile)
+        .compute_at(fixed_share, i)
+        .gpu_threads(lane);
+    kept[fixed_total].compute_at(fixed_share, i);
+    std::string kept_cuda = Pipeline(fixed_share).compile_to_cuda(kept, gpu);
+    if (!show_lines(kept_cuda,
+                    {"float fixed_rows_in_[16];", "loom_load_lanes<float, 4>(fixed_rows_in_"})) {
+        return 1;
+    }
+
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source
     // (.cu), the PTX (.ptx, readable assembly) and the cubin (.cubin, the

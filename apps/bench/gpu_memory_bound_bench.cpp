@@ -9,7 +9,9 @@
 // keeping its exponentials in shared memory instead of its input; and the
 // copy, the chain and the staged row apps again with the promises of
 // loom_apps::promise_aligned_rows, which let them move their vectors as
-// aligned words with no test of the address). Bandwidth counts the bytes a
+// aligned words with no test of the address; and the row apps with each
+// row kept in its threads' registers, compiled for rows of exactly 16384
+// floats, aligned). Bandwidth counts the bytes a
 // kernel must move (its input read once, its output written once), so a
 // kernel that reads a row twice is not credited for the second read. The
 // peers are cuMemcpyDtoD (the driver's device-to-device copy) and a Loom
@@ -24,7 +26,8 @@
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
 // Every kernel is first checked against the same pipeline on the CPU (small
-// sizes: rows of 3001 floats, padded to 3004 as the promises ask). --quick
+// sizes: rows of 3001 floats, padded to 3004 as the promises ask; the
+// kernels for a fixed row length at that length, 2 rows). --quick
 // stops there: the correctness run, which CTest runs with the label gpu.
 // Without a GPU it says why and exits with 77 (skipped).
 #include <algorithm>
@@ -75,7 +78,55 @@ struct Case {
     Schedule gpu;
     std::function<void(int rows, int cols)> bind;  // sets the other inputs
     Target target = Target("host-cuda");
+    int columns = 0;  // the row length the kernel is compiled for; 0: any
 };
+
+/** Binds LayerNorm's gamma and beta, or RMSNorm's weight, for rows of
+ * `cols`. */
+std::function<void(int, int)> bind_layernorm(const layernorm::LayerNorm &ln) {
+    return [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
+        gamma.set(pseudo_random({cols}, 7));
+        beta.set(pseudo_random({cols}, 8));
+    };
+}
+std::function<void(int, int)> bind_rmsnorm(const rmsnorm::RmsNorm &rms) {
+    return [weight = rms.weight](int, int cols) mutable {
+        Buffer<float> w({cols});
+        for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
+        weight.set(w);
+    };
+}
+
+/** The row apps with each row kept in its threads' registers
+ * (schedule_gpu_in_registers), compiled for rows of exactly `columns`
+ * floats, aligned rows promised: each thread reducing its own vectors
+ * first with 1024 and 512 threads a block, and the reductions across the
+ * threads at each step with 1024. Their own input, which the fixed length
+ * is a promise of. */
+void add_register_cases(std::vector<Case> &cases, int columns) {
+    BufferParam in(Float(32), 2, "in");
+    softmax::Softmax sm(in);
+    layernorm::LayerNorm ln(in);
+    rmsnorm::RmsNorm rms(in);
+    sm.fix_row_length(columns);
+    ln.fix_row_length(columns);
+    rms.fix_row_length(columns);
+    sm.promise_aligned_rows();
+    ln.promise_aligned_rows();
+    rms.promise_aligned_rows();
+    const Target gpu("host-cuda");
+    for (auto [threads, per_thread] : {std::pair{1024, true}, {512, true}, {1024, false}}) {
+        const std::string name = std::string(" (registers, ") + (per_thread ? "per thread, " : "") +
+                                 std::to_string(threads) + " threads)";
+        Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr, gpu, columns};
+        Case l{"LayerNorm" + name, in, ln.out, Schedule(), bind_layernorm(ln), gpu, columns};
+        Case n{"RMSNorm" + name, in, rms.out, Schedule(), bind_rmsnorm(rms), gpu, columns};
+        sm.schedule_gpu_in_registers(s.gpu, threads, 4, per_thread);
+        ln.schedule_gpu_in_registers(l.gpu, threads, 4, per_thread);
+        rms.schedule_gpu_in_registers(n.gpu, threads, 4, per_thread);
+        cases.insert(cases.end(), {s, l, n});
+    }
+}
 
 /** The memory-bound kernels over `in`: a copy, the elementwise chain, and
  * softmax, LayerNorm and RMSNorm with each row staged in shared memory (and,
@@ -147,16 +198,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
             rms.schedule_gpu(n.gpu, v.threads, 4, staged);
         }
         cases.push_back(s);
-        l.bind = [gamma = ln.gamma, beta = ln.beta](int, int cols) mutable {
-            gamma.set(pseudo_random({cols}, 7));
-            beta.set(pseudo_random({cols}, 8));
-        };
+        l.bind = bind_layernorm(ln);
         cases.push_back(l);
-        n.bind = [weight = rms.weight](int, int cols) mutable {
-            Buffer<float> w({cols});
-            for (int i = 0; i < cols; i++) w(i) = 0.5f + 0.001f * (i % 100);
-            weight.set(w);
-        };
+        n.bind = bind_rmsnorm(rms);
         cases.push_back(n);
     }
     // Online softmax rolling 4 and 16 floats per step of a thread, beside
@@ -226,14 +270,18 @@ int main(int argc, char **argv) {
 
     BufferParam in(Float(32), 2, "in"), aligned_in(Float(32), 2, "in");
     std::vector<Case> cases;
+    // The matrices timed: 16384 x 16384 floats (1 GiB in, 1 GiB out).
+    const int rows = 16384, cols = 16384;
     add_cases(cases, in, false, true, "");
     add_cases(cases, aligned_in, true, false, " (aligned)");
+    add_register_cases(cases, cols);
 
     // Correctness: each kernel on the GPU against the same pipeline on the
     // CPU, at sizes that are no multiple of the blocks.
     bool ok = true;
     for (Case &k : cases) {
-        const int rows = 37, cols = 3001;
+        // Kernels for a fixed row length at that length, on fewer rows.
+        const int rows = k.columns ? 2 : 37, cols = k.columns ? k.columns : 3001;
         k.input.set(padded_rows(rows, cols, 1));
         if (k.bind) k.bind(rows, cols);
         Buffer<float> expected = padded_rows(rows, cols, 2), actual = padded_rows(rows, cols, 3);
@@ -283,8 +331,7 @@ int main(int argc, char **argv) {
     if (!ok) return 1;
     if (quick) return 0;
 
-    // Bandwidth, at 16384 x 16384 floats (1 GiB in, 1 GiB out).
-    const int rows = 16384, cols = 16384;
+    // Bandwidth.
     const double bytes = 2.0 * rows * static_cast<double>(cols) * sizeof(float);
     Buffer<float> input = pseudo_random({rows, cols}, 3), output({rows, cols});
     input.copy_to_device();

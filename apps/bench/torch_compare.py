@@ -20,7 +20,12 @@ rows of 3001, and timed as "Loom, aligned" where the rows are a multiple of
 as Triton's kernels use), timed as "Loom, fast"; the row apps a fourth time
 unstaged (loom_<app>_cuda_unstaged, generator param stage_rows=false: each
 thread reduces its own points of the row, softmax online, and the row is
-read twice), timed as "Loom, unstaged". Bandwidth counts the bytes a
+read twice), timed as "Loom, unstaged"; and a fifth time with each row kept
+in its threads' registers (loom_<app>_cuda_registers, generator params
+rows_in_registers=true columns=16384: rows of exactly 16384 floats, aligned,
+read from device memory once with no shared memory), checked at rows of
+16384 and seen to refuse rows of 4096, and timed as "Loom, registers" where
+the rows are 16384 floats long. Bandwidth counts the bytes a
 kernel must move (its input read once, its output written once), like
 apps/bench/gpu_memory_bound_bench. On the GPU everything runs on PyTorch's
 current stream (loom_cuda_set_stream) and is timed with CUDA events; on the
@@ -125,14 +130,15 @@ class Library:
         return message.decode() if message else "(no message)"
 
     def kernel(self, app, device, variant=""):
-        """The app for the device; variant "aligned", "fast" or "unstaged"
+        """The app for the device; variant "aligned", "fast", "unstaged" or "registers"
         for the library's other versions of it."""
         return Kernel(self, "loom_%s_%s%s" % (app, device, "_" + variant if variant else ""))
 
     def has(self, app, device, variant):
         """Whether the library has the variant ("aligned": aligned rows
         promised, generator param aligned_rows=true; "fast": the target
-        feature fast_math; "unstaged": generator param stage_rows=false) of
+        feature fast_math; "unstaged": generator param stage_rows=false;
+        "registers": rows_in_registers=true, rows of REGISTER_COLUMNS) of
         the app for the device."""
         return hasattr(self.lib, "loom_%s_%s_%s_argv" % (app, device, variant))
 
@@ -239,6 +245,10 @@ def make_inputs(torch, app, x, generator):
 # GPU's exp); these bound the difference for values of the size above.
 TOLERANCE = {"rtol": 2e-4, "atol": 2e-5}
 
+# The row length that loom_<app>_cuda_registers is compiled for
+# (apps/CMakeLists.txt: generator param columns).
+REGISTER_COLUMNS = 16384
+
 
 def check(torch, library, app, device, rows, cols, generator, variant=""):
     """Loom's kernel against PyTorch eager; the worst error, or raises."""
@@ -306,8 +316,10 @@ def benchmark(torch, library, device, rows, cols, timer, compile_too, generator)
         rows_of_table = [("Loom (AOT)", timer(loom_call))]
         expected = torch_fn(*inputs)
         outputs = [loom_out]
-        for variant in ("aligned", "fast", "unstaged"):
+        for variant in ("aligned", "fast", "unstaged", "registers"):
             if not library.has(app, device, variant) or (variant == "aligned" and cols % 4):
+                continue
+            if variant == "registers" and cols != REGISTER_COLUMNS:
                 continue
             variant_out = torch.empty_like(x)
             call = library.kernel(app, device, variant).bind(*inputs, variant_out)
@@ -401,6 +413,19 @@ def main():
                     raise
             else:
                 raise AssertionError("%s with aligned rows took rows of 3001 floats" % app)
+        if library.has(app, args.device, "registers"):
+            # Rows of exactly REGISTER_COLUMNS floats; others are refused.
+            worst = check(torch, library, app, args.device, 5, REGISTER_COLUMNS, generator,
+                          "registers")
+            print("  %-11s %5d x %-5d worst absolute difference %.2e (rows in registers)"
+                  % (app, 5, REGISTER_COLUMNS, worst))
+            try:
+                check(torch, library, app, args.device, 5, 4096, generator, "registers")
+            except RuntimeError as e:
+                if "set_extent(%d)" % REGISTER_COLUMNS not in str(e):
+                    raise
+            else:
+                raise AssertionError("%s with rows in registers took rows of 4096 floats" % app)
     if args.quick:
         return 0
 

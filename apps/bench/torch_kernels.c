@@ -6,6 +6,8 @@
  * loom_<app>_cuda, loom_<app>_cuda_aligned (aligned rows promised: rows
  * of a multiple of 4 floats), loom_<app>_cuda_fast (target feature
  * fast_math: approximate exp, division and square root) and, for the row
- * apps, loom_<app>_cuda_unstaged (generator param stage_rows=false), with
+ * apps, loom_<app>_cuda_unstaged (generator param stage_rows=false) and
+ * loom_<app>_cuda_registers (rows_in_registers=true: rows of exactly 16384
+ * floats, aligned, kept in their threads' registers), with
  * their _argv and _metadata entry points. */
 const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }

@@ -89,6 +89,28 @@ struct LayerNorm {
         loom_apps::reduce_row_per_thread(sch, sum_x, k, out, r, threads, step);
         loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, step);
     }
+    /** One GPU block per row with the row kept in its threads' registers
+     * (loom_apps::keep_staged_row_in_registers): read from device memory
+     * once, as the staged schedules read it, but with no shared memory for
+     * it and no barrier, each thread holding its own vectors (16 floats
+     * for rows of 16384 and 1024 threads). With `per_thread`, each thread
+     * sums its own vectors first, in each of the two passes
+     * (schedule_gpu_per_thread); without, each sum is combined across the
+     * threads at each step (schedule_gpu).
+     * The row length must be fixed first (fix_row_length). */
+    void schedule_gpu_in_registers(loom::Schedule &sch, int threads = 1024, int vector = 4,
+                                   bool per_thread = true) const {
+        if (per_thread) {
+            schedule_gpu_per_thread(sch, threads, vector, true);
+        } else {
+            schedule_gpu(sch, threads, vector, true);
+        }
+        loom_apps::keep_staged_row_in_registers(sch, input, r, c);
+    }
+    /** Fixes the row length at `columns` (loom_apps::fix_row_length). */
+    void fix_row_length(int columns) const {
+        loom_apps::fix_row_length(input, out, {gamma, beta}, columns);
+    }
     /** The promises of loom_apps::promise_aligned_rows, with gamma and beta: the GPU
      * schedule's vectors then move as aligned words, untested. */
     void promise_aligned_rows() const {

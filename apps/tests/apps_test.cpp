@@ -226,6 +226,49 @@ TEST(Apps, GpuSchedulesCompileThroughNvrtc) {
     }
 }
 
+TEST(Apps, GpuRowsKeptInRegistersStayInRegisters) {
+    // schedule_gpu_in_registers, rows of 16384 floats fixed and aligned:
+    // each of 1024 threads keeps 16 floats of its row (512: 32), with no
+    // shared memory for it, and nvcc keeps them in registers (no local
+    // memory in the PTX). Each reduction is combined across the block
+    // once.
+    for (auto [threads, per_thread] : {std::pair{1024, true}, {512, true}, {1024, false}}) {
+        softmax::Softmax sm;
+        layernorm::LayerNorm ln;
+        rmsnorm::RmsNorm rms;
+        sm.fix_row_length(16384);
+        ln.fix_row_length(16384);
+        rms.fix_row_length(16384);
+        sm.promise_aligned_rows();
+        ln.promise_aligned_rows();
+        rms.promise_aligned_rows();
+        Schedule s, l, n;
+        sm.schedule_gpu_in_registers(s, threads, 4, per_thread);
+        ln.schedule_gpu_in_registers(l, threads, 4, per_thread);
+        rms.schedule_gpu_in_registers(n, threads, 4, per_thread);
+        const std::string array = "float input_in_[" + std::to_string(16384 / threads) + "];";
+        for (auto [out, sch, reductions] :
+             {std::tuple{sm.out, s, 2}, {ln.out, l, 2}, {rms.out, n, 1}}) {
+            for (const char *arch : {"sm_80", "sm_90a"}) {
+                SCOPED_TRACE(out.name() + ", " + std::to_string(threads) + " threads" +
+                             (per_thread ? ", per thread, " : ", ") + arch);
+                const CudaText cuda =
+                    compile_to_cuda_text(out, sch, Target(std::string("host-cuda-") + arch));
+                EXPECT_NE(cuda.source.find(array), std::string::npos) << cuda.source;
+                EXPECT_EQ(cuda.source.find("input_in_ = reinterpret_cast"), std::string::npos)
+                    << cuda.source;
+                EXPECT_EQ(cuda.ptx.find(".local"), std::string::npos) << cuda.ptx;
+                int combines = 0;
+                for (size_t at = cuda.source.find(" = loom_block_reduce("); at != std::string::npos;
+                     at = cuda.source.find(" = loom_block_reduce(", at + 1)) {
+                    combines++;
+                }
+                EXPECT_EQ(combines, reductions) << cuda.source;
+            }
+        }
+    }
+}
+
 TEST(Apps, AlignedRowsMoveEveryWholeVectorUntested) {
     // With the promises of promise_aligned_rows, no access of any app's GPU
     // kernels is left that tests its address: every whole vector moves as
