@@ -25,8 +25,8 @@
 //
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
-// Every kernel is first checked against the same pipeline on the CPU (small
-// sizes: rows of 3001 floats, padded to 3004 as the promises ask; the
+// Every kernel is first checked against the same pipeline on the CPU, with
+// the app's CPU schedule (small sizes: rows of 3001 floats, padded to 3004 as the promises ask; the
 // kernels for a fixed row length at that length, 2 rows). --quick
 // stops there: the correctness run, which CTest runs with the label gpu.
 // Without a GPU it says why and exits with 77 (skipped).
@@ -79,6 +79,7 @@ struct Case {
     std::function<void(int rows, int cols)> bind;  // sets the other inputs
     Target target = Target("host-cuda");
     int columns = 0;  // the row length the kernel is compiled for; 0: any
+    Schedule cpu;     // the CPU's schedule of the check (the app's own)
 };
 
 /** Binds LayerNorm's gamma and beta, or RMSNorm's weight, for rows of
@@ -124,6 +125,9 @@ void add_register_cases(std::vector<Case> &cases, int columns) {
         sm.schedule_gpu_in_registers(s.gpu, threads, 4, per_thread);
         ln.schedule_gpu_in_registers(l.gpu, threads, 4, per_thread);
         rms.schedule_gpu_in_registers(n.gpu, threads, 4, per_thread);
+        sm.schedule_cpu(s.cpu);
+        ln.schedule_cpu(l.cpu);
+        rms.schedule_cpu(n.cpu);
         cases.insert(cases.end(), {s, l, n});
     }
 }
@@ -188,6 +192,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr, target};
         Case l{"LayerNorm" + name, in, ln.out, Schedule(), nullptr, target};
         Case n{"RMSNorm" + name, in, rms.out, Schedule(), nullptr, target};
+        sm.schedule_cpu(s.cpu);
+        ln.schedule_cpu(l.cpu);
+        rms.schedule_cpu(n.cpu);
         if (v.per_thread) {
             sm.schedule_gpu_online(s.gpu, v.threads, 4, 0, staged);
             ln.schedule_gpu_per_thread(l.gpu, v.threads, 4, staged);
@@ -213,6 +220,7 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
                nullptr,
                gpu};
         sm.schedule_gpu_online(s.gpu, 256, 4, per_step);
+        sm.schedule_cpu(s.cpu);
         if (unstaged_too) cases.push_back(s);
     }
     // Softmax keeping its exponentials in shared memory instead of its
@@ -228,6 +236,7 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
                nullptr,
                gpu};
         sm.schedule_gpu_exponentials(s.gpu, threads, 4);
+        sm.schedule_cpu(s.cpu);
         cases.push_back(s);
     }
 }
@@ -285,7 +294,7 @@ int main(int argc, char **argv) {
         k.input.set(padded_rows(rows, cols, 1));
         if (k.bind) k.bind(rows, cols);
         Buffer<float> expected = padded_rows(rows, cols, 2), actual = padded_rows(rows, cols, 3);
-        Pipeline(k.out).realize(std::vector<RawBuffer>{expected});
+        Pipeline(k.out).compile(k.cpu).realize({expected});
         Pipeline(k.out).compile(k.gpu, k.target).realize({actual});
         // Relative differences, with values under 1% of the largest counted
         // as that size: near zero the GPU's and the CPU's rounding (a tree

@@ -11,6 +11,8 @@
 #include <regex>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "../../schedules/flash_attention.h"
 #include "../attention/attention.h"
 #include "../attention/variants.h"
@@ -49,7 +51,9 @@ struct CudaText {
     std::string source, ptx;
 };
 CudaText compile_to_cuda_text(const Func &out, const Schedule &sch, const Target &target) {
-    const std::string base = ::testing::TempDir() + "loom_apps_cuda";
+    // A name of this process's own: CTest runs tests of this binary at once.
+    const std::string base =
+        ::testing::TempDir() + "loom_apps_cuda_" + std::to_string(static_cast<long>(getpid()));
     Pipeline(out).compile_to_cuda(base, sch, target);
     auto read = [&](const char *suffix) {
         std::ifstream in(base + suffix);
