@@ -348,7 +348,7 @@ class OwnershipProof : public IRVisitor {
                                     " is not the realization's min plus the thread index, "
                                     "nor w times it plus a lane in [0, w) plus a multiple of "
                                     "w times the block's threads (it is the min plus " +
-                                    to_string(delta) + ")");
+                                    to_string(delta) + ")" + run_time_mins(delta));
                 }
             }
             if (owner[k] == unset) {
@@ -380,6 +380,22 @@ class OwnershipProof : public IRVisitor {
                                 " all touch the same element there");
             }
         }
+    }
+    /** A hint for an offset that holds a buffer's min known only at run
+     * time (an output whose columns may start anywhere): which thread owns
+     * an element then depends on it. */
+    static std::string run_time_mins(const Expr &delta) {
+        std::string names;
+        for (const std::string &v : free_variables(delta)) {
+            const size_t at = v.find(".min.");
+            if (at == std::string::npos || v.find(".s") < at) continue;
+            names += (names.empty() ? "" : ", ") + v;
+        }
+        if (names.empty()) return "";
+        return "; it holds " + names +
+               ", a buffer's min known only at run time: fix it (dim(d).set_min(0) on the "
+               "buffer, or output_buffer() for an output) so that the runs are the same for "
+               "every call";
     }
     /** w when delta, an access's offset from the realization's min, is
      * w * t + q + w * T * s, for t the thread index along `axis`, T the

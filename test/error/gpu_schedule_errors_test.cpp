@@ -321,6 +321,20 @@ TEST(GpuScheduleErrors, RowsInRegistersNeedAFixedLengthAndOneLayout) {
             {"Func in_in is stored in MemoryType::Register", "known only at run time",
              "set_extent()", "MemoryType::Shared"}));
     }
+    // The runs are the same for every call only if the output's columns
+    // start where the row's do.
+    {
+        loom_test::RowSoftmax a;
+        a.in.dim(1).set_min(0).set_extent(1000);
+        a.softmax.output_buffer().dim(1).set_extent(1000);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] {
+                Pipeline(a.softmax).compile_to_cuda(a.row_in_registers(32, 4, true),
+                                                    Target("host-cuda-sm_90"));
+            },
+            {"Func in_in is stored in MemoryType::Register", "it holds softmax.min.1",
+             "known only at run time", "set_min(0)"}));
+    }
     // Every pass must read the runs its thread copied: an output whose
     // threads take one point each (32 of them) reads other threads' runs of
     // 4.
