@@ -41,6 +41,9 @@ template <typename App> class RowAppGenerator : public loom::Generator {
      * memory for it. Needs `columns`; columns / threads floats per thread
      * (16 for 16384 and 1024 threads). */
     loom::GeneratorParam<bool> rows_in_registers{"rows_in_registers", false};
+    /** GPU: blocks per SM the kernels ask for (Stage::gpu_blocks_per_sm,
+     * __launch_bounds__'s second argument); 0: not asked. */
+    loom::GeneratorParam<int> blocks_per_sm{"blocks_per_sm", 0, 0, 32};
 
   protected:
     std::unique_ptr<App> algo;
@@ -67,7 +70,7 @@ template <typename App> class RowAppGenerator : public loom::Generator {
                 << "Generator param rows_in_registers=true needs the row length fixed: a "
                    "thread's registers are counted when the kernel compiles. Add columns=N.";
             if constexpr (row_app) {
-                algo->schedule_gpu_in_registers(sched, threads, v);
+                algo->schedule_gpu_in_registers(sched, threads, v, true, blocks_per_sm);
                 return;
             } else {
                 user_error << "Generator param rows_in_registers=true: this app has no rows to "
@@ -80,6 +83,12 @@ template <typename App> class RowAppGenerator : public loom::Generator {
             algo->schedule_gpu(sched, threads, v, stage_rows);
         } else {
             algo->schedule_gpu(sched, threads, v);  // no rows to stage
+        }
+        if (blocks_per_sm > 0) {
+            user_assert(get_target().has_feature(loom::Target::CUDA))
+                << "Generator param blocks_per_sm=" << int(blocks_per_sm)
+                << " is for a CUDA target (target=host-cuda-sm_90).";
+            sched[algo->out].gpu_blocks_per_sm(blocks_per_sm);
         }
     }
 };

@@ -323,6 +323,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     LoweredFunc f;
     f.name = name;
     f.body = s;
+    for (const auto &[func, fs] : env.schedules) {
+        if (fs.gpu_blocks_per_sm > 0) f.gpu_blocks_per_sm[func] = fs.gpu_blocks_per_sm;
+    }
     for (const ParameterPtr &p : result.params) {
         LoweredArgument a;
         a.name = p->name;

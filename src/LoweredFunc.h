@@ -30,6 +30,7 @@
 //    memory until the end of their body.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ struct LoweredFunc {
     std::string name;
     std::vector<LoweredArgument> args;
     Stmt body;
+    /** The blocks per SM that the GPU kernels of each Func ask for
+     * (Stage::gpu_blocks_per_sm), by the Func whose loops are the
+     * kernel's blocks. */
+    std::map<std::string, int> gpu_blocks_per_sm;
 };
 
 }  // namespace internal

@@ -601,6 +601,15 @@ Stage &Stage::compute_at(const Stage &consumer, const VarOrRVar &loop) {
     return *this;
 }
 
+Stage &Stage::gpu_blocks_per_sm(int blocks) {
+    user_assert(blocks >= 1 && blocks <= 32)
+        << "gpu_blocks_per_sm(" << blocks << ") on Func " << func_->name
+        << ": an SM holds 1 to 32 blocks at once. Ask for a count in that range.";
+    StageState st = state_of(*sched_, func_, stage_);
+    st.fs->gpu_blocks_per_sm = blocks;
+    return *this;
+}
+
 Stage &Stage::store_in(MemoryType memory) {
     StageState st = state_of(*sched_, func_, stage_);
     st.fs->memory_type = memory;

@@ -60,6 +60,7 @@ struct FuncSchedule {
     LoopLevel compute_level, store_level;
     bool compute_level_set = false, store_level_set = false;
     MemoryType memory_type = MemoryType::Auto;  // store_in
+    int gpu_blocks_per_sm = 0;                  // gpu_blocks_per_sm; 0: not asked
     std::vector<StageSchedule> stages;          // 0: pure definition; i+1: update i
     std::vector<DeclaredBound> bounds;          // bound / bound_extent, one per Var
 };

@@ -501,6 +501,16 @@ int main() {
                     {"float fixed_rows_in_[16];", "loom_load_lanes<float, 4>(fixed_rows_in_"})) {
         return 1;
     }
+    // An SM runs as many blocks at once as their registers allow, and a
+    // row per block in flight is little to hide the memory's latency
+    // behind. gpu_blocks_per_sm(n), on the Func whose loops are the
+    // kernel's blocks, is CUDA's __launch_bounds__(threads, n): nvcc caps
+    // each thread's registers so that n blocks fit, spilling if it must.
+    kept[fixed_share].gpu_blocks_per_sm(4);
+    if (!show_lines(Pipeline(fixed_share).compile_to_cuda(kept, gpu),
+                    {"__launch_bounds__(256, 4)"})) {
+        return 1;
+    }
 
     // ---- 3. PTX and cubin.
     // compile_to_cuda(basename, ...) also runs NVRTC: it writes the source

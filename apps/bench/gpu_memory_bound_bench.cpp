@@ -101,8 +101,9 @@ std::function<void(int, int)> bind_rmsnorm(const rmsnorm::RmsNorm &rms) {
 /** The row apps with each row kept in its threads' registers
  * (schedule_gpu_in_registers), compiled for rows of exactly `columns`
  * floats, aligned rows promised: each thread reducing its own vectors
- * first with 1024 and 512 threads a block, and the reductions across the
- * threads at each step with 1024. Their own input, which the fixed length
+ * first with 1024 threads a block (and again asking for 2 blocks per SM,
+ * which caps a thread's registers at 32) and with 512, and the reductions
+ * across the threads at each step with 1024. Their own input, which the fixed length
  * is a promise of. */
 void add_register_cases(std::vector<Case> &cases, int columns) {
     BufferParam in(Float(32), 2, "in");
@@ -116,15 +117,18 @@ void add_register_cases(std::vector<Case> &cases, int columns) {
     ln.promise_aligned_rows();
     rms.promise_aligned_rows();
     const Target gpu("host-cuda");
-    for (auto [threads, per_thread] : {std::pair{1024, true}, {512, true}, {1024, false}}) {
-        const std::string name = std::string(" (registers, ") + (per_thread ? "per thread, " : "") +
-                                 std::to_string(threads) + " threads)";
+    for (auto [threads, per_thread, blocks_per_sm] :
+         {std::tuple{1024, true, 0}, {1024, true, 2}, {512, true, 0}, {1024, false, 0}}) {
+        const std::string name =
+            std::string(" (registers, ") + (per_thread ? "per thread, " : "") +
+            std::to_string(threads) + " threads" +
+            (blocks_per_sm ? ", " + std::to_string(blocks_per_sm) + " blocks per SM" : "") + ")";
         Case s{"row softmax" + name, in, sm.out, Schedule(), nullptr, gpu, columns};
         Case l{"LayerNorm" + name, in, ln.out, Schedule(), bind_layernorm(ln), gpu, columns};
         Case n{"RMSNorm" + name, in, rms.out, Schedule(), bind_rmsnorm(rms), gpu, columns};
-        sm.schedule_gpu_in_registers(s.gpu, threads, 4, per_thread);
-        ln.schedule_gpu_in_registers(l.gpu, threads, 4, per_thread);
-        rms.schedule_gpu_in_registers(n.gpu, threads, 4, per_thread);
+        sm.schedule_gpu_in_registers(s.gpu, threads, 4, per_thread, blocks_per_sm);
+        ln.schedule_gpu_in_registers(l.gpu, threads, 4, per_thread, blocks_per_sm);
+        rms.schedule_gpu_in_registers(n.gpu, threads, 4, per_thread, blocks_per_sm);
         sm.schedule_cpu(s.cpu);
         ln.schedule_cpu(l.cpu);
         rms.schedule_cpu(n.cpu);

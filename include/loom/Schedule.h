@@ -97,6 +97,16 @@ class Stage {
                     const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty,
                     const Expr &tx, TailStrategy tail = TailStrategy::Auto);
 
+    /** Asks the GPU compiler to fit `blocks` blocks of the kernels whose
+     * blocks are this Func's loops on each SM at once: the second argument
+     * of CUDA's __launch_bounds__. nvcc then caps each thread's registers
+     * (at 65536 / (blocks * threads), rounded down to its granularity),
+     * spilling to local memory if the kernel needs more. More blocks per SM
+     * keep more memory traffic in flight; spills cost some of it back. The
+     * Func must have gpu_blocks loops, and blocks * threads must fit the
+     * 2048 threads an SM holds (a CompileError otherwise). */
+    Stage &gpu_blocks_per_sm(int blocks);
+
     /** The handle of update definition i of the same Func. */
     Stage update(int i = 0) const;
 

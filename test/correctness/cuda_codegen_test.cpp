@@ -802,6 +802,26 @@ TEST(CudaCodegen, RowsKeptInRegistersAreEachThreadsRunsWithConstantIndices) {
     }
 }
 
+TEST(CudaCodegen, BlocksPerSmAreTheLaunchBoundsSecondArgument) {
+    // gpu_blocks_per_sm on the Func whose loops are the kernel's blocks:
+    // __launch_bounds__(threads, blocks), which the PTX passes on to ptxas
+    // as .minnctapersm (and ptxas then caps the registers). Without it,
+    // threads alone.
+    loom_test::RowSoftmax a;
+    a.in.dim(1).set_min(0).set_extent(16384);
+    a.softmax.output_buffer().dim(1).set_min(0).set_extent(16384);
+    Schedule sch = a.row_in_registers(1024, 4, true);
+    const std::string plain = compile_for_every_arch(a.softmax, sch, 1);
+    EXPECT_NE(plain.find("__launch_bounds__(1024) "), std::string::npos) << plain;
+    sch[a.softmax].gpu_blocks_per_sm(2);
+    const std::string source = compile_for_every_arch(a.softmax, sch, 1);
+    EXPECT_NE(source.find("__launch_bounds__(1024, 2) "), std::string::npos) << source;
+    for (const char *arch : kArchs) {
+        const std::string ptx = compile_cuda(source, "softmax", arch).ptx;
+        EXPECT_NE(ptx.find(".minnctapersm 2"), std::string::npos) << arch << "\n" << ptx;
+    }
+}
+
 TEST(CudaCodegen, FastMathCompilesTheHardwaresApproximations) {
     // Without fast_math, exp is the accurate expansion and x / y correctly
     // rounded; with it, NVRTC is told --use_fast_math (and the source says

@@ -363,6 +363,26 @@ TEST(GpuScheduleErrors, RowsInRegistersNeedAFixedLengthAndOneLayout) {
          "Store it in MemoryType::Shared"}));
 }
 
+TEST(GpuScheduleErrors, BlocksPerSm) {
+    loom_test::RowSoftmax a;
+    Schedule none;
+    EXPECT_TRUE(throws_with<CompileError>([&] { none[a.softmax].gpu_blocks_per_sm(0); },
+                                          {"gpu_blocks_per_sm(0) on Func softmax", "1 to 32"}));
+    // Three blocks of 1024 threads do not fit an SM.
+    Schedule sch = a.one_row_per_block(1024);
+    sch[a.softmax].gpu_blocks_per_sm(3);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(a.softmax).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"gpu_blocks_per_sm(3) on Func softmax", "1024 threads per block", "3072 threads",
+         "2048 an SM holds", "at most 2"}));
+    // row_max is computed at softmax's blocks: its loops are no kernel's.
+    Schedule inner = a.one_row_per_block(256);
+    inner[a.row_max].gpu_blocks_per_sm(2);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(a.softmax).compile_to_cuda(inner, Target("host-cuda-sm_90")); },
+        {"gpu_blocks_per_sm(2) on Func row_max", "no GPU kernel's blocks are its loops"}));
+}
+
 TEST(GpuScheduleErrors, StoreInMustMatchThePlacement) {
     Blur b;
     Schedule per_thread;
