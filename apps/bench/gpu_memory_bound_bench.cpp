@@ -26,9 +26,10 @@
 //   gpu_memory_bound_bench [--quick] [--reps N]
 //
 // Every kernel is first checked against the same pipeline on the CPU, with
-// the app's CPU schedule (small sizes: rows of 3001 floats, padded to 3004 as the promises ask; the
-// kernels for a fixed row length at that length, 2 rows). --quick
-// stops there: the correctness run, which CTest runs with the label gpu.
+// the app's CPU schedule, at small sizes: rows of 3001 floats, padded to
+// 3004 as the promises ask (the kernels for a fixed row length at that
+// length, 2 rows). --quick stops there: the correctness run, which CTest
+// runs with the label gpu.
 // Without a GPU it says why and exits with 77 (skipped).
 #include <algorithm>
 #include <chrono>
@@ -103,8 +104,8 @@ std::function<void(int, int)> bind_rmsnorm(const rmsnorm::RmsNorm &rms) {
  * floats, aligned rows promised: each thread reducing its own vectors
  * first with 1024 threads a block (and again asking for 2 blocks per SM,
  * which caps a thread's registers at 32) and with 512, and the reductions
- * across the threads at each step with 1024. Their own input, which the fixed length
- * is a promise of. */
+ * across the threads at each step with 1024. They take an input of their
+ * own, whose fixed length is a promise the others do not make. */
 void add_register_cases(std::vector<Case> &cases, int columns) {
     BufferParam in(Float(32), 2, "in");
     softmax::Softmax sm(in);

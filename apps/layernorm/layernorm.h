@@ -91,8 +91,8 @@ struct LayerNorm {
     }
     /** One GPU block per row with the row kept in its threads' registers
      * (loom_apps::keep_staged_row_in_registers): read from device memory
-     * once, as the staged schedules read it, but with no shared memory for
-     * it and no barrier, each thread holding its own vectors (16 floats
+     * once, as the staged schedules read it, but with no shared memory or
+     * barrier for it, each thread holding its own vectors (16 floats
      * for rows of 16384 and 1024 threads). With `per_thread`, each thread
      * sums its own vectors first, in each of the two passes
      * (schedule_gpu_per_thread); without, each sum is combined across the

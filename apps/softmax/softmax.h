@@ -104,8 +104,8 @@ struct Softmax {
     }
     /** One GPU block per row with the row kept in its threads' registers
      * (loom_apps::keep_staged_row_in_registers): read from device memory
-     * once, as the staged schedules read it, but with no shared memory for
-     * it and no barrier, each thread holding its own vectors (16 floats
+     * once, as the staged schedules read it, but with no shared memory or
+     * barrier for it, each thread holding its own vectors (16 floats
      * for rows of 16384 and 1024 threads). With `per_thread`, each thread
      * rolls its own vectors' max and sum first, the online softmax
      * (schedule_gpu_online over the copy); without, the max and the sum are
