@@ -35,6 +35,11 @@ Stmt simplify(const Stmt &s, bool remove_dead_lets = true,
 ModulusRemainder modulus_remainder(
     const Expr &e, const Scope<ModulusRemainder> &facts = Scope<ModulusRemainder>());
 
+/** e (an integer) less the terms of its sum whose constant factor c > 0
+ * divides, its constant reduced modulo c: e minus the result is a multiple
+ * of c (co * 1024 + 4 * t + 5, modulo 1024: 4 * t + 5). */
+Expr rest_modulo(const Expr &e, int64_t c);
+
 /** Whether e (a bool) simplifies to true. Never claims true wrongly. */
 bool can_prove(const Expr &e, const Scope<Interval> &bounds = Scope<Interval>());
 

@@ -98,6 +98,15 @@ void LinearForm::add_form(const LinearForm &o, int64_t k) {
     add_const(wmul(o.constant, k));
 }
 
+LinearForm LinearForm::rest_modulo(int64_t c) const {
+    LinearForm rest(type);
+    for (const Term &t : terms) {
+        if (t.coeff % c != 0) rest.add_term(t.e, t.coeff);
+    }
+    rest.add_const(mod_imp(constant, c));
+    return rest;
+}
+
 namespace {
 
 // Builds sum(terms) + c in canonical order: positive terms first, in order of
@@ -504,13 +513,9 @@ Expr Simplify::rewrite_div(const Expr &a, const Expr &b) {
             // 4 * t + [0, 4) of a period of 4 * threads, t < threads).
             int64_t span;
             if (c > 0 && s > 0 && !__builtin_mul_overflow(s, ramp->lanes - 1, &span)) {
-                LinearForm base(t.element_of()), rest(t.element_of());
+                LinearForm base(t.element_of());
                 base.add(ramp->base, 1);
-                for (const LinearForm::Term &term : base.terms) {
-                    if (term.coeff % c != 0) rest.add_term(term.e, term.coeff);
-                }
-                rest.add_const(mod_imp(base.constant, c));
-                ExprInfo ir = info_of_linear(rest);
+                ExprInfo ir = info_of_linear(base.rest_modulo(c));
                 if (ir.bounded() && ir.min >= 0 && ir.max < c - span) {
                     return Broadcast::make(rewrite_div(ramp->base, cs), ramp->lanes);
                 }
@@ -693,6 +698,13 @@ Expr Simplify::rewrite_cast(Type t, const Expr &v) {
         }
     }
     return Cast::make(t, v);
+}
+
+Expr rest_modulo(const Expr &e, int64_t c) {
+    LinearForm form(e.type());
+    form.add(e, 1);
+    const LinearForm rest = form.rest_modulo(c);
+    return build_sum(rest.terms, rest.constant, e.type());
 }
 
 }  // namespace internal

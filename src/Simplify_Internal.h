@@ -67,6 +67,10 @@ struct LinearForm {
     void add_term(const Expr &e, int64_t k);
     void add_const(int64_t v);
     void add_form(const LinearForm &o, int64_t k);
+    /** The form less its terms whose coefficient c divides, its constant
+     * reduced modulo c (c > 0): the form minus the result is a multiple
+     * of c. */
+    LinearForm rest_modulo(int64_t c) const;
     int64_t wrap(int64_t v) const;
     bool is_const() const { return terms.empty(); }
 };

@@ -177,8 +177,6 @@ class Context {
     Expr resolve_lets(const Expr &e) const {
         return substitute_in_all_lets(substitute_enclosing_lets(lets, e));
     }
-    /** The ranges of the enclosing loops and the thread indices. */
-    Scope<Interval> loop_facts() const { return fact_scope(); }
     /** Applies only the guard bindings (to an expression resolved
      * outside them). */
     Expr rebind(const Expr &e) const {
@@ -415,19 +413,7 @@ class OwnershipProof : public IRVisitor {
         }
         // at0 = q + P * s: the terms whose constant factor P divides go
         // to s; the others, q, must lie in [0, w).
-        const int64_t period = *w * block[axis];
-        std::vector<std::pair<Expr, int64_t>> terms;
-        additive_terms(at0, 1, &terms);
-        Expr q = make_zero(Int(32));
-        for (const auto &[term, factor] : terms) {
-            const int64_t *c = as_const_int(term);
-            if (c) {
-                const int64_t v = *c * factor, r = ((v % period) + period) % period;
-                q = q + make_const(Int(32), r);  // v - r is a multiple of P
-            } else if (factor % period != 0) {
-                q = q + term * make_const(Int(32), factor);
-            }
-        }
+        const Expr q = rest_modulo(at0, *w * block[axis]);
         const Interval range = bounds_of_expr_in_scope(simplify(q, true, facts), facts);
         const Expr lo = range.has_lower_bound() ? simplify(range.min) : Expr();
         const Expr hi = range.has_upper_bound() ? simplify(range.max) : Expr();
@@ -436,24 +422,6 @@ class OwnershipProof : public IRVisitor {
             return 0;
         }
         return *w;
-    }
-    /** e as a sum of terms, each with a constant factor (scaled by
-     * `factor`): sums, differences and products by constants are opened. */
-    static void additive_terms(const Expr &e, int64_t factor,
-                               std::vector<std::pair<Expr, int64_t>> *terms) {
-        if (const Add *a = e.as<Add>()) {
-            additive_terms(a->a, factor, terms);
-            additive_terms(a->b, factor, terms);
-        } else if (const Sub *d = e.as<Sub>()) {
-            additive_terms(d->a, factor, terms);
-            additive_terms(d->b, -factor, terms);
-        } else if (const Mul *m = e.as<Mul>(); m && as_const_int(m->b)) {
-            additive_terms(m->a, factor * *as_const_int(m->b), terms);
-        } else if (m && as_const_int(m->a)) {
-            additive_terms(m->b, factor * *as_const_int(m->a), terms);
-        } else {
-            terms->emplace_back(e, factor);
-        }
     }
     void fail(const char *how, const std::vector<Expr> &args, const std::string &reason) {
         std::ostringstream s;
@@ -497,7 +465,7 @@ class LocalizeCyclicAccesses : public IRMutator {
     LocalizeCyclicAccesses(std::string func, const std::map<int, CyclicRuns> &dims,
                            const Context &outside)
         : func(std::move(func)), dims(dims), outside(outside) {
-        facts = outside.loop_facts();
+        facts = outside.fact_scope();
     }
 
   protected:

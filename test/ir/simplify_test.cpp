@@ -495,6 +495,11 @@ TEST(Simplify, RampDividedWithinOneMultiple) {
     Expr lanes = Ramp::make(co * 1024 + t * 4, 1, 4) / Broadcast::make(Expr(1024), 4);
     Expr s = simplify(lanes, true, threads);
     EXPECT_TRUE(equal(s, Broadcast::make(co, 4))) << s;
+    // The rest of a sum past multiples of 1024, which the rule bounds.
+    EXPECT_TRUE(equal(rest_modulo(co * 1024 + t * 4 + 1029, 1024), t * 4 + 5))
+        << rest_modulo(co * 1024 + t * 4 + 1029, 1024);
+    EXPECT_TRUE(equal(rest_modulo(co * 2048 - 3, 1024), Expr(1021)))
+        << rest_modulo(co * 2048 - 3, 1024);
     Scope<Interval> wider;
     wider.push("t", Interval(Expr(0), Expr(256)));
     EXPECT_EQ(simplify(lanes, true, wider).as<Broadcast>(), nullptr);
