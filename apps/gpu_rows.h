@@ -98,19 +98,31 @@ inline void fix_row_length(loom::BufferParam input, const loom::Func &out,
     for (loom::BufferParam b : per_column) b.dim(0).set_min(0).set_extent(columns);
 }
 
-/** Keeps the row of `input` that a staged schedule (schedule_rows_on_gpu
- * with stage_rows, or a per-thread one over the copy) copies per block in
- * its threads' registers instead of shared memory. Each thread copies, and
- * then reads in every pass, the same vectors of the row (every
+/** One GPU block per row of a row app (softmax, LayerNorm, RMSNorm) with
+ * the row kept in its threads' registers instead of shared memory: the
+ * app's staged schedule, each thread reducing its own vectors first
+ * (`per_thread`: schedule_gpu_per_thread over the copy) or the reductions
+ * combined across the threads at each step (schedule_gpu), with the copy
+ * of the row stored in MemoryType::Register. Each thread copies, and then
+ * reads in every pass, the same vectors of the row (every
  * (threads * vector)-th run of `vector` floats from its own), so each
  * keeps its own: columns / threads floats (16 for rows of 16384 and 1024
- * threads), from device memory once, with no shared memory, no barrier
- * for the row and no bound from shared memory on the row's length. Needs
+ * threads), from device memory once, with no shared memory or barrier for
+ * the row and no bound from shared memory on the row's length.
+ * `blocks_per_sm` > 0 asks nvcc to fit that many blocks on an SM
+ * (Stage::gpu_blocks_per_sm), capping the registers a thread takes. Needs
  * the row length fixed (fix_row_length); rows so long that a thread's part
  * outgrows its registers spill to local memory. */
-inline void keep_staged_row_in_registers(loom::Schedule &sch, const loom::BufferParam &input,
-                                         const loom::Var &r, const loom::Var &c) {
-    sch.in(input, {r, c}).store_in(loom::MemoryType::Register);
+template <typename App> void schedule_row_app_in_registers(const App &app, loom::Schedule &sch,
+                                                           int threads, int vector, bool per_thread,
+                                                           int blocks_per_sm) {
+    if (per_thread) {
+        app.schedule_gpu_per_thread(sch, threads, vector, true);
+    } else {
+        app.schedule_gpu(sch, threads, vector, true);
+    }
+    sch.in(app.input, {app.r, app.c}).store_in(loom::MemoryType::Register);
+    if (blocks_per_sm > 0) sch[app.out].gpu_blocks_per_sm(blocks_per_sm);
 }
 
 /** Elementwise over rows `r` of `out`: each thread writes `vector`

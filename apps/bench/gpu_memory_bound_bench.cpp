@@ -201,7 +201,7 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         ln.schedule_cpu(l.cpu);
         rms.schedule_cpu(n.cpu);
         if (v.per_thread) {
-            sm.schedule_gpu_online(s.gpu, v.threads, 4, 0, staged);
+            sm.schedule_gpu_per_thread(s.gpu, v.threads, 4, staged);
             ln.schedule_gpu_per_thread(l.gpu, v.threads, 4, staged);
             rms.schedule_gpu_per_thread(n.gpu, v.threads, 4, staged);
         } else {

@@ -72,25 +72,14 @@ struct RmsNorm {
         loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads,
                                          stage_rows ? vector : 2 * vector);
     }
-    /** One GPU block per row with the row kept in its threads' registers
-     * (loom_apps::keep_staged_row_in_registers): read from device memory
-     * once, as the staged schedules read it, but with no shared memory or
-     * barrier for it, each thread holding its own vectors (16 floats
-     * for rows of 16384 and 1024 threads). With `per_thread`, each thread
-     * sums its own vectors first (schedule_gpu_per_thread); without, the
-     * sum is combined across the threads at each step (schedule_gpu).
-     * `blocks_per_sm` > 0 asks nvcc to fit that many blocks on an SM
-     * (Stage::gpu_blocks_per_sm), capping the registers a thread takes.
-     * The row length must be fixed first (fix_row_length). */
+    /** loom_apps::schedule_row_app_in_registers: the row kept in its
+     * threads' registers; with `per_thread`, each thread sums its own
+     * vectors first; without, the sum is combined across the threads at
+     * each step. The row length must be fixed first (fix_row_length). */
     void schedule_gpu_in_registers(loom::Schedule &sch, int threads = 1024, int vector = 4,
                                    bool per_thread = true, int blocks_per_sm = 0) const {
-        if (per_thread) {
-            schedule_gpu_per_thread(sch, threads, vector, true);
-        } else {
-            schedule_gpu(sch, threads, vector, true);
-        }
-        loom_apps::keep_staged_row_in_registers(sch, input, r, c);
-        if (blocks_per_sm > 0) sch[out].gpu_blocks_per_sm(blocks_per_sm);
+        loom_apps::schedule_row_app_in_registers(*this, sch, threads, vector, per_thread,
+                                                 blocks_per_sm);
     }
     /** Fixes the row length at `columns` (loom_apps::fix_row_length). */
     void fix_row_length(int columns) const {
