@@ -572,10 +572,9 @@ __device__ __forceinline__ void loom_scatter(T *p, const loom_vec<I, N> &i,
 )";
 
 // Reductions across a block's threads: warp shuffles within each warp, then
-// the warps' totals through shared memory, combined by the first warp's
-// shuffles. Every thread of the block must
-// call it, and gets the total. The order of combination is fixed, so results
-// repeat from run to run.
+// the warps' totals through shared memory. Every thread of the block must
+// call them, and gets the total. The order of combination is fixed, so
+// results repeat from run to run.
 const char *kBlockReducePrelude = R"(template <typename T>
 __device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {
     return __shfl_down_sync(mask, v, offset);
@@ -584,6 +583,10 @@ template <typename T>
 __device__ __forceinline__ T loom_shfl_xor(unsigned mask, T v, int lane_mask) {
     return __shfl_xor_sync(mask, v, lane_mask);
 }
+template <typename T>
+__device__ __forceinline__ T loom_shfl_idx(unsigned mask, T v, int lane) {
+    return __shfl_sync(mask, v, lane);
+}
 // Shuffles move 32-bit words or wider: narrower values travel as ints.
 #define LOOM_SHFL_THROUGH_INT(T)                                                     \
     __device__ __forceinline__ T loom_shfl_down(unsigned mask, T v, int offset) {    \
@@ -591,6 +594,9 @@ __device__ __forceinline__ T loom_shfl_xor(unsigned mask, T v, int lane_mask) {
     }                                                                                \
     __device__ __forceinline__ T loom_shfl_xor(unsigned mask, T v, int lane_mask) {  \
         return (T)__shfl_xor_sync(mask, (int)v, lane_mask);                          \
+    }                                                                                \
+    __device__ __forceinline__ T loom_shfl_idx(unsigned mask, T v, int lane) {       \
+        return (T)__shfl_sync(mask, (int)v, lane);                                   \
     }
 LOOM_SHFL_THROUGH_INT(bool)
 LOOM_SHFL_THROUGH_INT(signed char)
@@ -632,42 +638,73 @@ __device__ __forceinline__ T loom_group_reduce(T v, F op, int reduced, unsigned 
     __syncthreads();  // before the next reduction writes values
     return total;
 }
-// The same for the whole block, with room in `scratch` for a T per warp
-// and one more: each warp combines its threads' values, then the first warp
-// the warps' totals (both trees of shuffles, in a fixed order), and every
-// thread reads the result. (Every thread folding the warps' totals itself
-// cost a block of 1024 threads 32 loads and operations per thread.)
-template <typename T, typename F>
-__device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch) {
-    T *const totals = reinterpret_cast<T *>(scratch);
-    const int n = blockDim.x * blockDim.y * blockDim.z;
-    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const int lane = tid & 31, warps = (n + 31) >> 5;
-    const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // threads in this warp
-    const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+// The same for the whole block of NX x NY x NZ threads (the kernel's
+// constant shape, so that the masks, the warp count and the tests below
+// are constants). Each warp combines its threads' values; the first lane
+// of each stores its warp's total; after one barrier, every warp combines
+// the totals itself (a tree of shuffles, the same as the first level's)
+// and takes its first lane's result, so that every thread has the same
+// bits. `scratch` holds two halves of `half_bytes` (a T per warp, and one
+// more for the general path): consecutive reductions alternate halves
+// (`parity`), so a warp may store the next reduction's
+// total while another still reads this one's, and no second barrier is
+// needed: a warp reaches the next reduction's barrier only after reading
+// this one's totals. One warp needs no shared memory and no barrier. A
+// block of another shape (a partial warp, or a number of warps that is
+// not a power of two) takes the general path: the first warp combines the
+// totals, and a second barrier hands the result to every thread.
+template <int NX, int NY, int NZ, typename T, typename F>
+__device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch, int half_bytes,
+                                              int &parity) {
+    constexpr int n = NX * NY * NZ, warps = (n + 31) / 32;
+    const int tid = threadIdx.x + (NY > 1 ? NX * threadIdx.y : 0) + (NZ > 1 ? NX * NY * threadIdx.z : 0);
+    const int lane = tid & 31;
+    if constexpr (n % 32 == 0 && (warps & (warps - 1)) == 0) {
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        T other = loom_shfl_down(mask, v, offset);
-        if (lane + offset < width) v = op(v, other);
-    }
-    if (lane == 0) totals[tid >> 5] = v;
-    __syncthreads();
-    if (tid < 32) {
-        // With several warps the first one is whole; its lanes past the
-        // last total hold a copy of the first, left out by the test.
-        T total = totals[tid < warps ? tid : 0];
-        const unsigned first = warps > 1 ? 0xffffffffu : mask;
+        for (int offset = 16; offset > 0; offset >>= 1)
+            v = op(v, loom_shfl_xor(0xffffffffu, v, offset));
+        if constexpr (warps == 1) {
+            __syncwarp();  // orders the block's shared memory accesses around it, as a barrier
+            return loom_shfl_idx(0xffffffffu, v, 0);
+        } else {
+            parity ^= 1;
+            T *const totals = reinterpret_cast<T *>(scratch + parity * half_bytes);
+            if (lane == 0) totals[tid >> 5] = v;
+            __syncthreads();
+            T total = totals[lane & (warps - 1)];
+#pragma unroll
+            for (int offset = warps / 2; offset > 0; offset >>= 1)
+                total = op(total, loom_shfl_xor(0xffffffffu, total, offset));
+            return loom_shfl_idx(0xffffffffu, total, 0);
+        }
+    } else {
+        T *const totals = reinterpret_cast<T *>(scratch);
+        const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // threads in this warp
+        const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) {
-            T other = loom_shfl_down(first, total, offset);
-            if (tid + offset < warps) total = op(total, other);
+            T other = loom_shfl_down(mask, v, offset);
+            if (lane + offset < width) v = op(v, other);
         }
-        if (tid == 0) totals[warps] = total;
+        if (lane == 0) totals[tid >> 5] = v;
+        __syncthreads();
+        if (tid < 32) {
+            // With several warps the first one is whole; its lanes past the
+            // last total hold a copy of the first, left out by the test.
+            T total = totals[tid < warps ? tid : 0];
+            constexpr unsigned first = warps > 1 ? 0xffffffffu : (n >= 32 ? 0xffffffffu : (1u << (n % 32)) - 1u);
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                T other = loom_shfl_down(first, total, offset);
+                if (tid + offset < warps) total = op(total, other);
+            }
+            if (tid == 0) totals[warps] = total;
+        }
+        // (The next reduction writes totals[warps] only after its own
+        // barrier, which every thread reaches after reading it here.)
+        __syncthreads();
+        return totals[warps];
     }
-    // (The next reduction writes totals[warps] only after its own barrier,
-    // which every thread reaches after reading it here.)
-    __syncthreads();
-    return totals[warps];
 }
 )";
 
@@ -724,18 +761,33 @@ class KernelPrinter : public IRVisitor {
     /** Whether the kernel has vector code (then the source includes the
      * vector helpers). */
     bool uses_vectors = false;
-    /** Whether it combines values across the block's threads. */
+    /** Whether it combines values across the block's threads (or groups
+     * of them: then the source includes the reduction helpers). */
     bool uses_block_reduce = false;
-    /** The shared memory the kernel's reductions across threads use in
-     * turn (the most any one needs), after its Funcs' shared storage. */
-    int64_t reduce_scratch_bytes = 0;
+    /** Whether it combines values across the whole block. */
+    bool reduces_across_block = false;
+    /** The shared memory the kernel's reductions across groups of threads
+     * use in turn (the most any one needs). */
+    int64_t group_scratch_bytes = 0;
+    /** Each of the two halves that its reductions across the whole block
+     * alternate between (loom_block_reduce), after the groups' room. */
+    int64_t block_scratch_half_bytes = 0;
+    /** Where the whole block's reductions' room starts in the scratch. */
+    int64_t block_scratch_offset() const {
+        return group_scratch_bytes ? next_shared_offset(group_scratch_bytes) : 0;
+    }
+    /** The reductions' shared memory, after the Funcs' shared storage. */
+    int64_t reduce_scratch_bytes() const {
+        return block_scratch_half_bytes ? block_scratch_offset() + 2 * block_scratch_half_bytes
+                                        : group_scratch_bytes;
+    }
     /** Every byte of the kernel's shared memory is dynamic, passed at
      * launch: the runtime's opt-in past 48 KiB then sees the whole. (The
      * reduction helpers once kept static __shared__ arrays, which counted
      * against the 48 KiB without appearing in the launch's size.) */
     int64_t constant_shared_bytes() const {
-        return reduce_scratch_bytes ? reduce_scratch_offset() + reduce_scratch_bytes
-                                    : kernel.shared_bytes;
+        return reduce_scratch_bytes() ? reduce_scratch_offset() + reduce_scratch_bytes()
+                                      : kernel.shared_bytes;
     }
     int64_t reduce_scratch_offset() const { return next_shared_offset(kernel.shared_bytes); }
     /** Allocations outside the thread loops that are private to each
@@ -812,15 +864,32 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "}\n";
     }
-    void reduce_through_shared_memory(int64_t bytes, const std::string &what) {
+    /** The scratch argument of a reduction across groups of threads that
+     * needs `bytes` of shared memory (0: none). */
+    void group_reduce_scratch(int64_t bytes, const std::string &what) {
         uses_block_reduce = true;
         if (bytes == 0) {
             expr_out << "nullptr";
             return;
         }
-        reduce_scratch_bytes = std::max(reduce_scratch_bytes, bytes);
+        group_scratch_bytes = std::max(group_scratch_bytes, bytes);
         check_shared_memory(what);
         expr_out << "loom_shared_memory + loom_reduce_scratch_offset";
+    }
+    /** The scratch arguments of a reduction across the whole block, whose
+     * halves each need `half_bytes` (0: no shared memory). */
+    void block_reduce_scratch(int64_t half_bytes, const std::string &what) {
+        uses_block_reduce = true;
+        if (half_bytes == 0) {
+            expr_out << "nullptr, 0";
+        } else {
+            block_scratch_half_bytes = std::max(block_scratch_half_bytes, half_bytes);
+            check_shared_memory(what);
+            expr_out << "loom_shared_memory + loom_reduce_scratch_offset + "
+                        "loom_block_reduce_offset, loom_block_reduce_half_bytes";
+        }
+        expr_out << ", loom_reduce_parity";
+        reduces_across_block = true;
     }
     void check_shared_memory(const std::string &what) const {
         const int64_t total = constant_shared_bytes();
@@ -1208,17 +1277,25 @@ class KernelPrinter : public IRVisitor {
             const int64_t *reduced = as_const_int(op->args[2]);
             const bool shuffles =
                 reduced && *reduced == 1 && kernel.block[0] <= 32 && 32 % kernel.block[0] == 0;
-            reduce_through_shared_memory(shuffles ? 0 : threads * op->type.bytes(),
-                                         "a reduction across groups of its threads");
+            group_reduce_scratch(shuffles ? 0 : threads * op->type.bytes(),
+                                 "a reduction across groups of its threads");
             expr_out << ")";
             return;
         }
         if (op->is_intrinsic(gpu_intrinsic::block_reduce)) {
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
-            expr_out << "loom_block_reduce(" << print(op->args[0]) << ", "
+            // The block's shape as constants (see loom_block_reduce): a
+            // power of two of whole warps passes the warps' totals through
+            // shared memory, a warp per T (none for one warp); any other
+            // shape needs one more T, for the result.
+            const int64_t warps = (threads + 31) / 32;
+            const bool whole_warps = threads % 32 == 0 && (warps & (warps - 1)) == 0;
+            const int64_t half_bytes = whole_warps ? (warps == 1 ? 0 : warps * op->type.bytes())
+                                                   : (warps + 1) * op->type.bytes();
+            expr_out << "loom_block_reduce<" << kernel.block[0] << ", " << kernel.block[1] << ", "
+                     << kernel.block[2] << ">(" << print(op->args[0]) << ", "
                      << reduce_lambda(reduce, op->type) << ", ";
-            reduce_through_shared_memory(((threads + 31) / 32 + 1) * op->type.bytes(),
-                                         "a reduction across its threads");
+            block_reduce_scratch(half_bytes, "a reduction across its threads");
             expr_out << ")";
             return;
         }
@@ -1850,6 +1927,8 @@ class KernelFinder : public IRVisitor {
     /** The blocks per SM each Func's kernels ask for, and the Funcs that
      * made a kernel. */
     std::map<std::string, int> blocks_per_sm_of;
+    /** LoweredFunc::replicated_registers. */
+    std::set<std::string> replicated_registers;
     std::set<std::string> blocks_per_sm_used;
 
     using IRVisitor::visit;
@@ -1924,7 +2003,7 @@ class KernelFinder : public IRVisitor {
 
         // What the block's threads do together: stores outside the thread
         // loops by one thread, reductions across threads.
-        BlockLevelKernel lowered = lower_block_level_code(body, k.name);
+        BlockLevelKernel lowered = lower_block_level_code(body, k.name, replicated_registers);
         body = lowered.body;
 
         // Parameters: buffers first (pointers), then scalars, by name.
@@ -1994,9 +2073,19 @@ class KernelFinder : public IRVisitor {
         if (k.shared_bytes > 0 || k.dynamic_shared_bytes.defined()) {
             source << "    extern __shared__ __align__(16) unsigned char loom_shared_memory[];\n";
         }
-        if (printer.reduce_scratch_bytes) {
+        if (printer.reduce_scratch_bytes()) {
             source << "    constexpr int loom_reduce_scratch_offset = " << reduce_scratch_offset
-                   << ";  // " << printer.reduce_scratch_bytes << " bytes for reductions\n";
+                   << ";  // " << printer.reduce_scratch_bytes() << " bytes for reductions\n";
+        }
+        if (printer.block_scratch_half_bytes) {
+            source << "    constexpr int loom_block_reduce_offset = "
+                   << printer.block_scratch_offset()
+                   << ", loom_block_reduce_half_bytes = " << printer.block_scratch_half_bytes
+                   << ";\n";
+        }
+        if (printer.reduces_across_block) {
+            // Which half of their room the block's next reduction uses.
+            source << "    int loom_reduce_parity = 0;\n";
         }
         if (k.dynamic_shared_bytes.defined()) {
             // After the constant-size storage, 16-byte aligned.
@@ -2033,6 +2122,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     allocations.alignment = &finder.start_alignment;
     f.body.accept(&allocations);
     finder.blocks_per_sm_of = f.gpu_blocks_per_sm;
+    finder.replicated_registers = f.replicated_registers;
     f.body.accept(&finder);
     for (const auto &[func, blocks] : f.gpu_blocks_per_sm) {
         user_assert(finder.blocks_per_sm_used.count(func))

@@ -586,7 +586,9 @@ class AccumulatePartials : public IRMutator {
 
 class LowerBlockLevel : public IRMutator {
   public:
-    explicit LowerBlockLevel(const std::string &kernel) : kernel(kernel) {}
+    LowerBlockLevel(const std::string &kernel, const std::set<std::string> &replicated)
+        : kernel(kernel), replicated(replicated) {}
+    /** Every thread's own storage: what it owns, and the copies it keeps. */
     std::set<std::string> per_thread;
 
     using IRMutator::visit;
@@ -596,7 +598,7 @@ class LowerBlockLevel : public IRMutator {
             (op->for_type == ForType::GPUThread || has_thread_loop(op->body))) {
             const std::string stage = stage_of_loop(op->name);
             if (!open_regions.count(stage)) {
-                FindReductions find(stage, per_thread);
+                FindReductions find(stage, owned);
                 find.find_in(Stmt(op));
                 user_assert(!find.unranked)
                     << "Kernel " << kernel << " shares among its threads an update of "
@@ -639,11 +641,23 @@ class LowerBlockLevel : public IRMutator {
         // (privatize_thread_owned_storage proved that it may be).
         if (threads_open > 0 || op->memory_type == MemoryType::Register) {
             per_thread.insert(op->name);
+            if (threads_open > 0 || !replicated.count(op->name)) owned.insert(op->name);
         }
         return IRMutator::visit(op);
     }
     Stmt visit(const Store *op) override {
-        if (per_thread.count(op->name)) return op;
+        if (per_thread.count(op->name)) {
+            // Inside the thread loops, a copy that every thread keeps is
+            // only updated by reductions across them, made above.
+            user_assert(threads_open == 0 || owned.count(op->name))
+                << "Kernel " << kernel << " keeps a copy of " << op->name
+                << " in every thread (MemoryType::Register at a block loop), but its update "
+                   "inside the thread loops (at "
+                << op->index
+                << ") is not a reduction across the threads that they could combine, so the "
+                   "copies would differ. Store it in MemoryType::Shared.";
+            return op;
+        }
         if (threads_open == 0) {
             user_assert(block_level_loops.empty())
                 << "Kernel " << kernel << " stores to " << op->name
@@ -678,6 +692,10 @@ class LowerBlockLevel : public IRMutator {
 
   private:
     std::string kernel;
+    const std::set<std::string> &replicated;
+    /** The per-thread storage other than the replicated copies: what a
+     * reduction across the threads does not update. */
+    std::set<std::string> owned;
     int threads_open = 0;
     std::vector<const For *> thread_loops;       // open ones with several threads
     std::vector<const For *> block_level_loops;  // serial loops outside them
@@ -717,7 +735,10 @@ class LowerBlockLevel : public IRMutator {
                 registers.push_back({best_of(rank_partial(r, k)), Int(32)});
             }
         }
-        for (const auto &reg : registers) per_thread.insert(reg.first);
+        for (const auto &reg : registers) {
+            per_thread.insert(reg.first);
+            owned.insert(reg.first);
+        }
         open_regions.insert(stage);
         Stmt loop = mutate(DropUnreadLets().mutate(AccumulatePartials(found).mutate(Stmt(op))));
         open_regions.erase(stage);
@@ -788,7 +809,12 @@ class LowerBlockLevel : public IRMutator {
             // loops made again around it (on the same dimensions) to give
             // its group's coordinates. (A kept point's holder is one thread
             // of its group already.)
-            if (!folder.defined()) {
+            // A copy that every thread keeps: every thread folds the
+            // total (the same bits in each) into its own.
+            const bool every_thread = replicated.count(r.buffer) > 0;
+            internal_assert(!every_thread || (!grouped && !r.keeps_point))
+                << "replicated " << r.buffer << " reduced by groups or keeping a point";
+            if (!folder.defined() && !every_thread) {
                 folder = grouped ? Expr() : intrinsic(Bool(), gpu_intrinsic::first_thread);
                 for (const For *t : r.thread_loops) {
                     if (r.group_loops.count(t->name)) continue;
@@ -796,7 +822,7 @@ class LowerBlockLevel : public IRMutator {
                     folder = folder.defined() ? (folder && at_min) : at_min;
                 }
             }
-            fold = IfThenElse::make(folder, fold);
+            if (folder.defined()) fold = IfThenElse::make(folder, fold);
             for (auto it = r.thread_loops.rbegin(); it != r.thread_loops.rend(); ++it) {
                 const For *t = *it;
                 fold = For::make(t->name, t->min, t->extent, ForType::GPUThread, fold);
@@ -844,13 +870,14 @@ bool reduces_across_threads(const For *loop, const std::set<std::string> &per_th
     return !find.found.empty();
 }
 
-BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel) {
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel,
+                                        const std::set<std::string> &replicated) {
     BlockLevelKernel k;
     if (!has_thread_loop(body)) {
         k.body = body;
         return k;
     }
-    LowerBlockLevel lower(kernel);
+    LowerBlockLevel lower(kernel, replicated);
     k.body = DropPointRanks().mutate(lower.mutate(body));
     k.per_thread = lower.per_thread;
     return k;

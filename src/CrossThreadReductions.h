@@ -26,6 +26,11 @@
 //   strict test, the greatest otherwise, as the serial loop would keep);
 //   the thread holding that point folds it in. Any other store that
 //   several threads make to one element is refused.
+// - storage at the block level that every thread keeps a whole copy of
+//   (replicated by privatize_thread_owned_storage: a row's max or sum in
+//   registers) is each thread's own: every thread makes the stores to it
+//   there, and folds a reduction's total (the same in every thread) into
+//   its copy, with no first thread and no barrier.
 //
 // The barriers that make one thread's writes visible to the others are
 // placed afterwards, with all the kernel's others, by insert_gpu_barriers.
@@ -81,8 +86,12 @@ bool reduces_across_threads(const For *loop, const std::set<std::string> &per_th
 
 /** Rewrites the body of one kernel (its outermost gpu_blocks loop) as
  * described above, and drops the point_rank marks. `kernel` names it in
- * errors. Kernels without thread loops are returned unchanged. */
-BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel);
+ * errors. `replicated` names the Register storage at the block level that
+ * every thread keeps a copy of (LoweredFunc::replicated_registers): every
+ * thread makes its stores, and folds a reduction's total into its copy.
+ * Kernels without thread loops are returned unchanged. */
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel,
+                                        const std::set<std::string> &replicated);
 
 }  // namespace internal
 }  // namespace loom

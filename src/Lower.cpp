@@ -266,7 +266,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     // (bound(c, 0, in.dim(1).extent())): fixed ones are constants, which
     // per-thread storage must count.
     s = substitute_fixed_sizes(s, promising);
-    s = privatize_thread_owned_storage(s, env);
+    std::set<std::string> replicated_registers;
+    s = privatize_thread_owned_storage(s, env, &replicated_registers);
     debug_print("privatize_thread_owned_storage", s);
     s = storage_flattening(s, env);
     s = substitute_fixed_sizes(s, promising);
@@ -302,7 +303,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = unroll_loops(s);
     debug_print("unroll_loops", s);
 
-    s = partition_loops(s);
+    s = partition_loops(s, replicated_registers);
     debug_print("partition_loops", s);
 
     s = vectorize_loops(s, target);
@@ -323,6 +324,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     LoweredFunc f;
     f.name = name;
     f.body = s;
+    f.replicated_registers = replicated_registers;
     for (const auto &[func, fs] : env.schedules) {
         if (fs.gpu_blocks_per_sm > 0) f.gpu_blocks_per_sm[func] = fs.gpu_blocks_per_sm;
     }

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct LoweredFunc {
      * (Stage::gpu_blocks_per_sm), by the Func whose loops are the
      * kernel's blocks. */
     std::map<std::string, int> gpu_blocks_per_sm;
+    /** The buffers at the block level of GPU kernels of which every thread
+     * keeps a whole copy in registers (privatize_thread_owned_storage):
+     * each thread makes the stores to them, and folds the block's total
+     * of a reduction across its threads into its copy. */
+    std::set<std::string> replicated_registers;
 };
 
 }  // namespace internal

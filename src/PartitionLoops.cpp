@@ -631,6 +631,9 @@ class TrimGuardedLoops : public IRMutator {
 };
 
 class PartitionLoops : public IRMutator {
+  public:
+    explicit PartitionLoops(const std::set<std::string> &replicated) : replicated(replicated) {}
+
   protected:
     using IRMutator::visit;
 
@@ -656,15 +659,20 @@ class PartitionLoops : public IRMutator {
         return IRMutator::visit(op);
     }
     Stmt visit(const Allocate *op) override {
-        if (op->memory_type != MemoryType::Register) return IRMutator::visit(op);
+        if (op->memory_type != MemoryType::Register || replicated.count(op->name)) {
+            return IRMutator::visit(op);
+        }
         registers.insert(op->name);
         Stmt s = IRMutator::visit(op);
         registers.erase(op->name);
         return s;
     }
 
-    /** The Register storage around the loop visited: each thread's own. */
+    /** The Register storage around the loop visited that each thread
+     * owns (not the replicated storage, which reductions across the
+     * threads update). */
     std::set<std::string> registers;
+    const std::set<std::string> &replicated;
 
     // Names a value the partitioned loops use several times, unless it is
     // cheap to repeat.
@@ -859,8 +867,8 @@ class PartitionLoops : public IRMutator {
 
 }  // namespace
 
-Stmt partition_loops(const Stmt &s) {
-    return PartitionLoops().mutate(TrimGuardedLoops().mutate(s));
+Stmt partition_loops(const Stmt &s, const std::set<std::string> &replicated_registers) {
+    return PartitionLoops(replicated_registers).mutate(TrimGuardedLoops().mutate(s));
 }
 
 }  // namespace internal

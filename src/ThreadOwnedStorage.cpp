@@ -3,6 +3,7 @@
 #include "ThreadOwnedStorage.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "Bounds.h"
 #include "CodeGen_CUDA.h"
+#include "IREquality.h"
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
@@ -244,12 +246,45 @@ class Context {
     }
 };
 
+/** A walk of a kernel's code that keeps the Context of each point: the
+ * lets, the loops (thread loops as their min plus the thread's index) and
+ * the guards around it. */
+class WalkInContext : public IRVisitor {
+  public:
+    explicit WalkInContext(const Context &outside) : context(outside) {}
+
+  protected:
+    using IRVisitor::visit;
+    Context context;
+
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        context.push_let(op->name, op->value);
+        op->body.accept(this);
+        context.pop_let();
+    }
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        const bool thread = context.push_loop(op);
+        op->body.accept(this);
+        context.pop_loop(op, thread);
+    }
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        const Context::GuardMark added = context.push_guard(op->condition);
+        op->then_case.accept(this);
+        context.pop_guard(added);
+        if (op->else_case.defined()) op->else_case.accept(this);
+    }
+};
+
 /** Walks the body of one realization at the block level and decides, per
  * dimension of its Func, which thread dimension (if any) owns it. */
-class OwnershipProof : public IRVisitor {
+class OwnershipProof : public WalkInContext {
   public:
     OwnershipProof(const Realize *realize, const Context &outside, const int block[3])
-        : name(realize->name), context(outside), block(block) {
+        : WalkInContext(outside), name(realize->name), block(block) {
         for (const Range &r : realize->bounds) mins.push_back(context.resolve(r.min));
         owner.assign(realize->bounds.size(), unset);
         widths.assign(realize->bounds.size(), 0);
@@ -275,28 +310,8 @@ class OwnershipProof : public IRVisitor {
     }
 
   protected:
-    using IRVisitor::visit;
+    using WalkInContext::visit;
 
-    void visit(const LetStmt *op) override {
-        op->value.accept(this);
-        context.push_let(op->name, op->value);
-        op->body.accept(this);
-        context.pop_let();
-    }
-    void visit(const For *op) override {
-        op->min.accept(this);
-        op->extent.accept(this);
-        bool thread = context.push_loop(op);
-        op->body.accept(this);
-        context.pop_loop(op, thread);
-    }
-    void visit(const IfThenElse *op) override {
-        op->condition.accept(this);
-        const Context::GuardMark added = context.push_guard(op->condition);
-        op->then_case.accept(this);
-        context.pop_guard(added);
-        if (op->else_case.defined()) op->else_case.accept(this);
-    }
     void visit(const Provide *op) override {
         IRVisitor::visit(op);
         if (op->name == name) check(op->args, "stored to");
@@ -308,7 +323,6 @@ class OwnershipProof : public IRVisitor {
 
   private:
     std::string name;
-    Context context;
     const int *block;
     std::vector<Expr> mins;
 
@@ -444,6 +458,116 @@ class OwnershipProof : public IRVisitor {
     }
 };
 
+/** Whether every thread of the block may keep a whole copy of a Func
+ * realized at the block level (replication): every thread then computes
+ * all of it, which gives each the same values if each of its stores is
+ * the same for every thread. A store outside the thread loops is (it
+ * depends on no thread's index); one inside them must be a reduction
+ * across them, f(i) = f(i) op v for an associative and commutative op at
+ * an element that no thread index picks: the block combines its threads'
+ * v and every thread folds the total into its copy. Reads may be
+ * anywhere: every copy is whole. */
+class ReplicationProof : public WalkInContext {
+  public:
+    ReplicationProof(const Realize *realize, const Context &outside)
+        : WalkInContext(outside), name(realize->name) {}
+
+    std::string why_not;  // empty when the proof holds
+    /** Whether some store to the Func is in a serial loop outside the
+     * thread loops: every thread would run the loop. */
+    bool stored_in_serial_loop = false;
+
+  protected:
+    using WalkInContext::visit;
+
+    // A guard does not make a store the same for every thread; the
+    // bindings it implies could only hide a thread's index.
+    void visit(const IfThenElse *op) override { IRVisitor::visit(op); }
+    void visit(const For *op) override {
+        const bool serial = op->for_type != ForType::GPUThread && context.threads.empty() &&
+                            !is_const_one(simplify(context.resolve(op->extent)));
+        serial_loops += serial;
+        WalkInContext::visit(op);
+        serial_loops -= serial;
+    }
+    void visit(const Provide *op) override {
+        IRVisitor::visit(op);
+        if (op->name != name || !why_not.empty()) return;
+        if (context.threads.empty()) {
+            stored_in_serial_loop = stored_in_serial_loop || serial_loops > 0;
+            return;
+        }
+        std::ostringstream at;
+        at << name << "(";
+        for (size_t i = 0; i < op->args.size(); i++) at << (i ? ", " : "") << op->args[i];
+        at << ")";
+        for (const Expr &arg : op->args) {
+            const Expr resolved = context.resolve(arg);
+            for (const char *t : thread_index_names) {
+                if (expr_uses_var(resolved, t)) {
+                    why_not = at.str() +
+                              " is stored to inside the thread loops at an element that depends "
+                              "on the thread";
+                    return;
+                }
+            }
+        }
+        for (size_t i = 0; i < op->values.size(); i++) {
+            if (!updates_own_element(op->values[i], op->args, static_cast<int>(i))) {
+                why_not = at.str() +
+                          " is stored to inside the thread loops by something other than a "
+                          "reduction across them (f = f + v, f * v, min, max, && or ||)";
+                return;
+            }
+        }
+    }
+
+  private:
+    std::string name;
+    int serial_loops = 0;
+
+    /** Whether `value` is op(f(args)[index], v) or op(v, f(args)[index]) for an
+     * associative and commutative op, v not reading f. */
+    bool updates_own_element(const Expr &value, const std::vector<Expr> &args, int index) const {
+        Expr a, b;
+        if (const Add *n = value.as<Add>()) a = n->a, b = n->b;
+        else if (const Mul *n = value.as<Mul>()) a = n->a, b = n->b;
+        else if (const Min *n = value.as<Min>()) a = n->a, b = n->b;
+        else if (const Max *n = value.as<Max>()) a = n->a, b = n->b;
+        else if (const And *n = value.as<And>()) a = n->a, b = n->b;
+        else if (const Or *n = value.as<Or>()) a = n->a, b = n->b;
+        else return false;
+        auto is_element = [&](const Expr &e) {
+            const Call *c = e.as<Call>();
+            if (!c || c->call_type != Call::Func || c->name != name || c->value_index != index ||
+                c->args.size() != args.size()) {
+                return false;
+            }
+            for (size_t k = 0; k < args.size(); k++) {
+                if (!equal(c->args[k], args[k])) return false;
+            }
+            return true;
+        };
+        if (is_element(a)) return !reads_func(b);
+        if (is_element(b)) return !reads_func(a);
+        return false;
+    }
+    bool reads_func(const Expr &e) const {
+        struct Find : IRVisitor {
+            const std::string &name;
+            bool found = false;
+            explicit Find(const std::string &n) : name(n) {}
+            using IRVisitor::visit;
+            void visit(const Call *c) override {
+                found = found || (c->call_type == Call::Func && c->name == name);
+                IRVisitor::visit(c);
+            }
+        } find(name);
+        e.accept(&find);
+        return find.found;
+    }
+};
+
 /** A dimension whose elements each thread owns in runs (see
  * OwnershipProof::cyclic_width): the realization's min there, the run's
  * width and the period. */
@@ -541,6 +665,10 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
   public:
     explicit PrivatizeThreadOwnedStorage(LoweringEnv &env) : env(env) {}
 
+    /** The buffers of the Funcs replicated (every thread keeps a copy of
+     * all of it). */
+    std::set<std::string> replicated;
+
   protected:
     using IRMutator::visit;
 
@@ -602,6 +730,11 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         OwnershipProof proof(op, context, block);
         op->body.accept(&proof);
         if (!proof.holds()) {
+            ReplicationProof replication(op, context);
+            op->body.accept(&replication);
+            if (replication.why_not.empty()) {
+                return replicate(op, same, memory, replication.stored_in_serial_loop);
+            }
             user_assert(memory != MemoryType::Register)
                 << "Func " << op->name
                 << " is stored in MemoryType::Register at a block loop of a GPU kernel, outside "
@@ -613,6 +746,8 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                 << (proof.why_not.empty()
                         ? op->name + " has no dimension indexed by the thread alone"
                         : proof.why_not)
+                << ". Nor can every thread keep a copy of all of it, computing it alike: "
+                << replication.why_not
                 << ". Store it in MemoryType::Shared, or compute it inside the thread loops.";
             return same;
         }
@@ -660,12 +795,50 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         if (!cyclic.empty()) body = LocalizeCyclicAccesses(op->name, cyclic, context).mutate(body);
         return Realize::make(op->name, op->types, bounds, op->condition, body);
     }
+
+    /** `same` (op with its body mutated) with every thread keeping a copy
+     * of the whole Func, in registers, when it may (ReplicationProof held)
+     * and should: asked for (Register), or Auto storage of a single point
+     * (a row's max, sum or mean) that no serial loop of the block stores
+     * to, which then needs no shared memory, no first thread to compute it
+     * alone and no barrier before the others read it. */
+    Stmt replicate(const Realize *op, const Stmt &same, MemoryType memory,
+                   bool stored_in_serial_loop) {
+        int64_t elements = 1;
+        const Scope<Interval> facts = context.fact_scope();
+        for (const Range &r : op->bounds) {
+            int64_t extent = 0;
+            if (!constant_upper_bound(context.resolve(r.extent), facts, &extent)) {
+                elements = -1;
+                break;
+            }
+            elements *= std::max<int64_t>(extent, 1);
+        }
+        if (memory == MemoryType::Auto && (elements != 1 || stored_in_serial_loop)) return same;
+        user_assert(elements >= 0)
+            << "Func " << op->name
+            << " is stored in MemoryType::Register at a block loop of a GPU kernel, where every "
+               "thread keeps a copy of all of it, but its size is known only at run time: a "
+               "thread's registers must be counted when the kernel compiles. Bound its region "
+               "by constants (bound() on its Vars), or store it in MemoryType::Shared.";
+        auto fs = env.schedules.find(op->name);
+        if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
+        for (size_t i = 0; i < op->types.size(); i++) {
+            replicated.insert(op->types.size() == 1 ? op->name
+                                                    : op->name + "." + std::to_string(i));
+        }
+        return same;
+    }
 };
 
 }  // namespace
 
-Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env) {
-    return PrivatizeThreadOwnedStorage(env).mutate(s);
+Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env,
+                                    std::set<std::string> *replicated) {
+    PrivatizeThreadOwnedStorage privatize(env);
+    Stmt result = privatize.mutate(s);
+    *replicated = std::move(privatize.replicated);
+    return result;
 }
 
 }  // namespace internal

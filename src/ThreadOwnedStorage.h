@@ -32,11 +32,24 @@
 // loops over periods are unrolled are constants (an array indexed at run
 // time would be in local memory).
 //
+// When neither holds, every thread may still keep a copy of the whole Func
+// (replication): where each of its stores is the same for every thread.
+// Stores outside the thread loops are; inside them, a reduction across the
+// threads (f = f + v at an element no thread index picks) is, once the
+// block combines the threads' values and every thread folds the total into
+// its copy (CrossThreadReductions). A row's max and sum, and the row
+// statistics computed from them, are so: in registers, they need no shared
+// memory, no first thread to compute them alone and no barrier before the
+// others read them.
+//
 // The proof uses, as facts, the ranges of the enclosing loops, the bounds
 // that enclosing if-conditions put on a variable (a guard `x + t <= n` of a
 // ragged tail), and the orderings they state, which decide a clamp (a point
 // min(p, n - 1) read under the guard p < n is p).
 #pragma once
+
+#include <set>
+#include <string>
 
 #include "ScheduleFunctions.h"
 #include "loom/IR.h"
@@ -47,12 +60,16 @@ namespace internal {
 /** Makes per-thread storage of every realization at the block level of a
  * GPU kernel that is owned by its threads, as above, and marks its Func's
  * storage MemoryType::Register in env. Funcs stored in Register must be
- * owned so (a CompileError names the access that is not), and their
- * elements per thread must have a constant bound; Auto ones are
- * made per-thread when owned and small (at most 512 bytes per thread), and
- * are otherwise left to shared memory. Runs after bounds inference, before
- * storage flattening. */
-Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env);
+ * owned so, or replicated (a CompileError names the access that allows
+ * neither), and their elements per thread must have a constant bound; Auto
+ * ones are made per-thread when owned and small (at most 512 bytes per
+ * thread), replicated when they are a single point that no serial loop of
+ * the block stores to, and are otherwise left to shared memory. Adds the
+ * buffers of the replicated Funcs to `replicated` (code generation has
+ * every thread fold the block's totals into them). Runs after bounds
+ * inference, before storage flattening. */
+Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env,
+                                    std::set<std::string> *replicated);
 
 }  // namespace internal
 }  // namespace loom

@@ -203,10 +203,13 @@ int main() {
     // the reduction's RVar (split by the block's size) with gpu_threads:
     // every thread then accumulates its share of the row in a register, and
     // the block combines the shares (warp shuffles, then shared memory
-    // across warps) before its first thread stores the total. Loom does
+    // across warps) into a total that every thread receives. Loom does
     // this for updates of the form f(y) = f(y) op e with op one of +, *,
     // min, max, && and ||; any other update that several threads would make
-    // to one element is refused.
+    // to one element is refused. A single point like row_max(y), computed
+    // once per block, is kept by every thread in a register of its own:
+    // each folds the total into its copy, so none waits at a barrier for
+    // another to store it in shared memory.
     std::printf("\n2d. softmax, one block per row\n");
     RDom r(0, in.dim(1).extent(), "r");
     RVar ro("ro"), ri("ri");
@@ -224,7 +227,8 @@ int main() {
     }
     std::string reduced = Pipeline(softmax).compile_to_cuda(rows, gpu);
     if (!show_lines(reduced, {"row_max_partial_[0] = fmaxf(row_max_partial_[0]",
-                              "row_sum_partial_[0] = loom_block_reduce("})) {
+                              "row_sum_partial_[0] = loom_block_reduce<", "float row_max_[1];",
+                              "row_sum_[0] = (row_sum_[0] + row_sum_partial_[0]);"})) {
         return 1;
     }
 
@@ -288,8 +292,8 @@ int main() {
     argmax_rows[top].gpu_blocks(y);
     argmax_rows[top].update().split(r, ro, ri, 256).gpu_threads(ri).gpu_blocks(y);
     std::string argmax_cuda = Pipeline(top).compile_to_cuda(argmax_rows, gpu);
-    if (!show_lines(argmax_cuda, {"top_1_partial_best_[0] = loom_block_reduce(",
-                                  "top_1_partial_rank0_best_[0] = loom_block_reduce("})) {
+    if (!show_lines(argmax_cuda, {"top_1_partial_best_[0] = loom_block_reduce<",
+                                  "top_1_partial_rank0_best_[0] = loom_block_reduce<"})) {
         return 1;
     }
 
@@ -432,7 +436,7 @@ int main() {
     online[total].compute_at(probs, i);
     std::string online_cuda = Pipeline(probs).compile_to_cuda(online, gpu);
     if (!show_lines(online_cuda, {"float total_partial_[1];", "float best_partial_[1];",
-                                  "= loom_block_reduce("})) {
+                                  "= loom_block_reduce<"})) {
         return 1;
     }
     // A lone reduction splits the same way: split_k of a row's plain sum
@@ -451,7 +455,7 @@ int main() {
         .gpu_threads(lane);
     lone[row_total].compute_at(share, i);
     std::string lone_cuda = Pipeline(share).compile_to_cuda(lone, gpu);
-    if (!show_lines(lone_cuda, {"float row_total_partial_[1];", "= loom_block_reduce("})) {
+    if (!show_lines(lone_cuda, {"float row_total_partial_[1];", "= loom_block_reduce<"})) {
         return 1;
     }
 

@@ -118,6 +118,39 @@ struct RowNormalize {
     }
 };
 
+/** Four weighted sums of each row, moments(y, k) = k + sum_r in(y, r) *
+ * (k + 1), and a single point from them, scale(y) = moments(y, 0) +
+ * moments(y, 3); the output reads both: out(y, x) = in(y, x) * scale(y) +
+ * moments(y, x % 4). */
+struct RowMoments {
+    loom::BufferParam in{loom::Float(32), 2, "in"};
+    loom::Var x{"x"}, y{"y"}, k{"k"}, xo{"xo"}, xi{"xi"};
+    loom::RDom r{0, in.dim(1).extent(), "r"};
+    loom::RVar ro{"ro"}, ri{"ri"};
+    loom::Func moments{"moments"}, scale{"scale"}, out{"out"};
+    RowMoments() {
+        moments(y, k) = loom::cast<float>(k);
+        moments(y, k) += in(y, r) * loom::cast<float>(k + 1);
+        scale(y) = moments(y, 0) + moments(y, 3);
+        out(y, x) = in(y, x) * scale(y) + moments(y, x % 4);
+    }
+    /** A block per row of `threads` threads: moments computed once per
+     * block, its four sums each combined across the block (the RVar on the
+     * threads, k a serial loop of the block around them), stored in
+     * `memory`; scale computed once per block, stored as Auto decides. In
+     * shared memory, moments' pure definition is on the threads (k); in
+     * registers, every thread computes all of it. */
+    loom::Schedule per_block(int threads, loom::MemoryType memory) const {
+        loom::Schedule sch;
+        sch[out].split(x, xo, xi, threads).gpu_blocks(y).gpu_threads(xi);
+        sch[moments].compute_at(out, y).bound(k, 0, 4).store_in(memory);
+        if (memory == loom::MemoryType::Shared) sch[moments].gpu_threads(k);
+        sch[moments].update().split(r, ro, ri, threads).gpu_threads(ri);
+        sch[scale].compute_at(out, y);
+        return sch;
+    }
+};
+
 /** Softmax of each row: a max and a sum over the row (explicit update
  * definitions, so that their RVars can be scheduled), then exp(x - max) /
  * sum. */

@@ -457,7 +457,7 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
         loom_test::RowArgExtreme a(true, strict);
         std::string kernel =
             kernels_of(compile_for_every_arch(a.best, a.one_row_per_block(128), 2));
-        EXPECT_EQ(count_of(kernel, "loom_block_reduce("), 2) << kernel;
+        EXPECT_EQ(count_of(kernel, "loom_block_reduce<128, 1, 1>("), 2) << kernel;
         EXPECT_NE(kernel.find(strict ? "loom_min<int>(" : "loom_max<int>("), std::string::npos)
             << kernel;
         EXPECT_EQ(kernel.find("-2147483648"), std::string::npos) << kernel;
@@ -473,7 +473,7 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
     loom_test::RowArgExtreme a(false, true, true);
     std::string kernel = kernels_of(compile_for_every_arch(a.best, a.rows_per_block(8, 32), 2));
     EXPECT_EQ(count_of(kernel, "loom_group_reduce("), 2) << kernel;
-    EXPECT_EQ(kernel.find("loom_block_reduce("), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_block_reduce<"), std::string::npos) << kernel;
     // Unrolled, each of a thread's points is ranked by the RVar's value,
     // kept in a let of its own (best.s1.r.x.rank) where the RVar's let was
     // folded into its uses.
@@ -495,57 +495,90 @@ TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, 1, nullptr);"), std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("if ((row_max_s1_ri_ == 0)) {\n"), std::string::npos) << kernel;
-    EXPECT_EQ(kernel.find("loom_block_reduce("), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_block_reduce<"), std::string::npos) << kernel;
     std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
     EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
 }
 
 TEST(CudaCodegen, BarriersWhereThreadsShareDataOnly) {
     // Softmax with the row staged in shared memory: the copy's steady loop
-    // and its tail only write the row (no barrier between them), the first
-    // thread's initial values of row_max and row_sum are its own until the
-    // fold (none after them), and the threads read the row once it is
-    // whole and each total once it is folded: 3 barriers per row.
+    // and its tail only write the row (no barrier between them), and the
+    // threads read the row once it is whole. row_max and row_sum are single
+    // points that every thread keeps in its registers and folds the block's
+    // total into: no barrier for them. So one barrier per row, besides the
+    // one inside each combine across the block.
     loom_test::RowSoftmax p;
     std::string kernel = kernels_of(compile_for_every_arch(p.softmax, p.staged_rows(256), 1));
-    EXPECT_EQ(count_of(kernel, "__syncthreads();"), 3) << kernel;
+    EXPECT_EQ(count_of(kernel, "__syncthreads();"), 1) << kernel;
     const size_t copy = kernel.find("// produce in_in"), read = kernel.find("// consume in_in");
     ASSERT_NE(read, std::string::npos) << kernel;
     EXPECT_EQ(count_of(kernel.substr(copy, read - copy), "__syncthreads();"), 1) << kernel;
     EXPECT_LT(kernel.find("__syncthreads();", copy), kernel.find("for (", read)) << kernel;
     for (const char *total : {"row_max", "row_sum"}) {
+        EXPECT_NE(kernel.find(std::string("float ") + total + "_[1];"), std::string::npos)
+            << kernel;
+    }
+    EXPECT_EQ(kernel.find("threadIdx.x == 0"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("row_max_[0] = fmaxf(row_max_[0], row_max_partial_[0]);"),
+              std::string::npos)
+        << kernel;
+
+    // Stored in shared memory as asked, the same totals are the first
+    // thread's: its initial values are its own until the fold (no barrier
+    // after them), and the threads read each total once it is folded.
+    Schedule shared = p.staged_rows(256);
+    shared[p.row_max].store_in(MemoryType::Shared);
+    shared[p.row_sum].store_in(MemoryType::Shared);
+    kernel = kernels_of(compile_for_every_arch(p.softmax, shared, 1));
+    EXPECT_EQ(count_of(kernel, "__syncthreads();"), 3) << kernel;
+    for (const char *total : {"row_max", "row_sum"}) {
         const size_t init = kernel.find(std::string("// produce ") + total);
         const size_t fold =
-            kernel.find(std::string(total) + "_[0] = ", kernel.find("_reduce(", init));
+            kernel.find(std::string(total) + "_[0] = ", kernel.find("_reduce<", init));
         const size_t consume = kernel.find(std::string("// consume ") + total);
         ASSERT_NE(consume, std::string::npos) << kernel;
+        ASSERT_NE(fold, std::string::npos) << kernel;
         EXPECT_EQ(count_of(kernel.substr(init, fold - init), "__syncthreads();"), 0) << kernel;
         EXPECT_EQ(count_of(kernel.substr(fold, consume - fold), "__syncthreads();"), 1) << kernel;
     }
 }
 
 TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
-    // A block's reductions combine their warps' totals in the kernel's
-    // dynamic shared memory, after its Funcs' storage: one total per warp
-    // and the block's, room the reductions take in turn. row_max and
-    // row_sum are 4 bytes each, at 0 and 16; 256 threads are 8 warps of
-    // floats, and one more float for the block's total.
+    // A block's combines pass their warps' totals through the kernel's
+    // dynamic shared memory, after its Funcs' storage (none here: row_max
+    // and row_sum are in every thread's registers): a float per warp, 8
+    // warps for 256 threads, in two halves that consecutive combines take
+    // in turn.
     loom_test::RowSoftmax p;
     std::string kernel = kernels_of(compile_for_every_arch(p.softmax, p.one_row_per_block(256), 1));
-    EXPECT_NE(kernel.find("constexpr int loom_reduce_scratch_offset = 32;  // 36 bytes for "
+    EXPECT_NE(kernel.find("constexpr int loom_reduce_scratch_offset = 0;  // 64 bytes for "
                           "reductions"),
               std::string::npos)
         << kernel;
-    EXPECT_NE(kernel.find("68 bytes of shared memory"), std::string::npos) << kernel;
-    EXPECT_EQ(count_of(kernel, ", loom_shared_memory + loom_reduce_scratch_offset)"), 2) << kernel;
-    // The fold into row_max ends with a barrier, which also serves as the
-    // one between producing row_max and consuming it: one, not two.
+    EXPECT_NE(kernel.find("loom_block_reduce_half_bytes = 32;"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("64 bytes of shared memory"), std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel,
+                       ", loom_shared_memory + loom_reduce_scratch_offset + "
+                       "loom_block_reduce_offset, loom_block_reduce_half_bytes, "
+                       "loom_reduce_parity);"),
+              2)
+        << kernel;
+    // With the totals in shared memory, the fold into row_max ends with a
+    // barrier, which also serves as the one between producing row_max and
+    // consuming it: one, not two.
+    Schedule shared = p.one_row_per_block(256);
+    shared[p.row_max].store_in(MemoryType::Shared);
+    kernel = kernels_of(compile_for_every_arch(p.softmax, shared, 1));
     const size_t fold = kernel.find("row_max_[0] = fmaxf(row_max_[0], row_max_partial_[0]);");
     const size_t consume = kernel.find("// consume row_max");
     ASSERT_NE(fold, std::string::npos) << kernel;
     ASSERT_NE(consume, std::string::npos) << kernel;
     EXPECT_EQ(count_of(kernel.substr(fold, consume - fold), "__syncthreads();"), 1) << kernel;
 
+    // One warp combines by shuffles alone: no room is taken.
+    kernel = kernels_of(compile_for_every_arch(p.softmax, p.one_row_per_block(32), 1));
+    EXPECT_NE(kernel.find("nullptr, 0, loom_reduce_parity);"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_reduce_scratch_offset"), std::string::npos) << kernel;
     // Rows of 32 threads shuffle within their warp: no room is taken.
     kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1));
     EXPECT_NE(kernel.find("}, 1, nullptr);"), std::string::npos) << kernel;
@@ -560,12 +593,12 @@ TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
 
 TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     // The staged row's size is the row's length, known at launch: it
-    // follows the kernel's constant-size shared storage (row_max, row_sum
-    // and the reductions' room), and the launch passes both sizes together.
+    // follows the kernel's constant-size shared storage (the reductions'
+    // room), and the launch passes both sizes together.
     loom_test::RowSoftmax p;
     std::string src = compile_for_every_arch(p.softmax, p.staged_rows(256), 1);
     std::string kernel = kernels_of(src);
-    EXPECT_NE(kernel.find("constexpr int loom_dynamic_shared_offset = 80;"), std::string::npos)
+    EXPECT_NE(kernel.find("constexpr int loom_dynamic_shared_offset = 64;"), std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("float *const in_in_ = reinterpret_cast<float *>(loom_shared_memory + "
                           "loom_dynamic_shared_offset);  // sized at launch"),
@@ -576,6 +609,37 @@ TEST(CudaCodegen, SharedStorageSizedAtLaunch) {
     EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], in_["), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("fmaxf(row_max_partial_[0], loom_load_readonly(&in_["), std::string::npos)
         << kernel;
+}
+
+TEST(CudaCodegen, CopiesThatEveryThreadKeeps) {
+    // moments (Register) and scale (a single point, Auto) are computed at
+    // the block loop, and every thread keeps a whole copy: arrays of 4 and
+    // 1 floats, written by every thread (no first thread), each of the four
+    // sums folded by every thread from the block's total; no barrier but
+    // the combines'.
+    loom_test::RowMoments p;
+    std::string kernel =
+        kernels_of(compile_for_every_arch(p.out, p.per_block(128, MemoryType::Register), 1));
+    EXPECT_NE(kernel.find("float moments_[4];"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("float scale_[1];"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("reinterpret_cast<float *>(loom_shared_memory"), std::string::npos)
+        << kernel;
+    EXPECT_EQ(kernel.find("threadIdx.x == 0"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("__syncthreads();"), std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel, "= loom_block_reduce<128, 1, 1>("), 1) << kernel;
+    EXPECT_TRUE(
+        std::regex_search(kernel, std::regex("moments_\\[[^\\]]*\\] = \\(moments_\\[[^\\]]*\\] \\+ "
+                                             "moments_partial_\\[0\\]\\);")))
+        << kernel;
+    // In shared memory, the first thread computes them, and barriers pass
+    // them to the others.
+    kernel = kernels_of(compile_for_every_arch(p.out, p.per_block(128, MemoryType::Shared), 1));
+    EXPECT_NE(kernel.find("float *const moments_ = reinterpret_cast<float *>(loom_shared_memory"),
+              std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("float scale_[1];"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("threadIdx.x == 0"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("__syncthreads();"), std::string::npos) << kernel;
 }
 
 TEST(CudaCodegen, RegistersThatThreadsKeepAcrossABlockLoop) {
@@ -602,8 +666,8 @@ TEST(CudaCodegen, RegistersThatThreadsKeepAcrossABlockLoop) {
 
 TEST(CudaCodegen, ReductionsAcrossThreads) {
     // Each thread accumulates its stride of the row in a register; the block
-    // combines the partials (warp shuffles, then shared memory) and its
-    // first thread folds the total into row_max / row_sum.
+    // combines the partials (warp shuffles, then shared memory), and every
+    // thread folds the total into its own copy of row_max / row_sum.
     loom_test::RowSoftmax p;
     std::string src = compile_for_every_arch(p.softmax, p.one_row_per_block(256), 1);
     std::string kernel = kernels_of(src);
@@ -614,21 +678,23 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
         std::string::npos)
         << kernel;
 
-    EXPECT_NE(kernel.find("row_max_partial_[0] = loom_block_reduce(row_max_partial_[0]"),
+    EXPECT_NE(kernel.find("row_max_partial_[0] = loom_block_reduce<256, 1, 1>(row_max_partial_[0]"),
               std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("row_sum_partial_[0] = (row_sum_partial_[0] + expf("), std::string::npos)
         << kernel;
-    // The initial values and the folds are the first thread's.
-    EXPECT_TRUE(
-        std::regex_search(kernel, std::regex("if \\(\\(threadIdx\\.x == 0 && threadIdx\\.y == 0 && "
-                                             "threadIdx\\.z == 0\\)\\) \\{\n *row_max_\\[0\\] = "
-                                             "__int_as_float\\(0xff800000\\);")))
+    // The initial values and the folds are every thread's, in its
+    // registers: no first thread, no barrier outside the combines.
+    EXPECT_TRUE(std::regex_search(
+        kernel, std::regex("float row_max_\\[1\\];\n *// produce row_max\n.*\n *row_max_\\[0\\] = "
+                           "__int_as_float\\(0xff800000\\);")))
         << kernel;
     EXPECT_NE(kernel.find("row_sum_[0] = (row_sum_[0] + row_sum_partial_[0]);"), std::string::npos)
         << kernel;
+    EXPECT_EQ(kernel.find("threadIdx.x == 0"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("__syncthreads"), std::string::npos) << kernel;
     std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
-    EXPECT_NE(ptx.find("shfl.sync.down"), std::string::npos);
+    EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
     EXPECT_NE(ptx.find("ld.global.nc.f32"), std::string::npos) << ptx;
     EXPECT_EQ(ptx.find("ld.global.f32"), std::string::npos) << ptx;
 
@@ -649,8 +715,10 @@ TEST(CudaCodegen, ReductionsAcrossThreads) {
     sch[total].update().split(r, ro, ri, 96).gpu_blocks(y).gpu_threads(ri);
     sch[total].gpu_blocks(y);
     src = kernels_of(compile_for_every_arch(total, sch, 4));
-    EXPECT_NE(src.find("loom_block_reduce(lo_partial_[0], [&](short"), std::string::npos) << src;
-    EXPECT_NE(src.find("loom_block_reduce(total_partial_[0], [&](__half"), std::string::npos)
+    EXPECT_NE(src.find("loom_block_reduce<64, 4, 1>(lo_partial_[0], [&](short"), std::string::npos)
+        << src;
+    EXPECT_NE(src.find("loom_block_reduce<96, 1, 1>(total_partial_[0], [&](__half"),
+              std::string::npos)
         << src;
 }
 
@@ -670,7 +738,7 @@ TEST(CudaCodegen, VectorizedRVarsAcrossThreads) {
     EXPECT_NE(kernel.find("loom_load_dense_readonly<float, 4>(in_"), std::string::npos) << kernel;
     std::string ptx = loom::internal::compile_cuda(src, "softmax", "sm_90").ptx;
     EXPECT_GE(count_of(ptx, "ld.global.nc.v4"), 2) << ptx;
-    EXPECT_NE(ptx.find("shfl.sync.down"), std::string::npos);
+    EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
 }
 
 TEST(CudaCodegen, DoublePrecisionMath) {
@@ -763,8 +831,8 @@ TEST(CudaCodegen, ChunksOnThreadsRollInRegistersAndCombineAcrossTheBlock) {
             << source;
     }
     int combines = 0;
-    for (size_t at = source.find(" = loom_block_reduce("); at != std::string::npos;
-         at = source.find(" = loom_block_reduce(", at + 1)) {
+    for (size_t at = source.find(" = loom_block_reduce<"); at != std::string::npos;
+         at = source.find(" = loom_block_reduce<", at + 1)) {
         combines++;
     }
     EXPECT_EQ(combines, 2) << source;

@@ -343,10 +343,10 @@ TEST(CudaRuntime, SharedMemoryPast48KiBIsAskedForAtLaunch) {
 
 TEST(CudaRuntime, SharedMemorySizedAtLaunchFollowsTheArguments) {
     // A row staged in shared memory (Schedule::in): the launch asks for the
-    // kernel's constant 64 bytes (row_max and row_sum, 16-byte aligned, then
-    // the reductions' room: a float for each of 4 warps and one for the
-    // block's total, rounded up to 16) plus the row; a row past what a block
-    // may have is refused with its size.
+    // kernel's constant 32 bytes (the reductions' room: two halves of a
+    // float for each of 4 warps; row_max and row_sum are in every thread's
+    // registers) plus the row, 16-byte aligned; a row past what a block may
+    // have is refused with its size.
     FakeGpu gpu;
     loom_test::RowSoftmax p;
     Schedule sch = p.staged_rows(128);
@@ -356,12 +356,12 @@ TEST(CudaRuntime, SharedMemorySizedAtLaunchFollowsTheArguments) {
         Buffer<float> in({3, cols}), out({3, cols});
         c(in, out);
         ASSERT_FALSE(gpu.launches.empty());
-        EXPECT_EQ(gpu.launches.back().shared, 64u + 4u * static_cast<unsigned>(cols));
+        EXPECT_EQ(gpu.launches.back().shared, 32u + 4u * static_cast<unsigned>(cols));
     }
-    EXPECT_EQ(fake_cuda_calls("cuFuncSetAttribute"), 1);  // 80064 bytes > 48 KiB
+    EXPECT_EQ(fake_cuda_calls("cuFuncSetAttribute"), 1);  // 80032 bytes > 48 KiB
     Buffer<float> in({3, 60000}), out({3, 60000});
     EXPECT_TRUE(throws_with<RuntimeError>(
-        [&] { c(in, out); }, {"cuFuncSetAttribute failed", "needs 240064 bytes of shared memory",
+        [&] { c(in, out); }, {"cuFuncSetAttribute failed", "needs 240032 bytes of shared memory",
                               "more than this GPU allows", "stage less per block"}));
 }
 

@@ -305,6 +305,41 @@ TEST(GpuScheduleErrors, RegistersAtABlockLoopMustBeOwnedByThreads) {
          "its coordinate 1 is the same for every thread, unlike another access's"}));
 }
 
+TEST(GpuScheduleErrors, CopiesThatEveryThreadKeepsNeedReductionsAndAFixedSize) {
+    // Every thread keeps a copy of a Register Func at a block loop that no
+    // thread owns a part of only if every thread computes the same copy:
+    // inside the thread loops, only reductions across them may store to it.
+    {
+        BufferParam in(Float(32), 2, "in");
+        Var y("y"), x("x"), xo("xo"), xi("xi");
+        RDom r(0, in.dim(1).extent(), "r");
+        RVar ro("ro"), ri("ri");
+        Func decayed("decayed"), out("out");
+        decayed(y) = 0.0f;
+        decayed(y) = decayed(y) * 0.5f + in(y, r);
+        out(y, x) = in(y, x) - decayed(y);
+        Schedule sch;
+        sch[out].split(x, xo, xi, 64).gpu_blocks(y).gpu_threads(xi);
+        sch[decayed].compute_at(out, y).store_in(MemoryType::Register);
+        sch[decayed].update().split(r, ro, ri, 64).gpu_threads(ri);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(out).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+            {"Func decayed is stored in MemoryType::Register at a block loop",
+             "Nor can every thread keep a copy of all of it",
+             "is stored to inside the thread loops by something other than a reduction across "
+             "them",
+             "Store it in MemoryType::Shared"}));
+    }
+    // A copy of a region whose size is known only at run time.
+    loom_test::RowMoments p;
+    Schedule sch = p.per_block(64, MemoryType::Register);
+    sch[p.moments].bound(p.k, 0, p.in.dim(0).extent());
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(p.out).compile_to_cuda(sch, Target("host-cuda-sm_90")); },
+        {"Func moments is stored in MemoryType::Register at a block loop",
+         "every thread keeps a copy of all of it", "known only at run time", "bound()"}));
+}
+
 TEST(GpuScheduleErrors, RowsInRegistersNeedAFixedLengthAndOneLayout) {
     // A row kept in its threads' registers: how many floats each thread
     // keeps must be known when the kernel compiles (the rows' start is

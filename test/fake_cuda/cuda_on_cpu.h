@@ -140,28 +140,33 @@ inline void sync_warp(unsigned mask) {
     yield();
 }
 
-template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
+/** A warp shuffle: each lane in `mask` offers v and takes the value of
+ * lane `source` of its warp (its own v for a source past the warp or the
+ * block). */
+template <typename T> T shuffle_from(unsigned mask, T v, int source) {
     static_assert(sizeof(T) <= 8, "shuffles move up to 8 bytes");
     const int lane = current->linear & 31;
     memcpy(block->slots[current->linear], &v, sizeof(T));
     sync_warp(mask);
     T r = v;
-    if (lane + offset < 32 && current->linear + offset < block->count)
-        memcpy(&r, block->slots[current->linear + offset], sizeof(T));
+    const int from = current->linear - lane + source;
+    if (source < 32 && from < block->count) memcpy(&r, block->slots[from], sizeof(T));
     sync_warp(mask);  // before a later shuffle overwrites the slots
     return r;
 }
 
+template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
+    return shuffle_from(mask, v, (current->linear & 31) + offset);
+}
+
 template <typename T> T shuffle_xor(unsigned mask, T v, int lane_mask) {
-    static_assert(sizeof(T) <= 8, "shuffles move up to 8 bytes");
-    const int lane = current->linear & 31, source = (lane ^ lane_mask) & 31;
-    memcpy(block->slots[current->linear], &v, sizeof(T));
-    sync_warp(mask);
-    T r = v;
-    const int from = current->linear - lane + source;
-    if (from < block->count) memcpy(&r, block->slots[from], sizeof(T));
-    sync_warp(mask);
-    return r;
+    return shuffle_from(mask, v, ((current->linear & 31) ^ lane_mask) & 31);
+}
+
+template <typename T> T shuffle_idx(unsigned mask, T v, int source_lane) {
+    if (!(mask & (1u << (source_lane & 31))))
+        fail("a shuffle that reads a lane its mask leaves out");
+    return shuffle_from(mask, v, source_lane & 31);
 }
 
 inline void thread_main() {
@@ -348,6 +353,9 @@ template <typename T> T __shfl_down_sync(unsigned mask, T v, unsigned offset) {
 }
 template <typename T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask) {
     return loom_cpu::shuffle_xor(mask, v, lane_mask);
+}
+template <typename T> T __shfl_sync(unsigned mask, T v, int source_lane) {
+    return loom_cpu::shuffle_idx(mask, v, source_lane);
 }
 [[noreturn]] inline void __trap() {
     loom_cpu::fail("the kernel trapped (__trap)");

@@ -570,6 +570,47 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
     }
 }
 
+TEST(GpuExecution, BlockReductionsOfEveryShapeInTurn) {
+    // Three reductions of each row in turn, a float sum, a double max and
+    // an int count, each combined across the block: loom_block_reduce's
+    // paths for one warp (no shared
+    // memory), a power of two of warps (halves of its shared memory taken
+    // in turn, one barrier), 3 warps (the general path) and 32 x 2 threads
+    // (a block of two dimensions); consecutive reductions of 4- and 8-byte
+    // values in the same halves.
+    REQUIRE_GPU();
+    BufferParam in(Float(32), 2, "in");
+    Var y("y");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri"), rj("rj");
+    Func total("total"), peak("peak"), count("count"), out("out");
+    total(y) = 0.0f;
+    total(y) += in(y, r);
+    peak(y) = cast<double>(-1e30);
+    peak(y) = max(peak(y), cast<double>(in(y, r)) * cast<double>(total(y)));
+    count(y) = 0;
+    count(y) += select(in(y, r) > 0.5f, 1, 0);
+    out(y) = total(y) + cast<float>(peak(y)) + cast<float>(count(y));
+    in.set(random_buffer<float>({9, 1001}, -1.0, 1.0));
+    for (const std::vector<int> &block :
+         std::vector<std::vector<int>>{{32}, {96}, {1024}, {32, 2}}) {
+        SCOPED_TRACE(std::to_string(block[0]) + " x " +
+                     std::to_string(block.size() > 1 ? block[1] : 1) + " threads");
+        Schedule sch;
+        sch[out].gpu_blocks(y);
+        for (const Func &f : {total, peak, count}) {
+            sch[f].compute_at(out, y);
+            Stage u = sch[f].update().split(r, ro, ri, block[0]);
+            if (block.size() > 1) {
+                u.split(ro, ro, rj, block[1]).gpu_threads(ri, rj);
+            } else {
+                u.gpu_threads(ri);
+            }
+        }
+        expect_gpu_matches_interpreter(out, sch, {9}, 1e-5, 1e-5);
+    }
+}
+
 TEST(GpuExecution, ValuesOfTheBlockReachItsThreads) {
     // What the first thread stores alone (a single point, or a reduction's
     // initial value and fold) and what the block's threads store together
@@ -899,6 +940,32 @@ TEST(GpuExecution, ReductionsAcrossGroupsOfThreads) {
         .gpu_threads(ri, rj, yi);
     in.set(random_buffer<int32_t>({20, 1001}, -100000, 100000));
     expect_gpu_matches_interpreter(lo, guarded, {20});
+}
+
+TEST(GpuExecution, CopiesThatEveryThreadKeeps) {
+    // Funcs computed once per block that every thread keeps whole in its
+    // registers: scale, a single point (Auto), and moments, four points
+    // per row in Register, whose pure definition every thread computes
+    // in a serial loop and whose four sums every thread folds the block's
+    // totals into. The same in shared memory, computed by the first
+    // thread, gives the same values. Rows shorter and longer than the
+    // block, none a multiple of it; one warp (no shared memory), 8 warps
+    // and 3 (the combines' two paths). (Positive inputs: sums in another
+    // order differ by their rounding, not by cancellation.)
+    REQUIRE_GPU();
+    loom_test::RowMoments p;
+    for (const std::vector<int> &shape : std::vector<std::vector<int>>{{7, 1001}, {5, 20}}) {
+        p.in.set(random_buffer<float>(shape, 0.5, 1.0));
+        for (const int threads : {32, 256, 96}) {
+            for (const MemoryType memory : {MemoryType::Register, MemoryType::Shared}) {
+                SCOPED_TRACE(std::to_string(shape[1]) + " columns, " + std::to_string(threads) +
+                             " threads, " +
+                             (memory == MemoryType::Register ? "registers" : "shared memory"));
+                expect_gpu_matches_interpreter(p.out, p.per_block(threads, memory), shape, 1e-5,
+                                               1e-5);
+            }
+        }
+    }
 }
 
 TEST(GpuExecution, RegistersThatThreadsKeepAcrossABlockLoop) {
