@@ -104,8 +104,11 @@ std::function<void(int, int)> bind_rmsnorm(const rmsnorm::RmsNorm &rms) {
  * floats, aligned rows promised: each thread reducing its own vectors
  * first with 1024 threads a block (and again asking for 2 blocks per SM,
  * which caps a thread's registers at 32) and with 512, and the reductions
- * across the threads at each step with 1024. They take an input of their
- * own, whose fixed length is a promise the others do not make. */
+ * across the threads at each step with 1024. Softmax's per-thread schedule
+ * keeps the row's exponentials in the registers; the online one over the
+ * same registers (two exponentials a point) is timed too. They take an
+ * input of their own, whose fixed length is a promise the others do not
+ * make. */
 void add_register_cases(std::vector<Case> &cases, int columns) {
     BufferParam in(Float(32), 2, "in");
     softmax::Softmax sm(in);
@@ -135,6 +138,16 @@ void add_register_cases(std::vector<Case> &cases, int columns) {
         rms.schedule_cpu(n.cpu);
         cases.insert(cases.end(), {s, l, n});
     }
+    Case online{"row softmax (registers, online, 1024 threads)",
+                in,
+                sm.out,
+                Schedule(),
+                nullptr,
+                gpu,
+                columns};
+    loom_apps::schedule_row_app_in_registers(sm, online.gpu, 1024, 4, true, 0);
+    sm.schedule_cpu(online.cpu);
+    cases.push_back(online);
 }
 
 /** The memory-bound kernels over `in`: a copy, the elementwise chain, and

@@ -109,15 +109,42 @@ struct Softmax {
                                  bool stage_rows = false) const {
         schedule_gpu_online(sch, threads, vector, 0, stage_rows);
     }
-    /** loom_apps::schedule_row_app_in_registers: the row kept in its
-     * threads' registers; with `per_thread`, each thread rolls its own
-     * vectors' max and sum first, the online softmax over the copy;
-     * without, the max and the sum are each combined across the threads at
-     * each step. The row length must be fixed first (fix_row_length). */
+    /** One GPU block per row, the row kept in its threads' registers
+     * (loom_apps::schedule_row_app_in_registers): with `per_thread`, the
+     * two passes schedule_gpu_exponentials_in_registers makes; without,
+     * the max and the sum are each combined across the threads at each
+     * step of schedule_gpu. The row length must be fixed first
+     * (fix_row_length). */
     void schedule_gpu_in_registers(loom::Schedule &sch, int threads = 1024, int vector = 4,
                                    bool per_thread = true, int blocks_per_sm = 0) const {
-        loom_apps::schedule_row_app_in_registers(*this, sch, threads, vector, per_thread,
-                                                 blocks_per_sm);
+        if (per_thread) {
+            schedule_gpu_exponentials_in_registers(sch, threads, vector, blocks_per_sm);
+        } else {
+            loom_apps::schedule_row_app_in_registers(*this, sch, threads, vector, false,
+                                                     blocks_per_sm);
+        }
+    }
+    /** One GPU block per row, the row kept in its threads' registers and
+     * then replaced there by its exponentials: each thread takes the max
+     * of its own vectors of the row, and the block combines the maxima;
+     * each thread computes its exponentials e (kept in its registers,
+     * where its copy of the row was) and sums them, and the block combines
+     * the sums; each thread scales its e by the reciprocal. With no
+     * running max to repair, a point costs one exponential, where the
+     * online schedule over the same registers (schedule_row_app_in_registers
+     * with `per_thread`) pays two and a repair per step. The row length
+     * must be fixed first (fix_row_length). */
+    void schedule_gpu_exponentials_in_registers(loom::Schedule &sch, int threads = 1024,
+                                                int vector = 4, int blocks_per_sm = 0) const {
+        using namespace loom;
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {inv_sum}, threads, vector,
+                                        true);
+        sch.in(input, {r, c}).store_in(MemoryType::Register);
+        loom_apps::stage_row_on_gpu(sch[e], out, r, c, input.dim(1).extent(), threads, vector);
+        sch[e].store_in(MemoryType::Register);
+        loom_apps::reduce_row_per_thread(sch, row_max, k, out, r, threads, vector);
+        loom_apps::reduce_row_per_thread(sch, row_sum, k, out, r, threads, vector);
+        if (blocks_per_sm > 0) sch[out].gpu_blocks_per_sm(blocks_per_sm);
     }
     /** Fixes the row length at `columns` (loom_apps::fix_row_length). */
     void fix_row_length(int columns) const { loom_apps::fix_row_length(input, out, {}, columns); }

@@ -504,7 +504,10 @@ namespace {
  * own. */
 Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *what) {
     std::mt19937_64 rng(case_seed ^ 0x9e3779b97f4a7c15ull);
+    // Choices added later draw from a stream of their own (as in make_case).
+    std::mt19937_64 later(case_seed ^ 0x6a09e667f3bcc909ull);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    auto pick_later = [&](int n) { return static_cast<int>(later() % static_cast<uint64_t>(n)); };
     Var yo("yo"), xo("xo"), yi("yi"), xi("xi");
     const Func &out = c.funcs.back();
     Schedule sch;
@@ -576,6 +579,12 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
             if (pick(2)) {
                 sch[f].store_in(MemoryType::Global);
                 w << ".store_in(Global)";
+            } else if (f.num_update_definitions() == 0 && pick_later(3) == 0) {
+                // In its threads' registers: legal exactly when every
+                // thread of the block reads only the points (or runs of
+                // points) that it computed itself.
+                sch[f].store_in(MemoryType::Register);
+                w << ".store_in(Register)";
             }
             break;
         default:
@@ -629,6 +638,7 @@ bool expected_gpu_refusal(const std::string &m) {
            m.find("outside its gpu_threads loops") != std::string::npos ||
            m.find("with a size known only at run time") != std::string::npos ||
            m.find("threads per block; CUDA allows at most 1024") != std::string::npos ||
+           m.find("is stored in MemoryType::Register at a block loop") != std::string::npos ||
            m.find("which is not a positive constant: a block has a fixed number of threads") !=
                std::string::npos;
 }
@@ -694,7 +704,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
     int cases = 30;
     if (const char *s = std::getenv("LOOM_FUZZ_CASES")) cases = std::stoi(s);
     std::printf("[fuzz gpu run] starting at seed %llu\n", static_cast<unsigned long long>(seed));
-    int ran = 0, vectorized = 0, promising = 0, refused = 0, failures = 0;
+    int ran = 0, vectorized = 0, promising = 0, in_registers = 0, refused = 0, failures = 0;
     for (int k = 0; k < cases && failures < 3; k++) {
         uint64_t case_seed = seed + static_cast<uint64_t>(k);
         FuzzCase c = make_case(case_seed);
@@ -734,6 +744,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
             ran++;
             vectorized += what.find("vectorize") != std::string::npos;
             promising += promised;
+            in_registers += what.find("store_in(Register)") != std::string::npos;
         } catch (const CompileError &e) {
             EXPECT_TRUE(expected_gpu_refusal(e.what()))
                 << "seed " << case_seed << " (" << what << "):\n"
@@ -747,8 +758,8 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
     }
     unsetenv("LOOM_FAKE_CUDA_REVERSED");
     std::printf(
-        "[fuzz gpu run] %d ran (%d with vectors, %d with alignment promised), %d refused, "
-        "%d failed\n",
-        ran, vectorized, promising, refused, failures);
+        "[fuzz gpu run] %d ran (%d with vectors, %d with alignment promised, %d with a Func "
+        "stored in registers at the block), %d refused, %d failed\n",
+        ran, vectorized, promising, in_registers, refused, failures);
     EXPECT_GT(ran, cases / 3);
 }
