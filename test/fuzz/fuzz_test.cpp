@@ -66,12 +66,17 @@ const char *tail_name(TailStrategy t) {
 Var vy("y"), vx("x");
 
 // Builds a random pipeline and a random schedule for it from `seed`.
+/** The name of a stage's innermost loop. */
+std::string last_loop(Stage u) {
+    std::string loops = u.dump();
+    size_t open = loops.rfind('('), close = loops.rfind(')');
+    return loops.substr(open + 1, close - open - 1);
+}
+
 /** Vectorizes the stage's innermost loop by `lanes` if it is an RVar (an
  * update over an RDom); an update without one is left alone. */
 void vectorize_rvar(Stage u, int lanes) {
-    std::string loops = u.dump();
-    size_t open = loops.rfind('('), close = loops.rfind(')');
-    std::string last = loops.substr(open + 1, close - open - 1);
+    std::string last = last_loop(u);
     if (last != "x" && last != "y") u.vectorize(RVar(last), lanes);
 }
 
@@ -547,6 +552,27 @@ Schedule make_gpu_schedule(uint64_t case_seed, const FuzzCase &c, std::string *w
         // Not inlined, a Func with updates would be computed on the CPU by
         // default, where the kernels cannot read it.
         if (placement == 0 && f.num_update_definitions() > 0) placement = 3;
+        // A Func with an update over an RDom (not a scan): per block, its
+        // RVar on the block's threads, which combine each point's sum
+        // across them. In shared memory (the pure definition on the
+        // threads too, the first thread folding each total), or in every
+        // thread's registers (every thread computing the whole region and
+        // folding each total into its copy).
+        const std::string rvar =
+            f.num_update_definitions() > 0 ? last_loop(sch[f].update()) : std::string();
+        if (!rvar.empty() && rvar != "x" && rvar != "y" && !c.is_scan(f) && pick_later(2) == 0) {
+            sch[f].compute_at(out, xo);
+            sch[f].update().gpu_threads(RVar(rvar));
+            w << "; " << f.name() << ".compute_at(xo), update.gpu_threads(" << rvar << ")";
+            if (pick_later(2)) {
+                sch[f].store_in(MemoryType::Register);
+                w << ".store_in(Register)";
+            } else {
+                sch[f].gpu_threads(vx, vy).store_in(MemoryType::Shared);
+                w << ".gpu_threads(x, y).store_in(Shared)";
+            }
+            continue;
+        }
         switch (placement) {
         case 0: break;  // the default
         case 1:
@@ -639,6 +665,9 @@ bool expected_gpu_refusal(const std::string &m) {
            m.find("with a size known only at run time") != std::string::npos ||
            m.find("threads per block; CUDA allows at most 1024") != std::string::npos ||
            m.find("is stored in MemoryType::Register at a block loop") != std::string::npos ||
+           m.find(
+               "every thread keeps a copy of all of it, but its size is known only at run "
+               "time") != std::string::npos ||
            m.find("which is not a positive constant: a block has a fixed number of threads") !=
                std::string::npos;
 }
@@ -704,7 +733,8 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
     int cases = 30;
     if (const char *s = std::getenv("LOOM_FUZZ_CASES")) cases = std::stoi(s);
     std::printf("[fuzz gpu run] starting at seed %llu\n", static_cast<unsigned long long>(seed));
-    int ran = 0, vectorized = 0, promising = 0, in_registers = 0, refused = 0, failures = 0;
+    int ran = 0, vectorized = 0, promising = 0, in_registers = 0, across_threads = 0, refused = 0,
+        failures = 0;
     for (int k = 0; k < cases && failures < 3; k++) {
         uint64_t case_seed = seed + static_cast<uint64_t>(k);
         FuzzCase c = make_case(case_seed);
@@ -745,6 +775,7 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
             vectorized += what.find("vectorize") != std::string::npos;
             promising += promised;
             in_registers += what.find("store_in(Register)") != std::string::npos;
+            across_threads += what.find("update.gpu_threads(") != std::string::npos;
         } catch (const CompileError &e) {
             EXPECT_TRUE(expected_gpu_refusal(e.what()))
                 << "seed " << case_seed << " (" << what << "):\n"
@@ -759,7 +790,8 @@ TEST(Fuzz, GpuSchedulesRunOnTheCpu) {
     unsetenv("LOOM_FAKE_CUDA_REVERSED");
     std::printf(
         "[fuzz gpu run] %d ran (%d with vectors, %d with alignment promised, %d with a Func "
-        "stored in registers at the block), %d refused, %d failed\n",
-        ran, vectorized, promising, in_registers, refused, failures);
+        "stored in registers at the block, %d with sums across threads), %d refused, %d "
+        "failed\n",
+        ran, vectorized, promising, in_registers, across_threads, refused, failures);
     EXPECT_GT(ran, cases / 3);
 }
