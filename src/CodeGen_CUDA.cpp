@@ -603,81 +603,104 @@ LOOM_SHFL_THROUGH_INT(signed char)
 LOOM_SHFL_THROUGH_INT(unsigned char)
 LOOM_SHFL_THROUGH_INT(short)
 LOOM_SHFL_THROUGH_INT(unsigned short)
+// The thread's index in its block of NX x NY x NZ threads.
+template <int NX, int NY, int NZ> __device__ __forceinline__ int loom_thread_index() {
+    return threadIdx.x + (NY > 1 ? NX * threadIdx.y : 0) + (NZ > 1 ? NX * NY * threadIdx.z : 0);
+}
+// v combined over each group of G consecutive whole warps (G a power of
+// two; every thread of the block calls it), returned to each of the
+// group's threads. Each warp combines its threads' values (a butterfly of
+// shuffles); the first lane of each stores its warp's total; after one
+// barrier, every warp combines its group's totals itself (the same tree)
+// and takes its first lane's result, so that the group's threads have the
+// same bits. `scratch` holds two halves of `half_bytes` (a T per warp of
+// the block): consecutive reductions alternate halves (`parity`), so a
+// warp may store the next reduction's total while another still reads
+// this one's, and no second barrier is needed: a warp reaches the next
+// reduction's barrier only after reading this one's totals. A group of
+// one warp needs no shared memory, and __syncwarp stands for the barrier.
+template <int NX, int NY, int NZ, int G, typename T, typename F>
+__device__ __forceinline__ T loom_whole_warps_reduce(T v, F op, unsigned char *scratch,
+                                                     int half_bytes, int &parity) {
+    const int tid = loom_thread_index<NX, NY, NZ>(), lane = tid & 31;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = op(v, loom_shfl_xor(0xffffffffu, v, offset));
+    if constexpr (G == 1) {
+        __syncwarp();
+        return loom_shfl_idx(0xffffffffu, v, 0);
+    } else {
+        parity ^= 1;
+        T *const totals = reinterpret_cast<T *>(scratch + parity * half_bytes);
+        if (lane == 0) totals[tid >> 5] = v;
+        __syncthreads();
+        const int first = (tid >> 5) & ~(G - 1);  // the group's first warp
+        T total = totals[first + (lane & (G - 1))];
+#pragma unroll
+        for (int offset = G / 2; offset > 0; offset >>= 1)
+            total = op(total, loom_shfl_xor(0xffffffffu, total, offset));
+        return loom_shfl_idx(0xffffffffu, total, 0);
+    }
+}
 // v combined over the threads that share this thread's coordinates along
-// the dimensions not in `reduced` (x 1, y 2, z 4), returned to each of
-// them. A group that is the x threads of a row, blockDim.x dividing 32, is
-// a segment of a warp: shuffles. Otherwise through shared memory, in a
-// fixed order.
-// `scratch` is the kernel's (dynamic) shared memory for reductions, room
-// for a T per thread; each reduction ends with a barrier, so the next may
-// reuse it.
-template <typename T, typename F>
-__device__ __forceinline__ T loom_group_reduce(T v, F op, int reduced, unsigned char *scratch) {
-    const int n = blockDim.x * blockDim.y * blockDim.z;
-    const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    if (reduced == 1 && blockDim.x <= 32 && 32 % blockDim.x == 0) {
-        const int lane = tid & 31;
+// the dimensions in REDUCED (a mask: x 1, y 2, z 4), returned to each of
+// them, in a block of NX x NY x NZ threads (the kernel's constant shape).
+// A group that is the x threads of a row, NX dividing 32, is a segment of a
+// warp: shuffles alone. A group of whole warps (NX a multiple of 32, a
+// power of two of warps): loom_whole_warps_reduce. Otherwise, through
+// shared memory (`scratch`: a T per thread, its own room), each thread
+// folding its group's values in a fixed order between two barriers.
+template <int NX, int NY, int NZ, int REDUCED, typename T, typename F>
+__device__ __forceinline__ T loom_group_reduce(T v, F op, unsigned char *scratch, int half_bytes,
+                                               int &parity) {
+    constexpr int n = NX * NY * NZ;
+    constexpr int warps_per_group = NX / 32;
+    if constexpr (REDUCED == 1 && NX <= 32 && 32 % NX == 0) {
+        const int tid = loom_thread_index<NX, NY, NZ>(), lane = tid & 31;
         const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // whole segments
-        const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
-        for (int offset = blockDim.x / 2; offset > 0; offset >>= 1)
+        const unsigned mask = n % 32 == 0 || width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#pragma unroll
+        for (int offset = NX / 2; offset > 0; offset >>= 1)
             v = op(v, loom_shfl_xor(mask, v, offset));
         return v;
+    } else if constexpr (REDUCED == 1 && NX % 32 == 0 &&
+                         (warps_per_group & (warps_per_group - 1)) == 0) {
+        return loom_whole_warps_reduce<NX, NY, NZ, warps_per_group>(v, op, scratch, half_bytes,
+                                                                    parity);
+    } else {
+        const int tid = loom_thread_index<NX, NY, NZ>();
+        T *const values = reinterpret_cast<T *>(scratch);
+        values[tid] = v;
+        __syncthreads();
+        const unsigned x0 = (REDUCED & 1) ? 0 : threadIdx.x, x1 = (REDUCED & 1) ? NX : x0 + 1;
+        const unsigned y0 = (REDUCED & 2) ? 0 : threadIdx.y, y1 = (REDUCED & 2) ? NY : y0 + 1;
+        const unsigned z0 = (REDUCED & 4) ? 0 : threadIdx.z, z1 = (REDUCED & 4) ? NZ : z0 + 1;
+        T total = values[x0 + NX * (y0 + NY * z0)];
+        for (unsigned z = z0; z < z1; z++)
+            for (unsigned y = y0; y < y1; y++)
+                for (unsigned x = x0; x < x1; x++)
+                    if (x != x0 || y != y0 || z != z0)
+                        total = op(total, values[x + NX * (y + NY * z)]);
+        __syncthreads();  // before the next reduction writes values
+        return total;
     }
-    T *const values = reinterpret_cast<T *>(scratch);
-    values[tid] = v;
-    __syncthreads();
-    const unsigned x0 = (reduced & 1) ? 0 : threadIdx.x, x1 = (reduced & 1) ? blockDim.x : x0 + 1;
-    const unsigned y0 = (reduced & 2) ? 0 : threadIdx.y, y1 = (reduced & 2) ? blockDim.y : y0 + 1;
-    const unsigned z0 = (reduced & 4) ? 0 : threadIdx.z, z1 = (reduced & 4) ? blockDim.z : z0 + 1;
-    T total = values[x0 + blockDim.x * (y0 + blockDim.y * z0)];
-    for (unsigned z = z0; z < z1; z++)
-        for (unsigned y = y0; y < y1; y++)
-            for (unsigned x = x0; x < x1; x++)
-                if (x != x0 || y != y0 || z != z0)
-                    total = op(total, values[x + blockDim.x * (y + blockDim.y * z)]);
-    __syncthreads();  // before the next reduction writes values
-    return total;
 }
 // The same for the whole block of NX x NY x NZ threads (the kernel's
 // constant shape, so that the masks, the warp count and the tests below
-// are constants). Each warp combines its threads' values; the first lane
-// of each stores its warp's total; after one barrier, every warp combines
-// the totals itself (a tree of shuffles, the same as the first level's)
-// and takes its first lane's result, so that every thread has the same
-// bits. `scratch` holds two halves of `half_bytes` (a T per warp, and one
-// more for the general path): consecutive reductions alternate halves
-// (`parity`), so a warp may store the next reduction's
-// total while another still reads this one's, and no second barrier is
-// needed: a warp reaches the next reduction's barrier only after reading
-// this one's totals. One warp needs no shared memory and no barrier. A
-// block of another shape (a partial warp, or a number of warps that is
-// not a power of two) takes the general path: the first warp combines the
-// totals, and a second barrier hands the result to every thread.
+// are constants): a power of two of whole warps is one group of
+// loom_whole_warps_reduce. A block of another shape (a partial warp, or a
+// number of warps that is not a power of two) takes the general path, in
+// `scratch` (a T per warp and one more): each warp's total, then the first
+// warp combines the totals, and a second barrier hands the result to
+// every thread.
 template <int NX, int NY, int NZ, typename T, typename F>
 __device__ __forceinline__ T loom_block_reduce(T v, F op, unsigned char *scratch, int half_bytes,
                                               int &parity) {
     constexpr int n = NX * NY * NZ, warps = (n + 31) / 32;
-    const int tid = threadIdx.x + (NY > 1 ? NX * threadIdx.y : 0) + (NZ > 1 ? NX * NY * threadIdx.z : 0);
-    const int lane = tid & 31;
     if constexpr (n % 32 == 0 && (warps & (warps - 1)) == 0) {
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1)
-            v = op(v, loom_shfl_xor(0xffffffffu, v, offset));
-        if constexpr (warps == 1) {
-            __syncwarp();  // orders the block's shared memory accesses around it, as a barrier
-            return loom_shfl_idx(0xffffffffu, v, 0);
-        } else {
-            parity ^= 1;
-            T *const totals = reinterpret_cast<T *>(scratch + parity * half_bytes);
-            if (lane == 0) totals[tid >> 5] = v;
-            __syncthreads();
-            T total = totals[lane & (warps - 1)];
-#pragma unroll
-            for (int offset = warps / 2; offset > 0; offset >>= 1)
-                total = op(total, loom_shfl_xor(0xffffffffu, total, offset));
-            return loom_shfl_idx(0xffffffffu, total, 0);
-        }
+        return loom_whole_warps_reduce<NX, NY, NZ, warps>(v, op, scratch, half_bytes, parity);
     } else {
+        const int tid = loom_thread_index<NX, NY, NZ>(), lane = tid & 31;
         T *const totals = reinterpret_cast<T *>(scratch);
         const int width = n - (tid - lane) < 32 ? n - (tid - lane) : 32;  // threads in this warp
         const unsigned mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
@@ -764,13 +787,15 @@ class KernelPrinter : public IRVisitor {
     /** Whether it combines values across the block's threads (or groups
      * of them: then the source includes the reduction helpers). */
     bool uses_block_reduce = false;
-    /** Whether it combines values across the whole block. */
-    bool reduces_across_block = false;
+    /** Whether a reduction takes loom_reduce_parity (then the kernel
+     * declares it). */
+    bool uses_reduce_parity = false;
     /** The shared memory the kernel's reductions across groups of threads
      * use in turn (the most any one needs). */
     int64_t group_scratch_bytes = 0;
-    /** Each of the two halves that its reductions across the whole block
-     * alternate between (loom_block_reduce), after the groups' room. */
+    /** Each of the two halves that its reductions across the whole block,
+     * or across groups of whole warps, alternate between
+     * (loom_block_reduce), after the other groups' room. */
     int64_t block_scratch_half_bytes = 0;
     /** Where the whole block's reductions' room starts in the scratch. */
     int64_t block_scratch_offset() const {
@@ -876,9 +901,10 @@ class KernelPrinter : public IRVisitor {
         check_shared_memory(what);
         expr_out << "loom_shared_memory + loom_reduce_scratch_offset";
     }
-    /** The scratch arguments of a reduction across the whole block, whose
-     * halves each need `half_bytes` (0: no shared memory). */
-    void block_reduce_scratch(int64_t half_bytes, const std::string &what) {
+    /** The scratch arguments of a reduction that alternates between two
+     * halves of its room (loom_block_reduce, and loom_group_reduce's groups
+     * of whole warps), each of `half_bytes` (0: no shared memory). */
+    void alternating_halves_scratch(int64_t half_bytes, const std::string &what) {
         uses_block_reduce = true;
         if (half_bytes == 0) {
             expr_out << "nullptr, 0";
@@ -889,7 +915,7 @@ class KernelPrinter : public IRVisitor {
                         "loom_block_reduce_offset, loom_block_reduce_half_bytes";
         }
         expr_out << ", loom_reduce_parity";
-        reduces_across_block = true;
+        uses_reduce_parity = true;
     }
     void check_shared_memory(const std::string &what) const {
         const int64_t total = constant_shared_bytes();
@@ -1270,15 +1296,28 @@ class KernelPrinter : public IRVisitor {
         const int64_t threads = kernel.block[0] * kernel.block[1] * kernel.block[2];
         if (op->is_intrinsic(gpu_intrinsic::group_reduce)) {
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
-            expr_out << "loom_group_reduce(" << print(op->args[0]) << ", "
-                     << reduce_lambda(reduce, op->type) << ", " << print(op->args[2]) << ", ";
-            // Groups that are segments of a warp (as loom_group_reduce
-            // tells them) shuffle, without shared memory.
             const int64_t *reduced = as_const_int(op->args[2]);
-            const bool shuffles =
-                reduced && *reduced == 1 && kernel.block[0] <= 32 && 32 % kernel.block[0] == 0;
-            group_reduce_scratch(shuffles ? 0 : threads * op->type.bytes(),
-                                 "a reduction across groups of its threads");
+            internal_assert(reduced) << "a group reduction's dimensions are constants";
+            expr_out << "loom_group_reduce<" << kernel.block[0] << ", " << kernel.block[1] << ", "
+                     << kernel.block[2] << ", " << *reduced << ">(" << print(op->args[0]) << ", "
+                     << reduce_lambda(reduce, op->type) << ", ";
+            // The paths of loom_group_reduce: segments of a warp shuffle
+            // alone; groups of a power of two of whole warps take the whole
+            // block's alternating halves; others a T per thread.
+            const int64_t row = kernel.block[0], per_group = row / 32;
+            if (*reduced == 1 && row <= 32 && 32 % row == 0) {
+                expr_out << "nullptr, 0, loom_reduce_parity";
+                uses_block_reduce = true;
+                uses_reduce_parity = true;
+            } else if (*reduced == 1 && row % 32 == 0 && (per_group & (per_group - 1)) == 0) {
+                alternating_halves_scratch((threads / 32) * op->type.bytes(),
+                                           "a reduction across groups of its threads");
+            } else {
+                group_reduce_scratch(threads * op->type.bytes(),
+                                     "a reduction across groups of its threads");
+                expr_out << ", 0, loom_reduce_parity";
+                uses_reduce_parity = true;
+            }
             expr_out << ")";
             return;
         }
@@ -1295,7 +1334,7 @@ class KernelPrinter : public IRVisitor {
             expr_out << "loom_block_reduce<" << kernel.block[0] << ", " << kernel.block[1] << ", "
                      << kernel.block[2] << ">(" << print(op->args[0]) << ", "
                      << reduce_lambda(reduce, op->type) << ", ";
-            block_reduce_scratch(half_bytes, "a reduction across its threads");
+            alternating_halves_scratch(half_bytes, "a reduction across its threads");
             expr_out << ")";
             return;
         }
@@ -2083,7 +2122,7 @@ class KernelFinder : public IRVisitor {
                    << ", loom_block_reduce_half_bytes = " << printer.block_scratch_half_bytes
                    << ";\n";
         }
-        if (printer.reduces_across_block) {
+        if (printer.uses_reduce_parity) {
             // Which half of their room the block's next reduction uses.
             source << "    int loom_reduce_parity = 0;\n";
         }

@@ -250,7 +250,7 @@ int main() {
         short_rows[f].update().split(r, ro, ri, 32).reorder(ro, y, ri).gpu_threads(ri, y);
     }
     std::string grouped = Pipeline(softmax).compile_to_cuda(short_rows, gpu);
-    if (!show_lines(grouped, {"row_max_partial_[0] = loom_group_reduce("})) return 1;
+    if (!show_lines(grouped, {"row_max_partial_[0] = loom_group_reduce<"})) return 1;
 
     // The softmax above reads each row three times: for the max, the sum
     // and the output. A memory-bound kernel's time is the bytes it moves,

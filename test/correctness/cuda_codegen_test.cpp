@@ -472,7 +472,7 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
     // Groups of 32 threads (a row each) combine by shuffles.
     loom_test::RowArgExtreme a(false, true, true);
     std::string kernel = kernels_of(compile_for_every_arch(a.best, a.rows_per_block(8, 32), 2));
-    EXPECT_EQ(count_of(kernel, "loom_group_reduce("), 2) << kernel;
+    EXPECT_EQ(count_of(kernel, "loom_group_reduce<32, 8, 1, 1>("), 2) << kernel;
     EXPECT_EQ(kernel.find("loom_block_reduce<"), std::string::npos) << kernel;
     // Unrolled, each of a thread's points is ranked by the RVar's value,
     // kept in a let of its own (best.s1.r.x.rank) where the RVar's let was
@@ -489,10 +489,12 @@ TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
     loom_test::RowSoftmax p;
     std::string src = compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1);
     std::string kernel = kernels_of(src);
-    EXPECT_NE(kernel.find("row_max_partial_[0] = loom_group_reduce(row_max_partial_[0]"),
-              std::string::npos)
+    EXPECT_NE(
+        kernel.find("row_max_partial_[0] = loom_group_reduce<32, 8, 1, 1>(row_max_partial_[0]"),
+        std::string::npos)
         << kernel;
-    EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, 1, nullptr);"), std::string::npos)
+    EXPECT_NE(kernel.find("(loom_reduce_a_ + loom_reduce_b_); }, nullptr, 0, loom_reduce_parity);"),
+              std::string::npos)
         << kernel;
     EXPECT_NE(kernel.find("if ((row_max_s1_ri_ == 0)) {\n"), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("loom_block_reduce<"), std::string::npos) << kernel;
@@ -581,12 +583,25 @@ TEST(CudaCodegen, ReductionsUseTheLaunchesSharedMemory) {
     EXPECT_EQ(kernel.find("loom_reduce_scratch_offset"), std::string::npos) << kernel;
     // Rows of 32 threads shuffle within their warp: no room is taken.
     kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(8, 32), 1));
-    EXPECT_NE(kernel.find("}, 1, nullptr);"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("}, nullptr, 0, loom_reduce_parity);"), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("loom_reduce_scratch_offset"), std::string::npos) << kernel;
+    // Rows of 64 threads, two whole warps each, pass each warp's total
+    // through the halves the block's combines take in turn: a float per
+    // warp of the block's 8.
+    kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(4, 64), 1));
+    EXPECT_NE(kernel.find("loom_group_reduce<64, 4, 1, 1>(row_max_partial_[0]"), std::string::npos)
+        << kernel;
+    EXPECT_NE(kernel.find("loom_block_reduce_half_bytes = 32;"), std::string::npos) << kernel;
+    EXPECT_EQ(count_of(kernel,
+                       "loom_block_reduce_offset, loom_block_reduce_half_bytes, "
+                       "loom_reduce_parity);"),
+              2)
+        << kernel;
     // Rows of 48 threads go through shared memory: a float per thread.
     kernel = kernels_of(compile_for_every_arch(p.softmax, p.rows_per_block(4, 48), 1));
     EXPECT_NE(kernel.find("// 768 bytes for reductions"), std::string::npos) << kernel;
-    EXPECT_NE(kernel.find("}, 1, loom_shared_memory + loom_reduce_scratch_offset);"),
+    EXPECT_NE(kernel.find("}, loom_shared_memory + loom_reduce_scratch_offset, 0, "
+                          "loom_reduce_parity);"),
               std::string::npos)
         << kernel;
 }

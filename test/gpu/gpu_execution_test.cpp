@@ -897,12 +897,16 @@ TEST(GpuExecution, FastMathKeepsResultsCloseToTheInterpreters) {
 TEST(GpuExecution, ReductionsAcrossGroupsOfThreads) {
     REQUIRE_GPU();
     // Several rows per block, each row's threads combining their own
-    // partials: groups that are segments of a warp (shuffles), and groups
-    // of 40 threads (through shared memory).
+    // partials: groups that are segments of a warp (shuffles), groups of 2
+    // and 4 whole warps (each warp's total through shared memory, one
+    // barrier), and groups of 40 threads (a value per thread through shared
+    // memory). 37 rows leave the last block's last groups without a row.
     loom_test::RowSoftmax p;
     p.in.set(random_buffer<float>({37, 301}, -20.0, 20.0));
     expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(8, 32), {37, 301}, 1e-5, 1e-7);
     expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(16, 8), {37, 301}, 1e-5, 1e-7);
+    expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(4, 64), {37, 301}, 1e-5, 1e-7);
+    expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(2, 128), {37, 301}, 1e-5, 1e-7);
     expect_gpu_matches_interpreter(p.softmax, p.rows_per_block(3, 40), {37, 301}, 1e-5, 1e-7);
     // Exact, over two dimensions of threads: each row's minimum over a
     // 16 x 4 group, four rows (threadIdx.z) per block.
