@@ -35,10 +35,6 @@ bool reads_other_element(const Expr &e, const std::string &func, int element) {
     return find.found;
 }
 
-std::string buffer_name(const std::string &func, int index, int tuple_size) {
-    return tuple_size == 1 ? func : func + "." + std::to_string(index);
-}
-
 /** The flat index of `args` in `buf`. A dimension in `single_point` holds
  * one element, so every access the bounds allow is at its min: its term is
  * zero, and is left out rather than computed from a coordinate the code
@@ -189,6 +185,10 @@ class FlattenStorage : public IRMutator {
 };
 
 }  // namespace
+
+std::string buffer_name(const std::string &func, int index, int tuple_size) {
+    return tuple_size == 1 ? func : func + "." + std::to_string(index);
+}
 
 Stmt storage_flattening(const Stmt &s, const LoweringEnv &env) {
     return FlattenStorage(env).mutate(s);

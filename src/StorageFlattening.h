@@ -2,6 +2,8 @@
 // Allocate/Store/Load with explicit strides.
 #pragma once
 
+#include <string>
+
 #include "ScheduleFunctions.h"
 
 namespace loom {
@@ -12,6 +14,10 @@ namespace internal {
  * buf.stride.K defined around it; outputs and inputs use the same symbols,
  * bound from their buffer descriptors. */
 Stmt storage_flattening(const Stmt &s, const LoweringEnv &env);
+
+/** The flat buffer of element `index` of a Func with `tuple_size` values:
+ * the Func's name for a single value, else name.index. */
+std::string buffer_name(const std::string &func, int index, int tuple_size);
 
 }  // namespace internal
 }  // namespace loom

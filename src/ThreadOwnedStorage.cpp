@@ -16,6 +16,7 @@
 #include "IRPrinter.h"
 #include "IRVisitor.h"
 #include "Simplify.h"
+#include "StorageFlattening.h"
 #include "Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
@@ -823,10 +824,8 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                "by constants (bound() on its Vars), or store it in MemoryType::Shared.";
         auto fs = env.schedules.find(op->name);
         if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
-        for (size_t i = 0; i < op->types.size(); i++) {
-            replicated.insert(op->types.size() == 1 ? op->name
-                                                    : op->name + "." + std::to_string(i));
-        }
+        const int values = static_cast<int>(op->types.size());
+        for (int i = 0; i < values; i++) replicated.insert(buffer_name(op->name, i, values));
         return same;
     }
 };

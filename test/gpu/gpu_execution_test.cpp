@@ -970,6 +970,26 @@ TEST(GpuExecution, CopiesThatEveryThreadKeeps) {
             }
         }
     }
+    // A Tuple of two sums' kinds at a single point (Auto): a copy of each
+    // of its two buffers in every thread, each folded from its own combine.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y"), x("x"), xo("xo"), xi("xi");
+    RDom r(0, in.dim(1).extent(), "r");
+    RVar ro("ro"), ri("ri");
+    Func stats("stats"), centered("centered");
+    stats(y) = Tuple(0.0f, cast<float>(-INFINITY));
+    stats(y) = Tuple(stats(y)[0] + in(y, r), max(stats(y)[1], in(y, r)));
+    centered(y, x) = in(y, x) * stats(y)[0] - stats(y)[1];
+    Schedule sch;
+    sch[centered].split(x, xo, xi, 64).gpu_blocks(y).gpu_threads(xi);
+    sch[stats].compute_at(centered, y);
+    sch[stats].update().split(r, ro, ri, 64).gpu_threads(ri);
+    in.set(random_buffer<float>({6, 333}, 0.5, 1.0));
+    expect_gpu_matches_interpreter(centered, sch, {6, 333}, 1e-5, 1e-5);
+    const std::string kernel = Pipeline(centered).compile_to_cuda(sch, Target("host-cuda-sm_90"));
+    EXPECT_NE(kernel.find("float stats_0_[1];"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("float stats_1_[1];"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("threadIdx.x == 0"), std::string::npos) << kernel;
 }
 
 TEST(GpuExecution, RegistersThatThreadsKeepAcrossABlockLoop) {
