@@ -128,10 +128,12 @@ class Stage {
     /** Where the Func's storage lives: MemoryType::Shared (a GPU block's
      * shared memory; compute it at a block loop), Register (per GPU thread;
      * compute it inside the thread loops, or at a block loop when each of
-     * its elements is touched only by the thread whose index it is at),
-     * Global (device memory), or on
-     * the CPU Stack or Heap. The default, Auto, chooses by placement.
-     * A choice the placement contradicts is a CompileError. */
+     * its elements is touched only by the thread whose index it is at, or
+     * when every thread may keep a copy of all of it: stores that are the
+     * same for every thread, and reductions across the threads), Global
+     * (device memory), or on the CPU Stack or Heap. The default, Auto,
+     * chooses by placement. A choice the placement contradicts is a
+     * CompileError. */
     Stage &store_in(MemoryType memory);
 
     /** Computes the Func over exactly [min, min + extent) of its Var `v`
