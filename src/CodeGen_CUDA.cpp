@@ -889,17 +889,15 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "}\n";
     }
-    /** The scratch argument of a reduction across groups of threads that
-     * needs `bytes` of shared memory (0: none). */
+    /** The scratch arguments of a reduction across groups of threads
+     * through a T per thread, `bytes` of shared memory of its own (the
+     * halves and the parity unused). */
     void group_reduce_scratch(int64_t bytes, const std::string &what) {
         uses_block_reduce = true;
-        if (bytes == 0) {
-            expr_out << "nullptr";
-            return;
-        }
+        uses_reduce_parity = true;
         group_scratch_bytes = std::max(group_scratch_bytes, bytes);
         check_shared_memory(what);
-        expr_out << "loom_shared_memory + loom_reduce_scratch_offset";
+        expr_out << "loom_shared_memory + loom_reduce_scratch_offset, 0, loom_reduce_parity";
     }
     /** The scratch arguments of a reduction that alternates between two
      * halves of its room (loom_block_reduce, and loom_group_reduce's groups
@@ -1305,18 +1303,13 @@ class KernelPrinter : public IRVisitor {
             // alone; groups of a power of two of whole warps take the whole
             // block's alternating halves; others a T per thread.
             const int64_t row = kernel.block[0], per_group = row / 32;
+            const std::string what = "a reduction across groups of its threads";
             if (*reduced == 1 && row <= 32 && 32 % row == 0) {
-                expr_out << "nullptr, 0, loom_reduce_parity";
-                uses_block_reduce = true;
-                uses_reduce_parity = true;
+                alternating_halves_scratch(0, what);
             } else if (*reduced == 1 && row % 32 == 0 && (per_group & (per_group - 1)) == 0) {
-                alternating_halves_scratch((threads / 32) * op->type.bytes(),
-                                           "a reduction across groups of its threads");
+                alternating_halves_scratch((threads / 32) * op->type.bytes(), what);
             } else {
-                group_reduce_scratch(threads * op->type.bytes(),
-                                     "a reduction across groups of its threads");
-                expr_out << ", 0, loom_reduce_parity";
-                uses_reduce_parity = true;
+                group_reduce_scratch(threads * op->type.bytes(), what);
             }
             expr_out << ")";
             return;

@@ -753,9 +753,6 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
             return same;
         }
         Region bounds = op->bounds;
-        int64_t bytes_per_thread = 0;
-        for (const Type &t : op->types) bytes_per_thread += t.bytes();
-        const Scope<Interval> facts = context.fact_scope();
         // Runs of w elements in each period P = w * T: a thread's offset d
         // from the min is w * t + q + P * s, which it keeps at s * w + q,
         // that is (d / P) * w + d % w; its elements are w per period.
@@ -773,13 +770,12 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                                                make_const(Int(32), w) +
                                            make_const(Int(32), w)));
             }
-            int64_t extent = 0;
-            if (constant_upper_bound(context.resolve(bounds[k].extent), facts, &extent)) {
-                bytes_per_thread *= std::max<int64_t>(extent, 1);
-            } else {
-                bytes_per_thread = -1;
-                break;
-            }
+        }
+        int64_t bytes_per_thread = constant_elements(bounds);
+        if (bytes_per_thread >= 0) {
+            int64_t bytes_per_element = 0;
+            for (const Type &t : op->types) bytes_per_element += t.bytes();
+            bytes_per_thread *= bytes_per_element;
         }
         if (memory == MemoryType::Auto &&
             (bytes_per_thread < 0 || bytes_per_thread > max_auto_bytes_per_thread)) {
@@ -797,6 +793,19 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         return Realize::make(op->name, op->types, bounds, op->condition, body);
     }
 
+    /** The most elements `bounds` can hold at this point of the kernel, a
+     * constant; -1 where an extent has no constant bound. */
+    int64_t constant_elements(const Region &bounds) const {
+        const Scope<Interval> facts = context.fact_scope();
+        int64_t elements = 1;
+        for (const Range &r : bounds) {
+            int64_t extent = 0;
+            if (!constant_upper_bound(context.resolve(r.extent), facts, &extent)) return -1;
+            elements *= std::max<int64_t>(extent, 1);
+        }
+        return elements;
+    }
+
     /** `same` (op with its body mutated) with every thread keeping a copy
      * of the whole Func, in registers, when it may (ReplicationProof held)
      * and should: asked for (Register), or Auto storage of a single point
@@ -805,16 +814,7 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
      * alone and no barrier before the others read it. */
     Stmt replicate(const Realize *op, const Stmt &same, MemoryType memory,
                    bool stored_in_serial_loop) {
-        int64_t elements = 1;
-        const Scope<Interval> facts = context.fact_scope();
-        for (const Range &r : op->bounds) {
-            int64_t extent = 0;
-            if (!constant_upper_bound(context.resolve(r.extent), facts, &extent)) {
-                elements = -1;
-                break;
-            }
-            elements *= std::max<int64_t>(extent, 1);
-        }
+        const int64_t elements = constant_elements(op->bounds);
         if (memory == MemoryType::Auto && (elements != 1 || stored_in_serial_loop)) return same;
         user_assert(elements >= 0)
             << "Func " << op->name

@@ -573,11 +573,10 @@ TEST(GpuExecution, ReductionsAcrossThreads) {
 TEST(GpuExecution, BlockReductionsOfEveryShapeInTurn) {
     // Three reductions of each row in turn, a float sum, a double max and
     // an int count, each combined across the block: loom_block_reduce's
-    // paths for one warp (no shared
-    // memory), a power of two of warps (halves of its shared memory taken
-    // in turn, one barrier), 3 warps (the general path) and 32 x 2 threads
-    // (a block of two dimensions); consecutive reductions of 4- and 8-byte
-    // values in the same halves.
+    // paths for one warp (no shared memory), a power of two of warps
+    // (halves of its shared memory taken in turn, one barrier), 3 warps
+    // (the general path) and 32 x 2 threads (a block of two dimensions);
+    // consecutive reductions of 4- and 8-byte values in the same halves.
     REQUIRE_GPU();
     BufferParam in(Float(32), 2, "in");
     Var y("y");
