@@ -103,7 +103,9 @@ std::function<void(int, int)> bind_rmsnorm(const rmsnorm::RmsNorm &rms) {
  * (schedule_gpu_in_registers), compiled for rows of exactly `columns`
  * floats, aligned rows promised: each thread reducing its own vectors
  * first with 1024 threads a block (and again asking for 2 blocks per SM,
- * which caps a thread's registers at 32) and with 512, and the reductions
+ * which caps a thread's registers at 32), with 512 and with 256 (64 floats
+ * a thread, 16 loads of 16 bytes in flight each; again asking for 3 blocks
+ * per SM, which caps a thread at 80 registers), and the reductions
  * across the threads at each step with 1024. Softmax's per-thread schedule
  * keeps the row's exponentials in the registers; the online one over the
  * same registers (two exponentials a point) is timed too. They take an
@@ -121,8 +123,12 @@ void add_register_cases(std::vector<Case> &cases, int columns) {
     ln.promise_aligned_rows();
     rms.promise_aligned_rows();
     const Target gpu("host-cuda");
-    for (auto [threads, per_thread, blocks_per_sm] :
-         {std::tuple{1024, true, 0}, {1024, true, 2}, {512, true, 0}, {1024, false, 0}}) {
+    for (auto [threads, per_thread, blocks_per_sm] : {std::tuple{1024, true, 0},
+                                                      {1024, true, 2},
+                                                      {512, true, 0},
+                                                      {256, true, 0},
+                                                      {256, true, 3},
+                                                      {1024, false, 0}}) {
         const std::string name =
             std::string(" (registers, ") + (per_thread ? "per thread, " : "") +
             std::to_string(threads) + " threads" +
