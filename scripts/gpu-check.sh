@@ -26,6 +26,11 @@
 # machine's time still leaves its part of the report: the report is
 # written phase by phase, and a stopped phase says so and counts as failed.
 #
+# LOOM_GPU_CHECK_BENCHES (default: every GPU benchmark built) names the
+# benchmarks the bench phase runs, space-separated (gpu_memory_bound_bench
+# alone, say); LOOM_GPU_CHECK_MEMORY_BOUND_ONLY is passed to
+# gpu_memory_bound_bench as its --only ('registers|aligned': those kernels).
+#
 # LOOM_GPU_CHECK_JOBS (default: 4) is how many processes share the GPU: the
 # tests run that many at a time (ctest -j), and the sanitizer splits the
 # test binary into that many shards (GoogleTest's GTEST_TOTAL_SHARDS), one
@@ -151,14 +156,23 @@ if runs bench; then
     command -v stdbuf >/dev/null && linebuffered=(stdbuf -oL)
     for bench in apps/bench/*gpu*; do
       [[ -x "$bench" ]] || continue
+      name="${bench##*/}"
+      if [[ -n "${LOOM_GPU_CHECK_BENCHES:-}" && " $LOOM_GPU_CHECK_BENCHES " != *" $name "* ]]; then
+        continue
+      fi
       found=1
-      echo "### $bench"
+      args=()
+      if [[ "$name" == gpu_memory_bound_bench && -n "${LOOM_GPU_CHECK_MEMORY_BOUND_ONLY:-}" ]]; then
+        args=(--only "$LOOM_GPU_CHECK_MEMORY_BOUND_ONLY")
+      fi
+      echo "### $bench ${args[*]+"${args[*]}"}"
       # Line-buffered, so that a benchmark stopped at the phase's limit
       # keeps the lines it printed. (gpu_memory_bound_bench prints about
-      # 110: a check and a timing per kernel, and its summary.)
-      limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" 2>&1 | tail -n 150
+      # 90: each kernel's check and timing on one line, and its summary.)
+      limited ${linebuffered[@]+"${linebuffered[@]}"} "$bench" ${args[@]+"${args[@]}"} 2>&1 |
+        tail -n 150
     done
-    [[ $found == 1 ]] || echo "(no GPU benchmark is built)"
+    [[ $found == 1 ]] || echo "(no GPU benchmark is built, or LOOM_GPU_CHECK_BENCHES names none)"
   } >>"$report"
 fi
 

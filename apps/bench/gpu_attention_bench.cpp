@@ -138,6 +138,12 @@ double check(Kernel &k, int b, int h, int lq, int lk) {
 
 int main(int argc, char **argv) {
     const loom_bench::Options options(argc, argv);
+    if (!options.only.empty() || options.rows) {
+        std::fprintf(stderr,
+                     "gpu_attention_bench times every kernel at its own sizes; it takes no --only "
+                     "or --rows\n");
+        return 2;
+    }
     const bool quick = options.quick;
     const int reps = options.reps;
     loom_bench::Driver cu;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <loom/runtime/loom_runtime.h>
 
@@ -82,11 +83,46 @@ inline double seconds_per_call(const std::function<void()> &f, const Driver &cu,
 struct Options {
     bool quick = false;  // the correctness checks only
     int reps = 5;        // timings per kernel; the best is reported
+    /** --only 'A|B': the kernels whose names contain A or B (names have
+     * commas, not bars); none: all. */
+    std::vector<std::string> only;
+    /** --rows N: the matrices timed have N rows (0: the benchmark's own). */
+    int rows = 0;
     Options(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
-            if (!std::strcmp(argv[i], "--quick")) quick = true;
-            else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+            if (!std::strcmp(argv[i], "--quick")) {
+                quick = true;
+            } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+                reps = std::atoi(argv[++i]);
+            } else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
+                rows = std::atoi(argv[++i]);
+                if (rows < 1) {
+                    std::fprintf(stderr, "--rows needs a positive number, not '%s'\n", argv[i]);
+                    std::exit(2);
+                }
+            } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+                std::string list = argv[++i];
+                for (size_t start = 0; start <= list.size();) {
+                    size_t bar = std::min(list.find('|', start), list.size());
+                    if (bar > start) only.push_back(list.substr(start, bar - start));
+                    start = bar + 1;
+                }
+            } else {
+                std::fprintf(stderr,
+                             "unknown argument '%s'; the arguments are --quick, --reps N, --rows N "
+                             "and --only 'NAME[|NAME...]'\n",
+                             argv[i]);
+                std::exit(2);
+            }
         }
+    }
+    /** Whether --only keeps the kernel called `name`. */
+    bool selects(const std::string &name) const {
+        if (only.empty()) return true;
+        for (const std::string &part : only) {
+            if (name.find(part) != std::string::npos) return true;
+        }
+        return false;
     }
 };
 

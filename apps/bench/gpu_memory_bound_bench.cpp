@@ -23,13 +23,17 @@
 // and writes almost nothing, so it counts the bytes read, against the copy's
 // read-and-write rate.
 //
-//   gpu_memory_bound_bench [--quick] [--reps N]
+//   gpu_memory_bound_bench [--quick] [--reps N] [--rows N] [--only 'NAME[|NAME...]']
 //
-// Every kernel is first checked against the same pipeline on the CPU, with
-// the app's CPU schedule, at small sizes: rows of 3001 floats, padded to
-// 3004 as the promises ask (the kernels for a fixed row length at that
-// length, 2 rows). --quick stops there: the correctness run, which CTest
-// runs with the label gpu.
+// Each kernel is checked against the same pipeline on the CPU, with the
+// app's CPU schedule, at small sizes: rows of 3001 floats, padded to 3004 as
+// the promises ask (the kernels for a fixed row length at that length, 2
+// rows); then it is timed, and its line printed, before the next kernel is
+// compiled, so that a run stopped early keeps every line it reached. The
+// rows in registers come first. --quick checks only: the correctness run,
+// which CTest runs with the label gpu. --only keeps the kernels whose names
+// contain one of the NAMEs ("registers", "aligned", "row argmax"); --rows
+// times matrices of N rows instead of 16384.
 // Without a GPU it says why and exits with 77 (skipped).
 #include <algorithm>
 #include <chrono>
@@ -292,6 +296,9 @@ Buffer<float> padded_rows(int rows, int cols, uint32_t seed) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // A line at a time, so that a run stopped early (a time limit, a pipe
+    // into a file) keeps every line it reached.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const loom_bench::Options options(argc, argv);
     const bool quick = options.quick;
     const int reps = options.reps;
@@ -303,96 +310,89 @@ int main(int argc, char **argv) {
 
     BufferParam in(Float(32), 2, "in"), aligned_in(Float(32), 2, "in");
     std::vector<Case> cases;
-    // The matrices timed: 16384 x 16384 floats (1 GiB in, 1 GiB out).
-    const int rows = 16384, cols = 16384;
+    // The matrices timed: 16384 x 16384 floats (1 GiB in, 1 GiB out), or
+    // --rows rows of 16384 (the length the register kernels are built for).
+    const int rows = options.rows ? options.rows : 16384, cols = 16384;
     // The rows in registers first: the candidates for the 0.80 target that
     // a run stopped early (gpu-check's phase limit) should still time.
     add_register_cases(cases, cols);
     add_cases(cases, in, false, true, "");
     add_cases(cases, aligned_in, true, false, " (aligned)");
 
-    // Correctness: each kernel on the GPU against the same pipeline on the
-    // CPU, at sizes that are no multiple of the blocks.
+    // The bandwidth's yardstick first, so that each kernel can be timed
+    // right after its check: a run stopped early keeps what it timed.
+    const double bytes = 2.0 * rows * static_cast<double>(cols) * sizeof(float);
+    Buffer<float> input, output;
+    double copy = 0, copy_bw = 0;
+    if (!quick) {
+        input = pseudo_random({rows, cols}, 3);
+        output = Buffer<float>({rows, cols});
+        input.copy_to_device();
+        output.copy_to_device();
+        const uint64_t src = input.raw_buffer()->device, dst = output.raw_buffer()->device;
+        copy = seconds_per_call([&] { cu.memcpy_dtod(dst, src, bytes / 2); }, cu, reps, 10);
+        copy_bw = bytes / copy / 1e9;
+        std::printf("%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows,
+                    cols, bytes / 1e9);
+        std::printf("%-48s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
+    }
+    if (quick) {
+        std::printf("%-48s %s\n", "kernel", "GPU vs CPU");
+    } else {
+        std::printf("%-48s %-20s %9s %9s %14s\n", "kernel", "GPU vs CPU", "ms", "GB/s",
+                    "vs cuMemcpyDtoD");
+    }
+
+    // Each kernel: on the GPU against the same pipeline on the CPU, at sizes
+    // that are no multiple of the blocks (the worst relative difference),
+    // then timed. Per row app, its fastest schedule in IEEE float (without
+    // fast_math) and with fast_math: the summary printed at the end.
+    struct Best {
+        double ratio = 0;
+        std::string name;
+    };
+    std::map<std::string, Best> best;
     bool ok = true;
+    int selected = 0;
     for (Case &k : cases) {
+        if (!options.selects(k.name)) continue;
+        selected++;
+        CompiledPipeline p = Pipeline(k.out).compile(k.gpu, k.target);
         // Kernels for a fixed row length at that length, on fewer rows.
-        const int rows = k.columns ? 2 : 37, cols = k.columns ? k.columns : 3001;
-        k.input.set(padded_rows(rows, cols, 1));
-        if (k.bind) k.bind(rows, cols);
-        Buffer<float> expected = padded_rows(rows, cols, 2), actual = padded_rows(rows, cols, 3);
+        const int check_rows = k.columns ? 2 : 37, check_cols = k.columns ? k.columns : 3001;
+        k.input.set(padded_rows(check_rows, check_cols, 1));
+        if (k.bind) k.bind(check_rows, check_cols);
+        Buffer<float> expected = padded_rows(check_rows, check_cols, 2),
+                      actual = padded_rows(check_rows, check_cols, 3);
         Pipeline(k.out).compile(k.cpu).realize({expected});
-        Pipeline(k.out).compile(k.gpu, k.target).realize({actual});
+        p.realize({actual});
         // Relative differences, with values under 1% of the largest counted
         // as that size: near zero the GPU's and the CPU's rounding (a tree
         // of partial sums against a serial one) differ relatively much.
         double largest = 0, worst = 0;
-        for (int i = 0; i < rows; i++) {
-            for (int j = 0; j < cols; j++)
+        for (int i = 0; i < check_rows; i++) {
+            for (int j = 0; j < check_cols; j++)
                 largest = std::max(largest, std::abs(double(expected(i, j))));
         }
-        for (int i = 0; i < rows; i++) {
-            for (int j = 0; j < cols; j++) {
+        for (int i = 0; i < check_rows; i++) {
+            for (int j = 0; j < check_cols; j++) {
                 double e = expected(i, j), a = actual(i, j);
                 worst = std::max(worst, std::abs(a - e) / std::max(std::abs(e), 0.01 * largest));
             }
         }
         const bool good = worst < 1e-4;
         ok = ok && good;
-        std::printf("%-48s GPU vs CPU: worst relative difference %.2e %s\n", k.name.c_str(), worst,
-                    good ? "ok" : "MISMATCH");
-    }
-    RowArgmax argmax(in, 256);
-    {
-        // Exact: the same point and value, ties included (rows of small whole
-        // numbers tie often).
-        const int rows = 37, cols = 3001;
-        Buffer<float> ties = pseudo_random({rows, cols}, 4);
-        for (int i = 0; i < rows; i++) {
-            for (int j = 0; j < cols; j++) ties(i, j) = std::floor(ties(i, j));
+        char check[32];
+        std::snprintf(check, sizeof(check), "%.2e %s", worst, good ? "ok" : "MISMATCH");
+        if (quick || !good) {
+            std::printf("%-48s %s\n", k.name.c_str(), check);
+            continue;
         }
-        in.set(ties);
-        Buffer<int32_t> index({rows}), expected_index({rows});
-        Buffer<float> value({rows}), expected_value({rows});
-        Pipeline(argmax.top).realize(std::vector<RawBuffer>{expected_index, expected_value});
-        Pipeline(argmax.top).compile(argmax.gpu, gpu).realize({index, value});
-        int wrong = 0;
-        for (int i = 0; i < rows; i++) {
-            wrong += index(i) != expected_index(i) || value(i) != expected_value(i);
-        }
-        ok = ok && wrong == 0;
-        std::printf("%-48s GPU vs CPU: %d of %d rows differ %s\n", "row argmax", wrong, rows,
-                    wrong ? "MISMATCH" : "ok");
-    }
-    if (!ok) return 1;
-    if (quick) return 0;
-
-    // Bandwidth.
-    const double bytes = 2.0 * rows * static_cast<double>(cols) * sizeof(float);
-    Buffer<float> input = pseudo_random({rows, cols}, 3), output({rows, cols});
-    input.copy_to_device();
-    output.copy_to_device();
-    const uint64_t src = input.raw_buffer()->device, dst = output.raw_buffer()->device;
-    const double copy =
-        seconds_per_call([&] { cu.memcpy_dtod(dst, src, bytes / 2); }, cu, reps, 10);
-    const double copy_bw = bytes / copy / 1e9;
-    std::printf("\n%d x %d float32, %.2f GB moved per call (read once + write once)\n", rows, cols,
-                bytes / 1e9);
-    std::printf("%-48s %9s %9s %14s\n", "kernel", "ms", "GB/s", "vs cuMemcpyDtoD");
-    std::printf("%-48s %9.3f %9.1f %14.2f\n", "cuMemcpyDtoD", copy * 1e3, copy_bw, 1.0);
-    // Per row app, its fastest schedule in IEEE float (without fast_math)
-    // and with fast_math: the summary printed at the end.
-    struct Best {
-        double ratio = 0;
-        std::string name;
-    };
-    std::map<std::string, Best> best;
-    for (Case &k : cases) {
         k.input.set(input);
         if (k.bind) k.bind(rows, cols);
-        CompiledPipeline p = Pipeline(k.out).compile(k.gpu, k.target);
         const double t = seconds_per_call([&] { p.realize({output}); }, cu, reps, 10);
-        std::printf("%-48s %9.3f %9.1f %14.2f\n", k.name.c_str(), t * 1e3, bytes / t / 1e9,
-                    copy / t);
+        std::printf("%-48s %-20s %9.3f %9.1f %14.2f\n", k.name.c_str(), check, t * 1e3,
+                    bytes / t / 1e9, copy / t);
         for (const char *app : {"row softmax", "LayerNorm", "RMSNorm"}) {
             if (k.name.rfind(app, 0) != 0) continue;
             const bool fast = k.target.has_feature(Target::FastMath);
@@ -400,15 +400,54 @@ int main(int argc, char **argv) {
             if (copy / t > b.ratio) b = {copy / t, k.name};
         }
     }
-    // The argmax reads the matrix once: GB/s of reads, against the copy's
-    // rate of reads and writes together.
-    in.set(input);
-    Buffer<int32_t> index({rows});
-    Buffer<float> value({rows});
-    CompiledPipeline top = Pipeline(argmax.top).compile(argmax.gpu, gpu);
-    const double t = seconds_per_call([&] { top.realize({index, value}); }, cu, reps, 10);
-    std::printf("%-48s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n", "row argmax", t * 1e3,
-                bytes / 2 / t / 1e9, bytes / 2 / t / 1e9 / copy_bw, rows, cols);
+
+    // The argmax: exact, the same point and value, ties included (rows of
+    // small whole numbers tie often). It reads the matrix once: GB/s of
+    // reads, against the copy's rate of reads and writes together.
+    RowArgmax argmax(in, 256);
+    if (options.selects("row argmax")) {
+        selected++;
+        CompiledPipeline top = Pipeline(argmax.top).compile(argmax.gpu, gpu);
+        const int check_rows = 37, check_cols = 3001;
+        Buffer<float> ties = pseudo_random({check_rows, check_cols}, 4);
+        for (int i = 0; i < check_rows; i++) {
+            for (int j = 0; j < check_cols; j++) ties(i, j) = std::floor(ties(i, j));
+        }
+        in.set(ties);
+        Buffer<int32_t> index({check_rows}), expected_index({check_rows});
+        Buffer<float> value({check_rows}), expected_value({check_rows});
+        Pipeline(argmax.top).realize(std::vector<RawBuffer>{expected_index, expected_value});
+        top.realize({index, value});
+        int wrong = 0;
+        for (int i = 0; i < check_rows; i++) {
+            wrong += index(i) != expected_index(i) || value(i) != expected_value(i);
+        }
+        ok = ok && wrong == 0;
+        char check[32];
+        std::snprintf(check, sizeof(check), "%d/%d rows %s", wrong, check_rows,
+                      wrong ? "MISMATCH" : "ok");
+        if (quick || wrong) {
+            std::printf("%-48s %s\n", "row argmax", check);
+        } else {
+            in.set(input);
+            Buffer<int32_t> big_index({rows});
+            Buffer<float> big_value({rows});
+            const double t = seconds_per_call(
+                [&] {
+                    top.realize({big_index, big_value});
+                },
+                cu, reps, 10);
+            std::printf("%-48s %-20s %9.3f %9.1f %14.2f  (%d rows of %d, bytes read)\n",
+                        "row argmax", check, t * 1e3, bytes / 2 / t / 1e9,
+                        bytes / 2 / t / 1e9 / copy_bw, rows, cols);
+        }
+    }
+    if (selected == 0) {
+        std::fprintf(stderr, "--only selects no kernel\n");
+        return 2;
+    }
+    if (!ok) return 1;
+    if (quick) return 0;
     // The target of the row apps: 80% of the copy's bandwidth.
     std::printf("\nFastest schedule of each row app (target: 0.80 of cuMemcpyDtoD)\n");
     for (const auto &[app, b] : best) {
