@@ -630,4 +630,43 @@ TEST(ReductionFusion, TupleStates) {
     }
 }
 
+TEST(ReductionFusion, SplitKVectorizesAnArgmax) {
+    // vectorize on an argmax's RVar is refused (its lanes would race on the
+    // index); split_k with interleaved chunks gives each lane a running max
+    // and index of its own, over points c, c + lanes, ..., and the combine
+    // keeps the first index of the row's max, as the serial loop does. Rows
+    // of whole numbers tie often; 45 and 3 points leave ragged tails, and 5
+    // points fewer than 8 lanes, empty ones.
+    BufferParam x(Float(32), 2, "x");
+    Var i("i"), c("c");
+    RDom r(0, x.dim(1).extent(), "r");
+    Func top("top"), out("out");
+    top(i) = Tuple(0, type_min(Float(32)));
+    Expr beats = x(i, r) > top(i)[1];
+    top(i) = Tuple(select(beats, Expr(r), top(i)[0]), select(beats, x(i, r), top(i)[1]));
+    out(i) = Tuple(top(i)[0], top(i)[1]);
+    for (int lanes : {4, 8}) {
+        Schedule sch;
+        sch.split_k(top, r, lanes, c, ChunkLayout::Interleaved).vectorize(c).compute_root();
+        sch[top].compute_at(out, i);
+        CompiledPipeline compiled = Pipeline(out).compile(sch);
+        for (int n : {45, 3, 5}) {
+            const int rows = 9;
+            Buffer<float> xs = random_buffer<float>({rows, n}, 0, 6);
+            for (int y = 0; y < rows; y++) {
+                for (int k = 0; k < n; k++) xs(y, k) = std::floor(xs(y, k));
+            }
+            x.set(xs);
+            std::vector<RawBuffer> expected = interpret_tuple(out, {rows});
+            Buffer<int32_t> index({rows});
+            Buffer<float> value({rows});
+            compiled.realize({index, value});
+            EXPECT_TRUE(buffers_match(index, expected[0])) << lanes << " lanes, " << n << " points";
+            EXPECT_TRUE(buffers_match(value, expected[1])) << lanes << " lanes, " << n << " points";
+        }
+        // The partials' update is vector code, not lane by lane.
+        EXPECT_NE(Pipeline(out).compile_to_lowered_stmt(sch).find("ramp("), std::string::npos);
+    }
+}
+
 }  // namespace

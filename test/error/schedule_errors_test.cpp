@@ -140,6 +140,18 @@ TEST(ScheduleErrors, VectorizingAnRVarOfAnUpdateThatIsNotAReduction) {
             [&] { Pipeline(pair).compile(t); },
             {"Cannot vectorize the loop over pair.s1.k", "not an associative operator"}));
     }
+    // An argmax written as a Tuple update: the index's store is a select of
+    // the element's old value, not an operator of it. The error names the
+    // way that works (ReductionFusion.SplitKVectorizesAnArgmax).
+    Func top("top");
+    top(i) = Tuple(0, type_min(Float(32)));
+    Expr beats = in(i, k) > top(i)[1];
+    top(i) = Tuple(select(beats, Expr(k), top(i)[0]), select(beats, in(i, k), top(i)[1]));
+    Schedule a;
+    a[top].update().vectorize(k, 4);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(top).compile(a); },
+        {"Cannot vectorize the loop over top.s1.k", "ChunkLayout::Interleaved", "vectorize(c)"}));
     // A histogram's lanes may write different elements, or the same one.
     Func hist("hist");
     RDom r(0, 16, "r");
