@@ -28,6 +28,14 @@ bool loads_from(const Expr &e, const std::set<std::string> &buffers) {
     return find.found;
 }
 
+bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict) {
+    if (const LT *n = e.as<LT>()) return *a = n->a, *b = n->b, *strict = true, true;
+    if (const LE *n = e.as<LE>()) return *a = n->a, *b = n->b, *strict = false, true;
+    if (const GT *n = e.as<GT>()) return *a = n->b, *b = n->a, *strict = true, true;
+    if (const GE *n = e.as<GE>()) return *a = n->b, *b = n->a, *strict = false, true;
+    return false;
+}
+
 bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value) {
     Expr v = st->value;
     std::vector<const Let *> lets;

@@ -21,6 +21,11 @@ namespace internal {
  * buffer, and the store must be scalar and unpredicated. */
 bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value);
 
+/** Recognizes a < b, a <= b, b > a or b >= a: sets its operands, with the
+ * smaller one in *a, and whether it is strict. The tests of the updates
+ * that keep a point (argmax's `v > best`) take these forms. */
+bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict);
+
 /** Whether e loads from any of `buffers`. */
 bool loads_from(const Expr &e, const std::set<std::string> &buffers);
 

@@ -71,15 +71,6 @@ struct Reduction {
     std::vector<std::string> rank_vars;  // the lets of the point's rank, outermost first
 };
 
-/** The operands of a < b, a <= b, b > a or b >= a, and whether it is strict. */
-bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict) {
-    if (const LT *n = e.as<LT>()) return *a = n->a, *b = n->b, *strict = true, true;
-    if (const LE *n = e.as<LE>()) return *a = n->a, *b = n->b, *strict = false, true;
-    if (const GT *n = e.as<GT>()) return *a = n->b, *b = n->a, *strict = true, true;
-    if (const GE *n = e.as<GE>()) return *a = n->b, *b = n->a, *strict = false, true;
-    return false;
-}
-
 /** A store of select(condition, value, the element) to one element, as the
  * stores of a Tuple update that keeps a point are. */
 struct SelectUpdate {

@@ -35,6 +35,7 @@
 #include "ThreadOwnedStorage.h"
 #include "UnrollLoops.h"
 #include "VectorizeLoops.h"
+#include "VectorizePointReductions.h"
 #include "loom/IROperator.h"
 #include "loom/Param.h"
 
@@ -305,6 +306,9 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
 
     s = partition_loops(s, replicated_registers);
     debug_print("partition_loops", s);
+
+    s = vectorize_point_reductions(s);
+    debug_print("vectorize_point_reductions", s);
 
     s = vectorize_loops(s, target);
     debug_print("vectorize_loops", s);

@@ -562,9 +562,7 @@ class VectorSubs : public IRMutator {
                 << ", and the update is not an associative operator of that element and a value: "
                 << "+, *, min, max, && or ||). Vectorize a loop over a pure dimension instead, or "
                 << "give each lane a partial of its own first: sch.split_k(f, r, lanes, c, "
-                << "ChunkLayout::Interleaved) and vectorize(c) on the stage it returns (an argmax "
-                << "written as a Tuple update vectorizes this way, ties kept as in the serial "
-                << "loop).";
+                << "ChunkLayout::Interleaved) and vectorize(c) on the stage it returns.";
             user_assert(value.type().is_scalar())
                 << "Cannot vectorize the loop over " << var << ": it carries a dependence through "
                 << op->name << " (every iteration writes a different value to the same element of "

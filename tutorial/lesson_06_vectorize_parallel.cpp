@@ -88,6 +88,40 @@ int main() {
     }
     std::printf("row sums over vectors of 16 lanes match\n");
 
+    // An argmax keeps a point, not a value: the index of the row's largest
+    // element, written out as a Tuple update whose elements all change
+    // where a point beats the best so far. No operator combines two lanes'
+    // indices, but each lane can keep its own best point (its value, index
+    // and place in the loop's order), and after the loop the lanes are
+    // folded into the row's answer: the largest value, and of equal values
+    // the first point, exactly as the serial loop decides (with >= instead
+    // of >, the last).
+    Func best("best");
+    best(row) = Tuple(0, type_min(Float(32)));
+    Expr beats = m(row, k) > best(row)[1];
+    best(row) = Tuple(select(beats, Expr(k), best(row)[0]), select(beats, m(row, k), best(row)[1]));
+    Pipeline argmax(best);
+    Schedule argmax_lanes;
+    argmax_lanes[best].update().vectorize(k, 16);
+    Buffer<int32_t> serial_index({64}), vector_index({64});
+    Buffer<float> serial_value({64}), vector_value({64});
+    argmax.realize(std::vector<RawBuffer>{serial_index, serial_value});
+    argmax.compile(argmax_lanes).realize(std::vector<RawBuffer>{vector_index, vector_value});
+    for (int j = 0; j < 64; j++) {
+        // Values 0..6 repeat along every row: the first 6 must win.
+        if (vector_index(j) != serial_index(j) || vector_value(j) != serial_value(j)) {
+            std::printf("argmax differs at row %d\n", j);
+            return 1;
+        }
+    }
+    // In the lowered statement, each lane's best so far lives in arrays of
+    // 16 (best.1.lane_key..., lane_rank..., best.0.lane_value...).
+    if (argmax.compile_to_lowered_stmt(argmax_lanes).find("lane_key") == std::string::npos) {
+        std::printf("expected each lane to keep its own point\n");
+        return 1;
+    }
+    std::printf("argmax over vectors of 16 lanes keeps the first maximum\n");
+
     // For the same reason such an update may visit its reduction domain in
     // any order: its RVars may be reordered, or split and interleaved, as
     // Halide allows for an update it proves associative and commutative.

@@ -1,6 +1,7 @@
 // Loom vs Halide 14 on the CPU: every app of apps/ written twice, with the
 // same algorithm and the same schedule, both JIT-compiled in this process,
-// cross-checked, and timed side by side.
+// cross-checked, and timed side by side; and a row argmax, vectorized along
+// the row (Halide through rfactor).
 //
 //   loom_vs_halide [--threads N] [--reps N] [--quick] [--only NAME] [--dump DIR]
 //
@@ -482,6 +483,86 @@ Row bench_attention(const Options &opt) {
     return row;
 }
 
+// ---------------------------------------------------------------------------
+// Row argmax (greedy decoding's), the last index of each row's largest value:
+// Loom vectorizes the update's RVar itself, each lane keeping its own point
+// (VectorizePointReductions); Halide 14 needs rfactor over the lanes, and its
+// associativity prover takes the index's select in the form that keeps the
+// old point only while it is strictly larger, so ties go to the last point
+// within a lane on both sides (the inputs have no NaN, for which the two
+// forms differ). Halide then folds its lanes in lane order, not in the
+// order of their points, so among tied maxima across lanes it may keep
+// another one than the serial loop: its |L-H| compares the values at the
+// two indices (both must be a row's max), and Loom's index is checked
+// against the serial loop's exactly. Each row holds tied maxima.
+
+Row bench_argmax(const Options &opt) {
+    const int R = opt.quick ? 64 : 256, C = opt.quick ? 16384 : 65536;
+    const int V = 16;
+    Row row{"argmax", std::to_string(R) + "x" + std::to_string(C)};
+    loom::Buffer<float> in = random_buffer({R, C}, 0, 1);
+    // Ties: a few values repeat the row's largest.
+    for (int y = 0; y < R; y++) {
+        for (int x = y % 7; x < C; x += C / 3) in(y, x) = 2.0f;
+    }
+    loom::Buffer<int32_t> out_l({R}), out_h({R});
+
+    loom::BufferParam lin(loom::Float(32), 2, "input");
+    loom::Var r("r");
+    loom::RDom k(0, lin.dim(1).extent(), "k");
+    loom::Func top("top"), out("out");
+    top(r) = loom::Tuple(loom::type_min(loom::Float(32)), 0);
+    loom::Expr v = lin(r, k), takes = v >= top(r)[0];
+    top(r) = loom::Tuple(loom::select(takes, v, top(r)[0]), loom::select(takes, k, top(r)[1]));
+    out(r) = top(r)[1];
+    loom::Schedule sch;
+    sch[out].parallel(r);
+    sch[top].compute_at(out, r);
+    sch[top].update().vectorize(k, V);
+    lin.set(in);
+    loom::CompiledPipeline lk = compile_loom(out, sch, "argmax", opt, &row.loom_compile_s);
+
+    HL::ImageParam hin(HL::Float(32), 2, "input");
+    HL::Var hr("r"), u("u");
+    HL::RDom hk(0, hin.dim(0).extent(), "k");
+    HL::Func htop("top"), hout_f("out");
+    htop(hr) = HL::Tuple(-std::numeric_limits<float>::infinity(), 0);
+    HL::Expr hv = hin(hk, hr);
+    htop(hr) = HL::Tuple(HL::max(htop(hr)[0], hv), HL::select(hv < htop(hr)[0], htop(hr)[1], hk));
+    hout_f(hr) = htop(hr)[1];
+    HL::RVar ko("ko"), ki("ki");
+    HL::Func lanes =
+        htop.update().split(hk, ko, ki, V, HL::TailStrategy::GuardWithIf).rfactor(ki, u);
+    lanes.compute_at(htop, hr).vectorize(u).update().vectorize(u);
+    htop.compute_at(hout_f, hr);
+    hout_f.parallel(hr);
+    HL::Pipeline hp(hout_f);
+    compile_halide(hp, "argmax", opt, &row.halide_compile_s);
+    hin.set(halide_view(in));
+    HL::Buffer<int32_t> hout(out_h.data(), R);
+
+    auto tm = median_times([&] { lk.realize({out_l}); }, [&] { hp.realize(hout); }, opt.reps);
+    row.loom_s = tm.first;
+    row.halide_s = tm.second;
+    row.work = 4.0 * R * double(C);
+    std::vector<float> loom_value(R), halide_value(R), loom_index(R), reference(R);
+    for (int y = 0; y < R; y++) {
+        int best = 0;
+        for (int x = 1; x < C; x++) {
+            if (in(y, x) >= in(y, best)) best = x;
+        }
+        const bool in_range = out_l(y) >= 0 && out_l(y) < C && out_h(y) >= 0 && out_h(y) < C;
+        loom_value[y] = in_range ? in(y, out_l(y)) : NAN;
+        halide_value[y] = in_range ? in(y, out_h(y)) : NAN;
+        loom_index[y] = float(out_l(y));
+        reference[y] = float(best);
+    }
+    row.diff_lh = max_abs_diff(loom_value.data(), halide_value.data(), R);
+    row.diff_ref = max_abs_diff(loom_index.data(), reference.data(), R);
+    row.tol = 0;
+    return row;
+}
+
 /** One throwaway compile in each compiler, so that one-time initialization
  * (LLVM target registration, the JIT's setup) is not charged to the first
  * kernel. */
@@ -544,11 +625,9 @@ int main(int argc, char **argv) {
         const char *name;
         Row (*run)(const Options &);
     };
-    const Entry entries[] = {{"blur", bench_blur},
-                             {"gemm", bench_gemm},
-                             {"softmax", bench_softmax},
-                             {"layernorm", bench_layernorm},
-                             {"attention", bench_attention}};
+    const Entry entries[] = {{"blur", bench_blur},           {"gemm", bench_gemm},
+                             {"softmax", bench_softmax},     {"layernorm", bench_layernorm},
+                             {"attention", bench_attention}, {"argmax", bench_argmax}};
     std::vector<Row> rows;
     bool ok = true;
     try {

@@ -631,10 +631,11 @@ TEST(ReductionFusion, TupleStates) {
 }
 
 TEST(ReductionFusion, SplitKVectorizesAnArgmax) {
-    // vectorize on an argmax's RVar is refused (its lanes would race on the
-    // index); split_k with interleaved chunks gives each lane a running max
-    // and index of its own, over points c, c + lanes, ..., and the combine
-    // keeps the first index of the row's max, as the serial loop does. Rows
+    // split_k with interleaved chunks, vectorized over the chunks, gives
+    // each lane a running max and index of its own, over points c,
+    // c + lanes, ..., and the combine keeps the first index of the row's
+    // max, as the serial loop does (as vectorize on the RVar itself does,
+    // Schedule.VectorizingAnUpdateThatKeepsAPoint, by other means). Rows
     // of whole numbers tie often; 45 and 3 points leave ragged tails, and 5
     // points fewer than 8 lanes, empty ones.
     BufferParam x(Float(32), 2, "x");

@@ -536,6 +536,109 @@ TEST(Schedule, TupleAndArgmax) {
     EXPECT_TRUE(buffers_match(val, expected[1]));
 }
 
+namespace {
+
+/** A row reduction that keeps a point, written out as a Tuple update: the
+ * key (element 1) at its extreme and the point's index and a second value
+ * from `other` (elements 0 and 2) taken under the same test. `test` is
+ * the point's value against the key's: > (argmax, the first point), >=
+ * (the last), < (argmin); `max_key` keeps the key with max() instead of a
+ * select. */
+Func row_point(const BufferParam &in, const BufferParam &other, const Var &r, const RDom &k,
+               const std::string &test, bool max_key) {
+    Func top("top");
+    const Type t = in.type();
+    top(r) = Tuple(0, test == "<" ? type_max(t) : type_min(t), cast(other.type(), 0));
+    Expr v = in(r, k), best = top(r)[1];
+    Expr takes = test == ">" ? v > best : test == ">=" ? v >= best : v < best;
+    Expr key = max_key ? max(best, v) : select(takes, v, best);
+    top(r) = Tuple(select(takes, Expr(k), top(r)[0]), key, select(takes, other(r, k), top(r)[2]));
+    return top;
+}
+
+}  // namespace
+
+TEST(Schedule, VectorizingAnUpdateThatKeepsAPoint) {
+    // vectorize on the RVar of an argmax: each lane keeps its own point, and
+    // the lanes are folded after the loop into the point the serial loop
+    // keeps. Whole numbers tie often; NaNs are never taken; rows of 1, 3, 8
+    // and 45 points leave ragged and empty lanes.
+    struct Case {
+        Type type;
+        std::string test;
+        bool max_key;
+    };
+    for (const Case &c :
+         {Case{Float(32), ">", false}, Case{Float(32), ">=", false}, Case{Float(32), "<", false},
+          Case{Float(32), ">", true}, Case{Int(32), ">", false}, Case{Int(32), ">=", false}}) {
+        BufferParam in(c.type, 2, "in"), other(Float(32), 2, "other");
+        Var r("r");
+        RDom k(0, in.dim(1).extent(), "k");
+        Func top = row_point(in, other, r, k, c.test, c.max_key);
+        for (int lanes : {4, 8, 16}) {
+            Schedule s;
+            RVar ko("ko"), ki("ki");
+            s[top].parallel(r);
+            s[top].update().parallel(r).split(k, ko, ki, lanes).vectorize(ki);
+            CompiledPipeline compiled = Pipeline(top).compile(s);
+            const std::string what = type_to_string(c.type) + " " + c.test +
+                                     (c.max_key ? " (max key), " : ", ") + std::to_string(lanes) +
+                                     " lanes";
+            EXPECT_NE(Pipeline(top).compile_to_lowered_stmt(s).find("lane_key"), std::string::npos)
+                << what;
+            for (int n : {45, 8, 3, 1}) {
+                const int rows = 13;
+                if (c.type.is_float()) {
+                    Buffer<float> x = random_buffer<float>({rows, n}, 0, 7);
+                    for (int y = 0; y < rows; y++) {
+                        for (int j = 0; j < n; j++) x(y, j) = std::floor(x(y, j));
+                    }
+                    x(3, n / 2) = NAN;
+                    x(5, 0) = NAN;
+                    in.set(x);
+                } else {
+                    in.set(random_buffer<int32_t>({rows, n}, -3, 4));
+                }
+                other.set(random_buffer<float>({rows, n}));
+                std::vector<RawBuffer> expected = interpret_tuple(top, {rows});
+                Buffer<int32_t> index({rows});
+                RawBuffer key(c.type, {rows});
+                Buffer<float> value({rows});
+                compiled.realize({index, key, value});
+                EXPECT_TRUE(buffers_match(index, expected[0])) << what << ", " << n << " points";
+                EXPECT_TRUE(buffers_match(key, expected[1])) << what << ", " << n << " points";
+                EXPECT_TRUE(buffers_match(value, expected[2])) << what << ", " << n << " points";
+            }
+        }
+        // A domain of one vector: no serial loop keeps the lanes' points,
+        // the vector's own fold does.
+        RDom eight(0, 8, "eight");
+        Func top8 = row_point(in, other, r, eight, c.test, c.max_key);
+        Schedule s8;
+        s8[top8].update().vectorize(eight);
+        EXPECT_NE(Pipeline(top8).compile_to_lowered_stmt(s8).find("lane_key"), std::string::npos);
+        const int rows = 40;
+        if (c.type.is_float()) {
+            Buffer<float> x = random_buffer<float>({rows, 8}, 0, 4);
+            for (int y = 0; y < rows; y++) {
+                for (int j = 0; j < 8; j++) x(y, j) = std::floor(x(y, j));
+            }
+            in.set(x);
+        } else {
+            in.set(random_buffer<int32_t>({rows, 8}, -2, 2));
+        }
+        other.set(random_buffer<float>({rows, 8}));
+        std::vector<RawBuffer> expected = interpret_tuple(top8, {rows});
+        Buffer<int32_t> index({rows});
+        RawBuffer key(c.type, {rows});
+        Buffer<float> value({rows});
+        Pipeline(top8).compile(s8).realize({index, key, value});
+        EXPECT_TRUE(buffers_match(index, expected[0])) << c.test << ", one vector";
+        EXPECT_TRUE(buffers_match(key, expected[1])) << c.test << ", one vector";
+        EXPECT_TRUE(buffers_match(value, expected[2])) << c.test << ", one vector";
+    }
+}
+
 TEST(Schedule, TupleScatterThroughItsOwnValues) {
     // The coordinate of the update reads element 0, which the update itself
     // changes: both elements are stored where the old values pointed.
