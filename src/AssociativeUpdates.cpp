@@ -36,6 +36,36 @@ bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict) {
     return false;
 }
 
+bool as_select_update(const Store *st, const std::vector<const LetStmt *> &open_lets,
+                      Expr *condition, Expr *value, const LetStmt **computed_before) {
+    if (!st->value.type().is_scalar() || !is_const_one(st->predicate)) return false;
+    Expr v = st->value;
+    *computed_before = nullptr;
+    if (const Variable *var = v.as<Variable>()) {
+        for (auto l = open_lets.rbegin(); l != open_lets.rend(); ++l) {
+            if ((*l)->name != var->name) continue;
+            *computed_before = *l;
+            v = (*l)->value;
+            break;
+        }
+    }
+    std::vector<std::pair<std::string, Expr>> bindings;
+    while (const Let *l = v.as<Let>()) {
+        bindings.emplace_back(l->name, l->value);
+        v = l->body;
+    }
+    const Select *select = v.as<Select>();
+    if (!select) return false;
+    const Load *old = substitute_enclosing_lets(bindings, select->false_value).as<Load>();
+    if (!old || old->name != st->name || !equal(old->index, st->index) ||
+        !is_const_one(old->predicate)) {
+        return false;
+    }
+    *condition = substitute_enclosing_lets(bindings, select->condition);
+    *value = substitute_enclosing_lets(bindings, select->true_value);
+    return true;
+}
+
 bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value) {
     Expr v = st->value;
     std::vector<const Let *> lets;

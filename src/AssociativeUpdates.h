@@ -8,6 +8,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "loom/IR.h"
 
@@ -25,6 +26,16 @@ bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value);
  * smaller one in *a, and whether it is strict. The tests of the updates
  * that keep a point (argmax's `v > best`) take these forms. */
 bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict);
+
+/** Recognizes st as element = select(condition, value, element), as the
+ * stores of an update that keeps a point are (argmax's index): the stored
+ * value itself, or a Variable bound by one of `open_lets` (the LetStmts
+ * around st, outermost first) that computed it ahead of the stores, through
+ * the lets CSE wraps around it. Sets *condition and *value, those lets
+ * substituted, and *computed_before to the LetStmt (null if none). The
+ * store must be scalar and unpredicated. */
+bool as_select_update(const Store *st, const std::vector<const LetStmt *> &open_lets,
+                      Expr *condition, Expr *value, const LetStmt **computed_before);
 
 /** Whether e loads from any of `buffers`. */
 bool loads_from(const Expr &e, const std::set<std::string> &buffers);

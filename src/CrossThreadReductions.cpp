@@ -158,7 +158,7 @@ class FindReductions : public IRVisitor {
         r.group_loops = deps;
         r.reduced = 0;
         if (!describe_element(op, deps, &r)) return;
-        if (as_select_update(op, r)) return;
+        if (record_select_update(op, r)) return;
         Expr value;
         if (!as_associative_update(op, &r.op, &value)) return;  // refused as a race later
         // (Every min or max may be a site of an extreme whose point is kept.)
@@ -214,27 +214,11 @@ class FindReductions : public IRVisitor {
 
     /** Records op if it stores select(c, x, the element), directly or
      * through a let that computed it before the stores. */
-    bool as_select_update(const Store *op, const Reduction &element) {
-        if (!op->value.type().is_scalar() || !is_const_one(op->predicate)) return false;
-        Expr v = op->value;
-        const Variable *var = v.as<Variable>();
-        const LetStmt *before = var ? binding(lets_open, var->name) : nullptr;
-        if (before) v = before->value;
-        std::vector<std::pair<std::string, Expr>> bindings;
-        while (const Let *l = v.as<Let>()) {
-            bindings.emplace_back(l->name, l->value);
-            v = l->body;
-        }
-        const Select *select = v.as<Select>();
-        if (!select) return false;
-        const Load *old = substitute_enclosing_lets(bindings, select->false_value).as<Load>();
-        if (!old || old->name != op->name || !equal(old->index, op->index) ||
-            !is_const_one(old->predicate)) {
-            return false;
-        }
-        selects.push_back({op, substitute_enclosing_lets(bindings, select->condition),
-                           substitute_enclosing_lets(bindings, select->true_value), before,
-                           element});
+    bool record_select_update(const Store *op, const Reduction &element) {
+        Expr condition, value;
+        const LetStmt *before = nullptr;
+        if (!as_select_update(op, lets_open, &condition, &value, &before)) return false;
+        selects.push_back({op, condition, value, before, element});
         return true;
     }
 

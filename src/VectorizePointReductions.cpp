@@ -144,29 +144,13 @@ bool is_element(const Expr &e, const Store *st) {
 
 bool as_update(const StoreSite &site, Update *u) {
     const Store *st = site.store;
-    if (!st->value.type().is_scalar() || !is_const_one(st->predicate)) return false;
     u->site = &site;
-    Expr v = st->value;
-    if (const Variable *var = v.as<Variable>()) {
-        for (auto l = site.lets.rbegin(); l != site.lets.rend(); ++l) {
-            if ((*l)->name != var->name) continue;
-            u->value_let = *l;
-            v = (*l)->value;
-            break;
-        }
+    if (as_select_update(st, site.lets, &u->condition, &u->value, &u->value_let)) {
+        u->is_select = true;
+        return true;
     }
-    v = inline_lets(v);
-    if (const Select *s = v.as<Select>()) {
-        if (is_element(s->false_value, st)) {
-            u->is_select = true;
-            u->condition = s->condition;
-            u->value = s->true_value;
-            return true;
-        }
-    }
-    if (u->value_let) return false;
     Expr value;
-    if (as_associative_update(st, &u->op, &value) &&
+    if (!u->value_let && as_associative_update(st, &u->op, &value) &&
         (u->op == VectorReduce::Max || u->op == VectorReduce::Min)) {
         u->is_extreme = true;
         u->value = inline_lets(value);
