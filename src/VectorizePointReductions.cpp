@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "AssociativeUpdates.h"
+#include "CrossThreadReductions.h"
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
@@ -95,6 +96,11 @@ class FindSites : public IRVisitor {
         loads[op->name]++;
         IRVisitor::visit(op);
     }
+    void visit(const Call *op) override {
+        ranks_points |= op->is_intrinsic(gpu_intrinsic::point_rank);
+        IRVisitor::visit(op);
+    }
+    bool ranks_points = false;  // a gpu_point_rank: the point is shared by threads
 
   private:
     std::vector<const LetStmt *> lets;
@@ -135,6 +141,9 @@ struct Update {
     bool is_extreme = false;             // max or min (op) of the element and value
     VectorReduce::Op op = VectorReduce::Max;
     Expr condition, value;
+    /** The element's index with the region's lets substituted: where the
+     * lanes are folded, after the region, they are not bound. */
+    Expr outside_index;
 };
 
 bool is_element(const Expr &e, const Store *st) {
@@ -184,13 +193,19 @@ class Rewrite : public IRMutator {
     using IRMutator::visit;
 
     Stmt visit(const For *op) override {
-        const bool gpu = op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread;
-        if (gpu || gpu_loops > 0) {
-            gpu_loops += gpu;
+        const bool block = op->for_type == ForType::GPUBlock;
+        const bool thread = op->for_type == ForType::GPUThread;
+        if (block || thread) {
+            block_loops += block;
+            thread_loops += thread;
             Stmt s = IRMutator::visit(op);
-            gpu_loops -= gpu;
+            block_loops -= block;
+            thread_loops -= thread;
             return s;
         }
+        // In a kernel, only a thread's own code: there the partials are its
+        // registers, where in the block's own code they would be shared.
+        if (block_loops > 0 && thread_loops == 0) return IRMutator::visit(op);
         if (op->for_type == ForType::Serial) {
             // A serial loop whose body is lets and one vectorized loop: the
             // lanes' partials may outlive its iterations.
@@ -214,7 +229,7 @@ class Rewrite : public IRMutator {
     }
 
   private:
-    int gpu_loops = 0;
+    int block_loops = 0, thread_loops = 0;
     int made = 0;
 
     /** The rewrite of vectorized loop `v`, its partials kept across
@@ -226,6 +241,10 @@ class Rewrite : public IRMutator {
         const int lanes = static_cast<int>(*extent);
         FindSites find;
         v->body.accept(&find);
+        // A point the block's threads share is CrossThreadReductions' to
+        // rank (its RVar is on the threads too); a thread takes its lanes
+        // one by one.
+        if (find.ranks_points) return Stmt();
         // Names the partials' folds, outside the region, cannot see.
         std::set<std::string> inside = find.bound;
         inside.insert(v->name);
@@ -237,9 +256,15 @@ class Rewrite : public IRMutator {
         std::vector<bool> parsed(find.sites.size());
         for (size_t i = 0; i < find.sites.size(); i++) {
             parsed[i] = as_update(find.sites[i], &updates[i]);
+            std::vector<std::pair<std::string, Expr>> region_lets;
+            for (const LetStmt *l : lets) region_lets.emplace_back(l->name, l->value);
+            for (const LetStmt *l : find.sites[i].lets) region_lets.emplace_back(l->name, l->value);
+            updates[i].outside_index =
+                substitute_enclosing_lets(region_lets, find.sites[i].store->index);
         }
-        auto element_fixed = [&](const Store *st) {
-            for (const std::string &name : free_variables(st->index)) {
+        // The element is the same for the whole region.
+        auto element_fixed = [&](const Update &u) {
+            for (const std::string &name : free_variables(u.outside_index)) {
                 if (inside.count(name)) return false;
             }
             return true;
@@ -248,7 +273,7 @@ class Rewrite : public IRMutator {
         std::vector<Group> groups;
         for (size_t i = 0; i < updates.size(); i++) {
             const Update &u = updates[i];
-            if (!parsed[i] || !element_fixed(u.site->store)) continue;
+            if (!parsed[i] || !element_fixed(u)) continue;
             if (u.site->store->value.type().is_bool()) continue;
             Group g;
             g.key = &u;
@@ -270,7 +295,7 @@ class Rewrite : public IRMutator {
         // Payloads.
         for (size_t i = 0; i < updates.size(); i++) {
             const Update &u = updates[i];
-            if (!parsed[i] || !u.is_select || !element_fixed(u.site->store)) continue;
+            if (!parsed[i] || !u.is_select || !element_fixed(u)) continue;
             for (Group &g : groups) {
                 bool strict;
                 if (g.key == &u || !tests_key(u, g, &strict)) continue;
@@ -450,31 +475,35 @@ class Rewrite : public IRMutator {
             }
             // The elements' own point comes before all of the loop's. One
             // step per lane, unrolled: every access to the partials then has
-            // a constant lane, and they stay in vector registers.
+            // a constant lane, and they stay in vector registers. The
+            // elements are read only under a lane that took a point, which
+            // the loop did only where its guards let it touch them.
             std::vector<Stmt> fold{Store::make(p.best_rank, make_const(i32, -1), 0, const_true())};
+            const Expr &key_index = g.key->outside_index;
             for (int lane_index = 0; lane_index < lanes; lane_index++) {
                 Expr li = make_const(i32, lane_index);
                 Expr e = Load::make(kt, p.key, li, const_true());
                 Expr rk = Load::make(i32, p.rank, li, const_true());
                 Expr best = Load::make(i32, p.best_rank, 0, const_true());
-                Expr current = Load::make(kt, key->name, key->index, const_true());
+                Expr current = Load::make(kt, key->name, key_index, const_true());
                 Expr more_extreme =
                     g.op == VectorReduce::Max ? LT::make(current, e) : LT::make(e, current);
                 Expr earlier_or_later = g.strict ? LT::make(rk, best) : LT::make(best, rk);
-                Expr takes = LE::make(make_zero(i32), rk) &&
-                             (more_extreme || (EQ::make(e, current) && earlier_or_later));
+                Expr takes = more_extreme || (EQ::make(e, current) && earlier_or_later);
                 std::vector<Stmt> moves;
                 for (size_t j = 0; j < g.payloads.size(); j++) {
-                    const Store *st = g.payloads[j]->site->store;
+                    const Update *u = g.payloads[j];
+                    const Store *st = u->site->store;
                     moves.push_back(Store::make(
                         st->name, Load::make(st->value.type(), p.payloads[j], li, const_true()),
-                        st->index, const_true(), st->param));
+                        u->outside_index, const_true(), st->param));
                 }
                 Expr new_key = g.key->is_extreme ? combine(g.op, current, e) : e;
                 moves.push_back(
-                    Store::make(key->name, new_key, key->index, const_true(), key->param));
+                    Store::make(key->name, new_key, key_index, const_true(), key->param));
                 moves.push_back(Store::make(p.best_rank, rk, 0, const_true()));
-                fold.push_back(IfThenElse::make(takes, Block::make(moves)));
+                fold.push_back(IfThenElse::make(LE::make(make_zero(i32), rk),
+                                                IfThenElse::make(takes, Block::make(moves))));
             }
             folds.push_back(Allocate::make(p.best_rank, i32, MemoryType::Auto, {make_const(i32, 1)},
                                            const_true(), Block::make(fold)));

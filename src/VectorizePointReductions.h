@@ -14,8 +14,10 @@
 namespace loom {
 namespace internal {
 
-/** Rewrites the updates that keep a point in each vectorized loop outside
- * GPU kernels (a kernel's threads take their lanes one by one). Each lane
+/** Rewrites the updates that keep a point in each vectorized loop, on the
+ * CPU and in a GPU thread's own code (not where the update's RVar is on
+ * the block's threads too: CrossThreadReductions ranks the points the
+ * threads share, and a thread takes its lanes one by one). Each lane
  * keeps, in arrays of one element per lane, its key, payloads and the rank
  * of its point in the loop's order; after the loop, or after the serial
  * loop around it where the elements do not move, the lanes are folded into

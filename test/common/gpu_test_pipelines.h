@@ -524,6 +524,15 @@ struct RowArgExtreme {
             .gpu_blocks(y);
         return sch;
     }
+    /** A thread per row, `rows` rows per block, each thread taking `lanes`
+     * consecutive points of its row at a time (a vectorized RVar: each
+     * lane keeps its own point, folded after the row). */
+    loom::Schedule row_per_thread_vectorized(int rows, int lanes) const {
+        loom::Schedule sch;
+        sch[best].gpu_tile(y, yo, yi, rows);
+        sch[best].update().gpu_tile(y, yo, yi, rows).vectorize(r, lanes);
+        return sch;
+    }
     /** `rows` rows per block (threadIdx.y), `threads` threads per row. */
     loom::Schedule rows_per_block(int rows, int threads) const {
         loom::Schedule sch;

@@ -480,6 +480,13 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
     kernel = kernels_of(compile_for_every_arch(a.best, a.unrolled_in_threads(64, 4), 2));
     EXPECT_EQ(count_of(kernel, "const int best_s1_r_x_rank_ = "), 4) << kernel;
     EXPECT_EQ(kernel.find("gpu_point_rank"), std::string::npos) << kernel;
+    // A thread per row, vectorized along it: no combine across threads;
+    // each lane keeps its extreme, point and payloads in the thread's
+    // register arrays, and the lanes are folded into the row's elements.
+    kernel = kernels_of(compile_for_every_arch(a.best, a.row_per_thread_vectorized(16, 4), 2));
+    EXPECT_EQ(kernel.find("loom_block_reduce<"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_group_reduce<"), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("best_1_lane_key_0_["), std::string::npos) << kernel;
 }
 
 TEST(CudaCodegen, ReductionsAcrossGroupsOfThreads) {
