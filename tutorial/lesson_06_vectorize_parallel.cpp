@@ -88,14 +88,38 @@ int main() {
     }
     std::printf("row sums over vectors of 16 lanes match\n");
 
+    // For the same reason such an update may visit its reduction domain in
+    // any order: its RVars may be reordered, or split and interleaved, as
+    // Halide allows for an update it proves associative and commutative.
+    // Here each block of 8 rows is summed column by column (blk.y, the
+    // column, outermost) rather than row by row, the domain's own order.
+    RDom blk({{0, 8}, {0, 4099}}, "blk");
+    Func block_sum("block_sum");
+    block_sum(row) = 0.0f;
+    block_sum(row) += m(row * 8 + blk.x, blk.y);
+    Pipeline blocks(block_sum);
+    Schedule by_columns;
+    by_columns[block_sum].update().reorder(blk.y, blk.x);
+    Buffer<float> in_order(blocks.realize({8}));
+    Buffer<float> by_column({8});
+    blocks.compile(by_columns).realize({by_column});
+    for (int j = 0; j < 8; j++) {
+        if (by_column(j) != in_order(j)) {
+            std::printf("block sums differ at %d\n", j);
+            return 1;
+        }
+    }
+    std::printf("block sums visited column by column match\n");
+
     // An argmax keeps a point, not a value: the index of the row's largest
     // element, written out as a Tuple update whose elements all change
     // where a point beats the best so far. No operator combines two lanes'
-    // indices, but each lane can keep its own best point (its value, index
-    // and place in the loop's order), and after the loop the lanes are
-    // folded into the row's answer: the largest value, and of equal values
-    // the first point, exactly as the serial loop decides (with >= instead
-    // of >, the last).
+    // indices, nor may its RVar be reordered (ties would go another way),
+    // but each lane can keep its own best point (its value, index and
+    // place in the loop's order), and after the loop the lanes are folded
+    // into the row's answer: the largest value, and of equal values the
+    // first point, exactly as the serial loop decides (with >= instead of
+    // >, the last).
     Func best("best");
     best(row) = Tuple(0, type_min(Float(32)));
     Expr beats = m(row, k) > best(row)[1];
@@ -121,29 +145,6 @@ int main() {
         return 1;
     }
     std::printf("argmax over vectors of 16 lanes keeps the first maximum\n");
-
-    // For the same reason such an update may visit its reduction domain in
-    // any order: its RVars may be reordered, or split and interleaved, as
-    // Halide allows for an update it proves associative and commutative.
-    // Here each block of 8 rows is summed column by column (blk.y, the
-    // column, outermost) rather than row by row, the domain's own order.
-    RDom blk({{0, 8}, {0, 4099}}, "blk");
-    Func block_sum("block_sum");
-    block_sum(row) = 0.0f;
-    block_sum(row) += m(row * 8 + blk.x, blk.y);
-    Pipeline blocks(block_sum);
-    Schedule by_columns;
-    by_columns[block_sum].update().reorder(blk.y, blk.x);
-    Buffer<float> in_order(blocks.realize({8}));
-    Buffer<float> by_column({8});
-    blocks.compile(by_columns).realize({by_column});
-    for (int j = 0; j < 8; j++) {
-        if (by_column(j) != in_order(j)) {
-            std::printf("block sums differ at %d\n", j);
-            return 1;
-        }
-    }
-    std::printf("block sums visited column by column match\n");
 
     // A loop that carries a dependence cannot be vectorized or parallelized
     // (nor can its RVars be reordered): Loom refuses it with an error naming
