@@ -366,6 +366,10 @@ std::vector<std::string> decompose_tuple(LoweringEnv &env, const std::string &na
             << "Tuple reduction " << name << " is an output of the pipeline; reduction fusion "
             << "needs it read through another Func (e.g. out(x) = " << name << "(x)[0]).";
     }
+    for (const std::string &e : names) {
+        env.tuple_siblings[e] = std::set<std::string>(names.begin(), names.end());
+        env.tuple_siblings[e].erase(e);
+    }
     env.fusion_log.push_back("Tuple reduction " + name + " is computed as " + [&] {
         std::string s;
         for (const std::string &e : names) s += (s.empty() ? "" : ", ") + e;

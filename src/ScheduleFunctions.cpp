@@ -2,6 +2,7 @@
 #include "ScheduleFunctions.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <set>
 
@@ -582,11 +583,16 @@ bool stmt_calls(const Stmt &s, const std::string &func) {
  * if no loop does. Unrolled loops are skipped: a Func computed there would
  * be recomputed once per unrolled copy. Vectorized loops are not: there the
  * vectorizer widens the Func's storage and its loops run once for all lanes,
- * so a reduction used by a vectorized stage becomes a vector reduction. */
-std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &func) {
+ * so a reduction used by a vectorized stage becomes a vector reduction. A
+ * call inside the production of one of `together` counts where that
+ * production is, outside its loops (the elements of one Tuple). */
+std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &func,
+                                           const std::set<std::string> &together = {}) {
     struct Finder : IRVisitor {
         const std::string *name;
+        const std::set<std::string> *together;
         std::vector<std::string> loops;
+        size_t visible = SIZE_MAX;        // loops a call sees: those outside a sibling's production
         std::vector<std::string> common;  // common prefix of the loop stacks of all calls
         bool any = false;
         using IRVisitor::visit;
@@ -596,14 +602,22 @@ std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &fun
             IRVisitor::visit(op);
             if (push) loops.pop_back();
         }
+        void visit(const ProducerConsumer *op) override {
+            const size_t saved = visible;
+            if (op->is_producer && together->count(op->name))
+                visible = std::min(visible, loops.size());
+            IRVisitor::visit(op);
+            visible = saved;
+        }
         void visit(const Call *op) override {
             if (op->call_type == Call::Func && op->name == *name) {
+                const size_t seen = std::min(loops.size(), visible);
                 if (!any) {
-                    common = loops;
+                    common.assign(loops.begin(), loops.begin() + seen);
                     any = true;
                 } else {
                     size_t n = 0;
-                    while (n < common.size() && n < loops.size() && common[n] == loops[n]) n++;
+                    while (n < common.size() && n < seen && common[n] == loops[n]) n++;
                     common.resize(n);
                 }
             }
@@ -611,6 +625,7 @@ std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &fun
         }
     } finder;
     finder.name = &func;
+    finder.together = &together;
     s.accept(&finder);
     return finder.common.empty() ? "" : finder.common.back();
 }
@@ -720,8 +735,12 @@ Stmt schedule_functions(const LoweringEnv &env) {
         std::string compute_loop, store_loop;
         if (fs.compute_level.is_inlined()) {
             // A Func with updates that was not scheduled: computed at the
-            // innermost loop that encloses all of its uses.
-            compute_loop = store_loop = innermost_loop_enclosing_calls(s, name);
+            // innermost loop that encloses all of its uses, those inside the
+            // production of an element of the same Tuple counted there.
+            auto siblings = env.tuple_siblings.find(name);
+            compute_loop = store_loop = innermost_loop_enclosing_calls(
+                s, name,
+                siblings == env.tuple_siblings.end() ? std::set<std::string>() : siblings->second);
         } else {
             compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed");
             store_loop = fs.store_level.kind == fs.compute_level.kind &&

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ struct LoweringEnv {
     /** Checks of values the schedule takes at run time (split_k's number of
      * chunks from a Param), made before the pipeline touches a buffer. */
     std::vector<Stmt> schedule_checks;
+    /** The elements of a Tuple reduction that reduction fusion made Funcs of
+     * their own, each with its siblings. Placed by default, an element that
+     * a sibling reads is computed where that sibling is, not inside its
+     * loops: a Tuple's elements are computed together. */
+    std::map<std::string, std::set<std::string>> tuple_siblings;
     bool is_output(const std::string &name) const;
     /** The group `name` leads, or null. */
     const FusedGroup *group_led_by(const std::string &name) const;

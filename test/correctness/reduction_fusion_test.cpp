@@ -649,7 +649,7 @@ TEST(ReductionFusion, SplitKVectorizesAnArgmax) {
     for (int lanes : {4, 8}) {
         Schedule sch;
         sch.split_k(top, r, lanes, c, ChunkLayout::Interleaved).vectorize(c).compute_root();
-        sch[top].compute_at(out, i);
+        if (lanes == 4) sch[top].compute_at(out, i);
         CompiledPipeline compiled = Pipeline(out).compile(sch);
         for (int n : {45, 3, 5}) {
             const int rows = 9;
@@ -668,6 +668,20 @@ TEST(ReductionFusion, SplitKVectorizesAnArgmax) {
         // The partials' update is vector code, not lane by lane.
         EXPECT_NE(Pipeline(out).compile_to_lowered_stmt(sch).find("ramp("), std::string::npos);
     }
+    // Unplaced, the Tuple's elements are still computed together: where only
+    // the index is read, the combined max once per row, before the index's
+    // combine over the chunks reads it (not once per chunk inside that
+    // loop, where the reads alone would put it).
+    Func index("index");
+    index(i) = top(i)[0];
+    Schedule sch;
+    sch.split_k(top, r, 8, c, ChunkLayout::Interleaved).vectorize(c).compute_root();
+    const std::string stmt = Pipeline(index).compile_to_lowered_stmt(sch);
+    EXPECT_LT(stmt.find("produce top_1 {"), stmt.find("produce top_0 {")) << stmt;
+    x.set(random_buffer<float>({9, 45}, 0, 6));
+    Buffer<int32_t> got({9});
+    Pipeline(index).compile(sch).realize({got});
+    EXPECT_TRUE(buffers_match(got, interpret(index, {9})));
 }
 
 }  // namespace
