@@ -176,6 +176,21 @@ struct Group {
     Expr v;  // the value a point brings to the key
     bool strict = true, strict_known = false;
     std::vector<const Update *> payloads;
+
+    /** The payloads, then the key. */
+    std::vector<const Update *> members() const {
+        std::vector<const Update *> all = payloads;
+        all.push_back(key);
+        return all;
+    }
+    /** The site of the group's first store, where the lanes' update goes. */
+    const StoreSite *first_site() const {
+        const StoreSite *first = key->site;
+        for (const Update *u : payloads) {
+            if (u->site->order < first->order) first = u->site;
+        }
+        return first;
+    }
 };
 
 /** The test of `u`, if it compares the key of `g`'s element with g's v: the
@@ -320,37 +335,32 @@ class Rewrite : public IRMutator {
      * region, made together, and what they store reads nothing of them. */
     static bool valid(const Group &g, const FindSites &find, const For *serial,
                       const std::vector<const LetStmt *> &lets) {
-        std::vector<const Update *> members = g.payloads;
-        members.push_back(g.key);
+        const std::vector<const Update *> members = g.members();
         std::set<std::string> buffers;
         for (const Update *u : members) buffers.insert(u->site->store->name);
         if (buffers.size() != members.size()) return false;
         for (const std::string &b : buffers) {
             if (find.bound.count(b)) return false;  // allocated per lane already
         }
-        const StoreSite *first = members.front()->site;
-        for (const Update *u : members) {
-            if (u->site->order < first->order) first = u->site;
-        }
+        const StoreSite *first = g.first_site();
+        // What the lanes' update computes at the first store must be bound
+        // there, and read nothing of the group's elements.
+        std::set<std::string> bound_at_first;
+        for (const LetStmt *l : first->lets) bound_at_first.insert(l->name);
+        auto computable_at_first = [&](const Expr &e) {
+            if (loads_from(e, buffers)) return false;
+            for (const std::string &name : free_variables(e)) {
+                if (find.bound.count(name) && !bound_at_first.count(name)) return false;
+            }
+            return true;
+        };
+        if (!computable_at_first(g.v)) return false;
         int group_loads = 0;
         for (const Update *u : members) {
             const StoreSite &s = *u->site;
             if (find.stores.at(s.store->name) != 1 || s.branches != first->branches ||
-                s.in_inner_loop) {
+                s.in_inner_loop || !computable_at_first(u->value)) {
                 return false;
-            }
-            if (loads_from(u->value, buffers) || loads_from(g.v, buffers)) return false;
-            // What the partials' update computes at the first store must be
-            // bound there.
-            for (const Expr &e : {u->value, g.v}) {
-                for (const std::string &name : free_variables(e)) {
-                    bool bound_inside = false, bound_at_first = false;
-                    for (const StoreSite &site : find.sites) {
-                        for (const LetStmt *l : site.lets) bound_inside |= l->name == name;
-                    }
-                    for (const LetStmt *l : first->lets) bound_at_first |= l->name == name;
-                    if (bound_inside && !bound_at_first) return false;
-                }
             }
             for (const std::string &b : buffers) {
                 group_loads += count_loads(s.store->value, b);
@@ -401,10 +411,8 @@ class Rewrite : public IRMutator {
             const std::string take_name = key->name + ".lane_takes" + id;
             Expr take = Variable::make(Bool(), take_name);
             std::vector<Stmt> steps;
-            const StoreSite *first = g.key->site;
             for (size_t j = 0; j < g.payloads.size(); j++) {
                 const Update *u = g.payloads[j];
-                if (u->site->order < first->order) first = u->site;
                 if (u->value_let) value_lets.insert(u->value_let);
                 const Type t = u->site->store->value.type();
                 Expr old = Load::make(t, p.payloads[j], lane, const_true());
@@ -420,9 +428,8 @@ class Rewrite : public IRMutator {
                               ? (g.strict ? LT::make(lane_key, g.v) : LE::make(lane_key, g.v))
                               : (g.strict ? LT::make(g.v, lane_key) : LE::make(g.v, lane_key));
             Stmt update = LetStmt::make(take_name, better, Block::make(steps));
-            std::vector<const Update *> members = g.payloads;
-            members.push_back(g.key);
-            for (const Update *u : members) {
+            const StoreSite *first = g.first_site();
+            for (const Update *u : g.members()) {
                 replaced[u->site->store] = u->site == first ? update : Evaluate::make(0);
             }
             partials.push_back(p);
