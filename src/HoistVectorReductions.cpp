@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "AssociativeUpdates.h"
+#include "GpuLoopLevel.h"
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
@@ -91,24 +92,19 @@ class HoistVectorReductions : public IRMutator {
   public:
     using IRMutator::visit;
     Stmt visit(const For *op) override {
-        const bool block = op->for_type == ForType::GPUBlock;
-        const bool thread = op->for_type == ForType::GPUThread;
-        block_loops += block;
-        thread_loops += thread;
-        Stmt body = mutate(op->body);
-        block_loops -= block;
-        thread_loops -= thread;
+        Stmt body = level.inside(op, [&] { return mutate(op->body); });
         Stmt loop = body.same_as(op->body)
                         ? Stmt(op)
                         : For::make(op->name, op->min, op->extent, op->for_type, body);
-        if (op->for_type != ForType::Serial || (block_loops > 0 && thread_loops == 0)) {
+        if (op->for_type != ForType::Serial || level.block_level()) {
             return loop;
         }
         return hoist_out_of(loop);
     }
 
   private:
-    int block_loops = 0, thread_loops = 0, made = 0;
+    GpuLoopLevel level;
+    int made = 0;
 
     Stmt hoist_out_of(Stmt loop) {
         const Stmt original = loop;  // keeps the stores found alive while loop is rewritten

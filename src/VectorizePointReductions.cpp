@@ -33,6 +33,7 @@
 
 #include "AssociativeUpdates.h"
 #include "CrossThreadReductions.h"
+#include "GpuLoopLevel.h"
 #include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
@@ -208,19 +209,12 @@ class Rewrite : public IRMutator {
     using IRMutator::visit;
 
     Stmt visit(const For *op) override {
-        const bool block = op->for_type == ForType::GPUBlock;
-        const bool thread = op->for_type == ForType::GPUThread;
-        if (block || thread) {
-            block_loops += block;
-            thread_loops += thread;
-            Stmt s = IRMutator::visit(op);
-            block_loops -= block;
-            thread_loops -= thread;
-            return s;
+        if (op->for_type == ForType::GPUBlock || op->for_type == ForType::GPUThread) {
+            return level.inside(op, [&] { return IRMutator::visit(op); });
         }
         // In a kernel, only a thread's own code: there the partials are its
         // registers, where in the block's own code they would be shared.
-        if (block_loops > 0 && thread_loops == 0) return IRMutator::visit(op);
+        if (level.block_level()) return IRMutator::visit(op);
         if (op->for_type == ForType::Serial) {
             // A serial loop whose body is lets and one vectorized loop: the
             // lanes' partials may outlive its iterations.
@@ -244,7 +238,7 @@ class Rewrite : public IRMutator {
     }
 
   private:
-    int block_loops = 0, thread_loops = 0;
+    GpuLoopLevel level;
     int made = 0;
 
     /** The rewrite of vectorized loop `v`, its partials kept across
