@@ -19,10 +19,13 @@
 #include <vector>
 
 #include "AssociativeUpdates.h"
+#include "GpuLoopLevel.h"
+#include "IREquality.h"
 #include "IRMutator.h"
 #include "IRVisitor.h"
 #include "Simplify.h"
 #include "Substitute.h"
+#include "Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -170,8 +173,12 @@ struct ContextEntry {
 
 class VectorSubs : public IRMutator {
   public:
-    VectorSubs(const std::string &var, const Expr &min, int lanes, const Stmt &body)
-        : var(var), min(min), lanes(lanes) {
+    /** With `shares_loads`, a statement scalarized lane by lane reads its
+     * lanes' dense loads as one vector (not in a kernel's block-level
+     * code, whose arrays the threads would share). */
+    VectorSubs(const std::string &var, const Expr &min, int lanes, const Stmt &body,
+               bool shares_loads)
+        : var(var), lanes(lanes), shares_loads(shares_loads), min(min) {
         ramp = Ramp::make(min, make_one(min.type()), lanes);
         struct Stores : IRVisitor {
             std::set<std::string> *names;
@@ -198,9 +205,10 @@ class VectorSubs : public IRMutator {
 
   private:
     std::string var;
+    int lanes;
+    bool shares_loads;
     std::set<std::string> stored;  // the buffers the loop body stores to
     Expr min, ramp;
-    int lanes;
     std::vector<ContextEntry> context;
 
     Expr widen(const Expr &e, int l) const {
@@ -306,17 +314,19 @@ class VectorSubs : public IRMutator {
     }
 
     // One scalar copy of s per lane, inside the lets and conditions of the
-    // vectorized body rebuilt for that lane.
-    Stmt scalarize(const Stmt &s) const {
+    // vectorized body rebuilt for that lane. The dense loads that s makes
+    // in every lane are made once, as one vector, before the copies.
+    Stmt scalarize(const Stmt &s) {
         std::vector<std::string> allocations;
         for (const ContextEntry &c : context) {
             if (c.kind == ContextEntry::Allocation) allocations.push_back(c.name);
         }
+        const std::vector<SharedLoad> shared = shared_loads(s);
         std::vector<Stmt> copies;
         for (int i = 0; i < lanes; i++) {
             Expr x = lane_value(i);
             LaneAccess access(allocations, lanes, i);
-            Stmt body = access.mutate(substitute(var, x, s));
+            Stmt body = access.mutate(substitute(var, x, LaneOfSharedLoads(shared, i).mutate(s)));
             for (auto it = context.rbegin(); it != context.rend(); ++it) {
                 if (it->kind == ContextEntry::Let && it->is_vector) {
                     body =
@@ -327,8 +337,108 @@ class VectorSubs : public IRMutator {
             }
             copies.push_back(body);
         }
-        return Block::make(copies);
+        Stmt result = Block::make(copies);
+        for (auto it = shared.rbegin(); it != shared.rend(); ++it) {
+            const Type t = it->load->type;
+            Stmt fill = Store::make(it->name, it->vector,
+                                    Ramp::make(make_zero(Int(32)), make_one(Int(32)), lanes),
+                                    const_true(lanes), nullptr);
+            result = Allocate::make(it->name, t, MemoryType::Auto, {make_const(Int(32), lanes)},
+                                    const_true(), Block::make(fill, result));
+        }
+        return result;
     }
+
+    // A load that a scalarized statement makes in every lane, of
+    // consecutive elements of memory the vectorized loop does not write:
+    // read once as `vector` into the per-lane array `name`. Each lane's
+    // copy reads its element instead: where the lanes would have made one
+    // narrow load each (a GPU thread taking an argmax's lanes one by one),
+    // they make one wide load together.
+    struct SharedLoad {
+        const Load *load;  // as s makes it, in terms of the loop variable
+        std::string name;
+        Expr vector;
+    };
+
+    // The loads of s that every lane reaches (none under a condition, a
+    // select's branch, a failed assert's message or a loop of s), whose indices are dense ramps
+    // over the lanes, read from memory the loop does not write and bound outside s.
+    std::vector<SharedLoad> shared_loads(const Stmt &s) {
+        if (!shares_loads) return {};
+        struct Reached : IRVisitor {
+            std::vector<const Load *> loads;
+            using IRVisitor::visit;
+            void visit(const Load *op) override {
+                loads.push_back(op);
+                IRVisitor::visit(op);
+            }
+            void visit(const Select *op) override { op->condition.accept(this); }
+            void visit(const And *op) override { op->a.accept(this); }
+            void visit(const Or *op) override { op->a.accept(this); }
+            void visit(const IfThenElse *op) override { op->condition.accept(this); }
+            void visit(const AssertStmt *op) override { op->condition.accept(this); }
+            void visit(const For *op) override {
+                op->min.accept(this);
+                op->extent.accept(this);
+            }
+        } reached;
+        s.accept(&reached);
+        // The names s binds: an index that reads one differs by copy.
+        const std::set<std::string> bound = names_defined_in(s);
+        std::vector<SharedLoad> shared;
+        for (const Load *l : reached.loads) {
+            if (l->type.is_vector() || l->type.is_bool() || l->type.is_handle() ||
+                !is_const_one(l->predicate) || stored.count(l->name) ||
+                is_widened_allocation(l->name)) {
+                continue;
+            }
+            bool local = false;
+            for (const std::string &v : free_variables(l->index)) local |= bound.count(v) > 0;
+            if (local) continue;
+            bool seen = false;
+            for (const SharedLoad &e : shared) seen |= equal(Expr(e.load), Expr(l));
+            if (seen) continue;
+            Expr index;
+            const size_t depth = context.size();
+            try {
+                index = mutate(l->index);
+            } catch (const NeedsScalarization &) {
+                context.resize(depth);
+                continue;
+            }
+            const Ramp *dense = index.as<Ramp>();
+            if (!dense || dense->lanes != lanes || !is_const_one(dense->stride)) continue;
+            Expr mask = current_mask();
+            Expr pred = mask.defined() ? widen(mask) : const_true(lanes);
+            shared.push_back(
+                {l, unique_name(l->name + "_lanes"),
+                 Load::make(l->type.with_lanes(lanes), l->name, index, pred, l->param)});
+        }
+        return shared;
+    }
+
+    // Lane `lane`'s copy of a scalarized statement: each shared load reads
+    // the lane's element of its array.
+    class LaneOfSharedLoads : public IRMutator {
+      public:
+        LaneOfSharedLoads(const std::vector<SharedLoad> &shared, int lane)
+            : shared(shared), lane(lane) {}
+
+      protected:
+        using IRMutator::visit;
+        const std::vector<SharedLoad> &shared;
+        int lane;
+        Expr visit(const Load *op) override {
+            for (const SharedLoad &e : shared) {
+                if (equal(Expr(e.load), Expr(op))) {
+                    return Load::make(op->type, e.name, make_const(Int(32), lane), const_true(),
+                                      nullptr);
+                }
+            }
+            return IRMutator::visit(op);
+        }
+    };
 
     // Rewrites accesses to per-lane allocations in a scalar copy for one lane.
     class LaneAccess : public IRMutator {
@@ -670,7 +780,9 @@ class VectorizeLoops : public IRMutator {
   protected:
     using IRMutator::visit;
     Stmt visit(const For *op) override {
-        if (op->for_type != ForType::Vectorized) return IRMutator::visit(op);
+        if (op->for_type != ForType::Vectorized) {
+            return level.inside(op, [&] { return IRMutator::visit(op); });
+        }
         Expr extent = op->extent;
         if (!as_const_int(extent)) extent = simplify(extent);
         const int64_t *n = as_const_int(extent);
@@ -682,9 +794,12 @@ class VectorizeLoops : public IRMutator {
         user_assert(*n <= 1024) << "The vectorized loop over " << op->name << " has " << *n
                                 << " iterations; vectorize by at most 1024 lanes (split it "
                                 << "by a smaller factor first).";
-        VectorSubs subs(op->name, op->min, static_cast<int>(*n), op->body);
+        VectorSubs subs(op->name, op->min, static_cast<int>(*n), op->body, !level.block_level());
         return subs.mutate(op->body);
     }
+
+  private:
+    GpuLoopLevel level;
 };
 
 }  // namespace

@@ -20,10 +20,10 @@
 // Then a row argmax (greedy decoding's: the index of each row's largest
 // value, and the value), a block per row whose threads share the row and
 // keep the first of equal maxima as the CPU does, each thread taking one
-// point a step, and again four (lane by lane: four loads in flight). It
-// reads its input once
-// and writes almost nothing, so it counts the bytes read, against the copy's
-// read-and-write rate.
+// point a step, and again four and eight (a vector load a step, whose lanes
+// the thread ranks one by one). It reads its input once and writes almost
+// nothing, so it counts the bytes read, against the copy's read-and-write
+// rate.
 //
 //   gpu_memory_bound_bench [--quick] [--reps N] [--rows N] [--only 'NAME[|NAME...]']
 //
@@ -275,9 +275,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
 /** The index and value of each row's largest point, written out (as
  * argmax() would make it) so that its RVar can go on the GPU's threads: a
  * block per row, `threads` threads striding along it, each taking
- * `per_step` consecutive points a step (a vectorized RVar, which a thread
- * takes lane by lane: that many loads in flight, a warp's together one
- * contiguous run). */
+ * `per_step` consecutive points a step (a vectorized RVar: one load of
+ * them, 16 bytes where the row is aligned, a warp's together one
+ * contiguous run, whose lanes the thread then ranks one by one). */
 struct RowArgmax {
     Var r{"r"};
     RDom k;
@@ -427,7 +427,7 @@ int main(int argc, char **argv) {
     // The argmax: exact, the same point and value, ties included (rows of
     // small whole numbers tie often). It reads the matrix once: GB/s of
     // reads, against the copy's rate of reads and writes together.
-    for (const int per_step : {1, 4}) {
+    for (const int per_step : {1, 4, 8}) {
         RowArgmax argmax(in, 256, per_step);
         if (!options.selects(argmax.name)) continue;
         selected++;

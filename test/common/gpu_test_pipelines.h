@@ -512,16 +512,26 @@ struct RowArgExtreme {
     /** A block per row, each of `threads` threads taking `unrolled`
      * consecutive points at a time, in an unrolled loop. */
     loom::Schedule unrolled_in_threads(int threads, int unrolled) const {
+        return steps_in_threads(threads, unrolled, false);
+    }
+    /** A block per row, each of `threads` threads taking `lanes`
+     * consecutive points at a time, the RVar vectorized: a thread still
+     * takes its lanes one by one (the block ranks every point it keeps),
+     * from one vector load of the row. */
+    loom::Schedule vectorized_in_threads(int threads, int lanes) const {
+        return steps_in_threads(threads, lanes, true);
+    }
+    /** A block per row, each of `threads` threads taking `per_step`
+     * consecutive points a step, in a vectorized loop or an unrolled one. */
+    loom::Schedule steps_in_threads(int threads, int per_step, bool vectorized) const {
         loom::Schedule sch;
-        loom::RVar ru{"ru"};
+        loom::RVar step{"step"};
         sch[best].gpu_blocks(y);
-        sch[best]
-            .update()
-            .split(r, ro, ri, threads * unrolled)
-            .split(ri, ri, ru, unrolled)
-            .gpu_threads(ri)
-            .unroll(ru)
-            .gpu_blocks(y);
+        loom::Stage u = sch[best].update();
+        u.split(r, ro, ri, threads * per_step).split(ri, ri, step, per_step).gpu_threads(ri);
+        if (vectorized) u.vectorize(step);
+        else u.unroll(step);
+        u.gpu_blocks(y);
         return sch;
     }
     /** A thread per row, `rows` rows per block, each thread taking `lanes`

@@ -480,6 +480,18 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
     kernel = kernels_of(compile_for_every_arch(a.best, a.unrolled_in_threads(64, 4), 2));
     EXPECT_EQ(count_of(kernel, "const int best_s1_r_x_rank_ = "), 4) << kernel;
     EXPECT_EQ(kernel.find("gpu_point_rank"), std::string::npos) << kernel;
+    // Vectorized, a thread still ranks its lanes one by one, but takes them
+    // from one 16-byte load per step (where the row is aligned; the last
+    // vector of a row, masked). The tag, read only where a lane wins, is
+    // still read lane by lane, under the test.
+    kernel = kernels_of(compile_for_every_arch(a.best, a.vectorized_in_threads(64, 4), 2));
+    EXPECT_EQ(count_of(kernel, "loom_load_aligned_readonly<float, 4>(in_, "), 1) << kernel;
+    EXPECT_NE(kernel.find("loom_gather_readonly(in_, "), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("loom_load_readonly(&in_["), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("<float, 4>(tag_, "), std::string::npos) << kernel;
+    EXPECT_NE(kernel.find("< best_1_partial_[0]) ? loom_load_readonly(&tag_["), std::string::npos)
+        << kernel;
+    EXPECT_EQ(count_of(kernel, "loom_block_reduce<64, 1, 1>("), 2) << kernel;
     // A thread per row, vectorized along it: no combine across threads;
     // each lane keeps its extreme, point and payloads in the thread's
     // register arrays, and the lanes are folded into the row's elements.

@@ -241,9 +241,11 @@ TEST(GpuExecution, ArgmaxAndArgminAcrossThreads) {
     // what it carries there; among ties the serial loop's point (the first
     // with a strict test, the last without) wins, whichever thread saw it.
     // With 77 columns a block's split of the row has a single piece; with
-    // the unrolled schedule, each thread takes 4 points per iteration; with
-    // a thread per row vectorized along it, each of its 4 lanes keeps a
-    // point of its own, folded after the row.
+    // the unrolled schedule, each thread takes 4 points per iteration, and
+    // with the vectorized one 4 points from one vector load (77 columns
+    // end in a ragged vector, masked); with a thread per row vectorized along
+    // it, each of its 4 lanes keeps a point of its own, folded after the
+    // row.
     const int rows = 37;
     for (bool is_max : {true, false}) {
         for (bool strict : {true, false}) {
@@ -260,7 +262,7 @@ TEST(GpuExecution, ArgmaxAndArgminAcrossThreads) {
                     for (const Schedule &sch :
                          {a.one_row_per_block(128), a.rows_per_block(8, 32),
                           a.rows_per_block(4, 64), a.unrolled_in_threads(64, 4),
-                          a.row_per_thread_vectorized(16, 4)}) {
+                          a.vectorized_in_threads(48, 4), a.row_per_thread_vectorized(16, 4)}) {
                         expect_gpu_tuple_matches(a.best, sch, expected);
                     }
                 }

@@ -303,6 +303,70 @@ TEST(VectorizeLoops, LaneDependentAssertIsScalarized) {
     expect_same_results(s, v, {{"out", std::vector<double>(4, 0)}});
 }
 
+// The loads of `buffer` in s: {vector loads, scalar loads}.
+std::pair<int, int> loads_of(const Stmt &s, const std::string &buffer) {
+    std::pair<int, int> n{0, 0};
+    struct Find : IRVisitor {
+        const std::string &buffer;
+        std::pair<int, int> &n;
+        Find(const std::string &b, std::pair<int, int> &n) : buffer(b), n(n) {}
+        using IRVisitor::visit;
+        void visit(const Load *op) override {
+            if (op->name == buffer) (op->type.is_vector() ? n.first : n.second)++;
+            IRVisitor::visit(op);
+        }
+    } find(buffer, n);
+    s.accept(&find);
+    return n;
+}
+
+TEST(VectorizeLoops, ScalarizedLanesShareTheirDenseLoads) {
+    // vectorized x in [0, 4): assert(in[x + 1] < 100); out[x] = in[x] * 2.
+    // The assert runs lane by lane, but reads its 4 elements of `in` with
+    // one vector load before the lanes.
+    Expr x = var("x");
+    auto checked = [&](const Expr &value) {
+        return AssertStmt::make(value < 100.0f, error_message({StringImm::make("big: "), value}));
+    };
+    Stmt s =
+        vloop("x", 0, 4,
+              Block::make(checked(load_f("in", x + 1)), store("out", load_f("in", x) * 2.0f, x)));
+    Stmt v = vectorize_loops(s, Target("host"));
+    EXPECT_EQ(loads_of(v, "in"), std::make_pair(2, 0)) << v;
+    auto allocs = collect_nodes<Allocate>(v);
+    ASSERT_EQ(allocs.size(), 1u) << v;
+    EXPECT_TRUE(is_const(allocs[0]->extents[0], 4)) << v;
+    expect_same_results(s, v, {{"in", iota(5, 1.0)}, {"out", std::vector<double>(4, 0)}});
+
+    // Under a lane-dependent condition (a guarded tail), the shared load
+    // reads only the lanes the condition keeps (`in` ends at n); where it
+    // holds in every lane, all of them.
+    Stmt tail = vloop("x", 0, 4, IfThenElse::make(x < var("n"), checked(load_f("in", x))));
+    v = vectorize_loops(tail, Target("host"));
+    EXPECT_EQ(loads_of(v, "in"), std::make_pair(2, 0)) << v;
+    int masked = 0;
+    for (const Store *st : collect_nodes<Store>(v)) {
+        const Load *l = st->value.as<Load>();
+        ASSERT_TRUE(l && l->name == "in") << v;
+        masked += !is_const_one(l->predicate);
+    }
+    EXPECT_EQ(masked, 1) << v;
+    for (int n : {0, 3, 4}) {
+        expect_same_results(tail, v, {{"in", iota(n, 1.0)}}, {{"n", n}});
+    }
+
+    // Each lane reads on its own: a load under a select's branch (which
+    // only some lanes may reach), of memory the loop writes, or strided.
+    for (const Stmt &body : {checked(select(x < 2, load_f("in", x), 0.0f)),
+                             Block::make(checked(load_f("out", x)), store("out", 1.0f, x)),
+                             checked(load_f("in", x * 2))}) {
+        Stmt apart = vloop("x", 0, 4, body);
+        v = vectorize_loops(apart, Target("host"));
+        EXPECT_TRUE(collect_nodes<Allocate>(v).empty()) << v;
+        expect_same_results(apart, v, {{"in", iota(8, 1.0)}, {"out", std::vector<double>(4, 0)}});
+    }
+}
+
 TEST(VectorizeLoops, ExtentOfOneSubstitutes) {
     Expr x = var("x");
     Stmt s = vloop("x", 2, 1, store("out", x, x));
