@@ -599,6 +599,52 @@ TEST(VectorizeLoopsJIT, PerLaneAllocationAndInnerLoop) {
     for (int i = 0; i < 32; i++) EXPECT_EQ(b["out"][i], b["in"][i] * 3.0f + head) << i;
 }
 
+TEST(VectorizeLoopsJIT, ScalarizedLanesShareADenseLoad) {
+    // for xo in [0, 4): vectorized xi in [0, 8): let x = xo * 8 + xi in
+    //   assert(in[x] < 1000, ...); out[x] = in[x] + 1
+    // The assert runs lane by lane from one vector load of in: on the CPU
+    // the per-lane array is promoted to a register, no stack left.
+    Expr xo = var("xo"), xi = var("xi"), x = var("x");
+    Stmt check = AssertStmt::make(load_f("in", x) < 1000.0f,
+                                  error_message({StringImm::make("too big: "), load_f("in", x)}));
+    Stmt s =
+        sloop("xo", 0, 4,
+              vloop("xi", 0, 8,
+                    LetStmt::make("x", xo * 8 + xi,
+                                  Block::make(check, store("out", load_f("in", x) + 1.0f, x)))));
+    Stmt v = vectorize_loops(s, Target("host"));
+    ASSERT_EQ(collect_nodes<Allocate>(v).size(), 1u) << v;
+    FloatBuffers b{{"in", std::vector<float>(32)}, {"out", std::vector<float>(32)}};
+    for (int i = 0; i < 32; i++) b["in"][i] = 3.0f * i - 20.0f;
+    auto m = jit_run(v, b, {});
+    for (int i = 0; i < 32; i++) EXPECT_EQ(b["out"][i], 3.0f * i - 19.0f) << i;
+    const std::string &ir = m->llvm_ir();
+    EXPECT_NE(ir.find("extractelement <8 x float>"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("\"in_lanes$0\" = alloca"), std::string::npos) << ir;
+    // And the assert still fails where a lane's value does.
+    b["in"][13] = 5000.0f;
+    LoweredFunc f;
+    f.name = "vectorize_test_shared_assert";
+    f.args = {{"in", true, Float(32), 1}, {"out", true, Float(32), 1}};
+    f.body = v;
+    std::shared_ptr<JITModule> failing = JITModule::compile(f, Target("host"));
+    std::vector<loom_dimension_t> dims(2, loom_dimension_t{0, 32, 1, 0});
+    std::vector<loom_buffer_t> bufs(2);
+    void *args[2];
+    const char *names[2] = {"in", "out"};
+    for (int i = 0; i < 2; i++) {
+        bufs[i] = loom_buffer_t{};
+        bufs[i].host = reinterpret_cast<uint8_t *>(b[names[i]].data());
+        bufs[i].type = loom_type_t{loom_type_float, 32, 1};
+        bufs[i].dimensions = 1;
+        bufs[i].dim = &dims[i];
+        args[i] = &bufs[i];
+    }
+    EXPECT_NE(failing->entry()(args), 0);
+    EXPECT_NE(std::string(loom_last_error_message()).find("too big: 5000"), std::string::npos)
+        << loom_last_error_message();
+}
+
 TEST(VectorizeLoopsJIT, ScalarizedLoopAndUnroll) {
     // vectorized x in [0, 8): for r in [0, x): out[x] = out[x] + 1, then
     // an unrolled loop inside a vectorized loop.
