@@ -297,6 +297,30 @@ int main() {
         return 1;
     }
 
+    // A thread may take several neighbouring points a step: split its share
+    // of the row again and vectorize the inner part. The block ranks every
+    // point, so a thread still weighs its lanes one by one, but it loads
+    // them together, as one vector of 4 floats (a 16-byte load where the
+    // row is aligned, which the kernel tests once per row; the row's last
+    // vector, masked, where it is not whole). Each load then brings 4 times
+    // the bytes, for the same cost of issuing it.
+    std::printf("\n2d. argmax, 4 points a thread a step\n");
+    RVar rv("rv");
+    Schedule argmax_vectors;
+    argmax_vectors[top].gpu_blocks(y);
+    argmax_vectors[top]
+        .update()
+        .split(r, ro, ri, 256 * 4)
+        .split(ri, ri, rv, 4)
+        .gpu_threads(ri)
+        .vectorize(rv)
+        .gpu_blocks(y);
+    std::string vector_cuda = Pipeline(top).compile_to_cuda(argmax_vectors, gpu);
+    if (!show_lines(vector_cuda, {"loom_is_aligned<16>(in_", "float in_lanes_",
+                                  "loom_load_aligned_readonly<float, 4>(in_"})) {
+        return 1;
+    }
+
     // ---- 2e. A thread's own arrays.
     // A Func computed inside the thread loops is an array per thread. Its
     // size must be a constant, and it stays in registers only if every
