@@ -484,13 +484,20 @@ TEST(CudaCodegen, ArgmaxAcrossThreads) {
     // from one 16-byte load per step (where the row is aligned; the last
     // vector of a row, masked). The tag, read only where a lane wins, is
     // still read lane by lane, under the test.
-    kernel = kernels_of(compile_for_every_arch(a.best, a.vectorized_in_threads(64, 4), 2));
+    const std::string vectorized =
+        compile_for_every_arch(a.best, a.vectorized_in_threads(64, 4), 2);
+    kernel = kernels_of(vectorized);
     EXPECT_EQ(count_of(kernel, "loom_load_aligned_readonly<float, 4>(in_, "), 1) << kernel;
     EXPECT_NE(kernel.find("loom_gather_readonly(in_, "), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("loom_load_readonly(&in_["), std::string::npos) << kernel;
     EXPECT_EQ(kernel.find("<float, 4>(tag_, "), std::string::npos) << kernel;
     EXPECT_NE(kernel.find("< best_1_partial_[0]) ? loom_load_readonly(&tag_["), std::string::npos)
         << kernel;
+    // The lanes' array is written and read at constant indices: registers.
+    for (const char *arch : kArchs) {
+        const std::string ptx = compile_cuda(vectorized, "best", arch).ptx;
+        EXPECT_EQ(ptx.find(".local"), std::string::npos) << arch << "\n" << ptx;
+    }
     EXPECT_EQ(count_of(kernel, "loom_block_reduce<64, 1, 1>("), 2) << kernel;
     // A thread per row, vectorized along it: no combine across threads;
     // each lane keeps its extreme, point and payloads in the thread's
