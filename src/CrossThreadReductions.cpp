@@ -31,7 +31,7 @@ Expr intrinsic(Type t, const char *name, const std::vector<Expr> &args = {}) {
 struct Reduction {
     std::string buffer, partial;
     Expr index;
-    VectorReduce::Op op;
+    VectorReduce::Op op = VectorReduce::Add;  // set once the update is known
     Type type;
     /** Grouped: the element depends on some of the stage's thread loops
      * (each of their points is a group of threads with an element of its

@@ -36,12 +36,18 @@ class FragmentedAddressSpace {
         void *r =
             mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (r == MAP_FAILED) return;
-        base = static_cast<char *>(r);
-        plugs.emplace_back(base, span);
-        for (int i = 0; i < holes; i++) {
+        char *base = static_cast<char *>(r);
+        // The reservation less its holes: whatever maps a page into a hole
+        // while the layout stands (the JIT, the allocator, a sanitizer's
+        // runtime) keeps it when the layout is undone.
+        char *piece = base;
+        for (int i = holes - 1; i >= 0; i--) {
             char *hole = base + span - (i + 1) * spacing + page;
             munmap(hole, page);
+            plugs.emplace_back(piece, hole - piece);
+            piece = hole + page;
         }
+        plugs.emplace_back(piece, base + span - piece);
         plug_gaps_above(base + span);
         ready = true;
     }
@@ -54,7 +60,6 @@ class FragmentedAddressSpace {
     static constexpr size_t spacing = size_t(3) << 30;
     static constexpr int holes = 8;
     size_t page = 4096;
-    char *base = nullptr;
     std::vector<std::pair<char *, size_t>> plugs;
 
     // Fills each unmapped gap between `from` and the stack with PROT_NONE.
