@@ -44,6 +44,32 @@ void add_unique(std::map<std::string, FunctionPtr> &m, const FunctionPtr &f) {
 
 }  // namespace
 
+namespace {
+thread_local FuncsMadeByLowering *open_lowering = nullptr;
+}  // namespace
+
+FunctionPtr make_lowered_function(const FunctionContents &from) {
+    FunctionPtr f = std::make_shared<FunctionContents>(from);
+    if (open_lowering) open_lowering->made.push_back(f);
+    return f;
+}
+
+FuncsMadeByLowering::FuncsMadeByLowering() : enclosing(open_lowering) { open_lowering = this; }
+
+FuncsMadeByLowering::~FuncsMadeByLowering() {
+    open_lowering = enclosing;
+    std::vector<FunctionPtr> alive;
+    for (const std::weak_ptr<FunctionContents> &w : made) {
+        if (FunctionPtr f = w.lock()) alive.push_back(f);
+    }
+    // Held until all are emptied: emptying one may release another.
+    for (const FunctionPtr &f : alive) {
+        f->init = Definition();
+        f->updates.clear();
+    }
+    if (enclosing) enclosing->made.insert(enclosing->made.end(), made.begin(), made.end());
+}
+
 std::map<std::string, FunctionPtr> find_direct_calls(const FunctionPtr &f) {
     struct Finder : IRVisitor {
         const FunctionContents *self;

@@ -39,6 +39,33 @@ struct FunctionContents {
     std::vector<ParameterPtr> output_buffers;
 };
 
+/** A Func made by lowering (a copy of a user's Func, the wrappers and
+ * partials reduction fusion derives), a copy of `from`. While a
+ * FuncsMadeByLowering is open on this thread it records the Func. */
+FunctionPtr make_lowered_function(const FunctionContents &from = FunctionContents());
+
+/** Records the Funcs made by lowering while it lives, and when it ends
+ * (lowering returns or throws) empties their definitions. Funcs that
+ * reduction fusion makes call each other (a tile partial and its member
+ * read each other's running values, a wrapper calls itself), so they own
+ * each other through the shared pointers of their calls: a cycle that
+ * would outlive the compile. Nothing uses those Funcs after lowering. An
+ * enclosing one is handed the records of those it encloses when they end
+ * (a test watching a compile). */
+class FuncsMadeByLowering {
+  public:
+    FuncsMadeByLowering();
+    ~FuncsMadeByLowering();
+    FuncsMadeByLowering(const FuncsMadeByLowering &) = delete;
+    FuncsMadeByLowering &operator=(const FuncsMadeByLowering &) = delete;
+    const std::vector<std::weak_ptr<FunctionContents>> &funcs() const { return made; }
+
+  private:
+    friend FunctionPtr make_lowered_function(const FunctionContents &);
+    std::vector<std::weak_ptr<FunctionContents>> made;
+    FuncsMadeByLowering *enclosing;
+};
+
 /** Every Func reachable from `outputs` by calls, by name. Two different Funcs
  * sharing a name are a CompileError. */
 std::map<std::string, FunctionPtr> find_transitive_calls(const std::vector<FunctionPtr> &outputs);

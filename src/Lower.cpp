@@ -218,6 +218,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
             << " has no definition. Define it before compiling the pipeline.";
     }
     last_pass_end = std::chrono::steady_clock::now();
+    const FuncsMadeByLowering made_here;
     LoweringEnv env = make_lowering_env(outputs, schedule);
     auto fusion_start = std::chrono::steady_clock::now();
     fuse_reduction_chains(env, schedule);

@@ -154,7 +154,7 @@ void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
         if (callers != std::set<std::string>{user_w->name}) return;
     }
 
-    auto w = std::make_shared<FunctionContents>(*r);
+    auto w = make_lowered_function(*r);
     w->name = user_w->name;
     w->args = user_w->args;
     w->is_inline_reduction = false;
@@ -187,7 +187,7 @@ void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
     };
     for (auto &kv : env.funcs) {
         if (kv.first == reduction || kv.first == user_w->name) continue;
-        auto copy = std::make_shared<FunctionContents>(*kv.second);
+        auto copy = make_lowered_function(*kv.second);
         copy->init = map_definition(copy->init, [&](const Expr &e) { return to_w.mutate(e); });
         for (Definition &u : copy->updates)
             u = map_definition(u, [&](const Expr &e) { return to_w.mutate(e); });
@@ -313,7 +313,7 @@ std::vector<std::string> decompose_tuple(LoweringEnv &env, const std::string &na
     std::vector<FunctionPtr> parts(n);
     std::vector<std::string> names;
     for (size_t k = 0; k < n; k++) {
-        auto p = std::make_shared<FunctionContents>();
+        auto p = make_lowered_function();
         p->name = name + "_" + std::to_string(k);
         user_assert(!env.funcs.count(p->name))
             << "Tuple reduction " << name << ": the pipeline already has a Func named " << p->name
@@ -355,7 +355,7 @@ std::vector<std::string> decompose_tuple(LoweringEnv &env, const std::string &na
         pos = env.order.insert(pos, parts[k]->name) + 1;
     }
     for (auto &kv : env.funcs) {
-        auto copy = std::make_shared<FunctionContents>(*kv.second);
+        auto copy = make_lowered_function(*kv.second);
         copy->init = map_definition(copy->init, relink);
         for (Definition &d : copy->updates) d = map_definition(d, relink);
         kv.second = copy;
@@ -616,7 +616,7 @@ class Chain {
                     expr_uses_var(sums[k].per_term, a))
                     row_only = false;
             }
-            auto c = std::make_shared<FunctionContents>();
+            auto c = make_lowered_function();
             c->name = m.name +
                       (is_const_one(sums[k].per_term) ? "_count" : "_sum" + std::to_string(k + 1));
             user_assert(!env.funcs.count(c->name))
@@ -883,7 +883,7 @@ Expr rvar_of(const ReductionDomainPtr &d) {
 /** A reduction over `dom` of f's Vars, starting at the identity. */
 FunctionPtr make_reduction(const std::string &name, const std::vector<std::string> &args,
                            ReduceOp op, Type t, const ReductionDomainPtr &dom) {
-    auto f = std::make_shared<FunctionContents>();
+    auto f = make_lowered_function();
     f->name = name;
     f->args = args;
     f->output_types = {t};
@@ -1049,7 +1049,7 @@ class Rewriter {
             add_function(kv.second, fs);
         }
         if (user_ss.dims.empty()) {
-            auto stand_in = std::make_shared<FunctionContents>(*target.at(chain.leader));
+            auto stand_in = make_lowered_function(*target.at(chain.leader));
             Definition u;
             u.args = pure_args(stand_in);
             u.rdom = chain.dom;
@@ -1701,7 +1701,7 @@ class Rewriter {
         std::map<std::string, FunctionPtr> fresh;
         for (const auto &kv : chain.bridges) {
             const Bridge &b = kv.second;
-            auto f = std::make_shared<FunctionContents>(*b.f);
+            auto f = make_lowered_function(*b.f);
             if (b.read_outside) {
                 f->name = b.f->name + "_fused";
                 user_assert(!env.funcs.count(f->name))
@@ -1739,7 +1739,7 @@ class Rewriter {
     /** Fresh Functions for the members (same names), defined later. */
     void create_fused_functions() {
         for (Member &m : chain.members) {
-            auto f = std::make_shared<FunctionContents>(*m.f);
+            auto f = make_lowered_function(*m.f);
             f->updates.clear();
             m.fused = f;
             env.funcs[m.name] = f;

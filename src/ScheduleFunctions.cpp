@@ -143,7 +143,7 @@ LoweringEnv make_lowering_env(const std::vector<FunctionPtr> &outputs, const Sch
         FuncSchedule fs = get_func_schedule(s, f);
         bool output = std::find(outputs.begin(), outputs.end(), f) != outputs.end();
         // A copy with the inlined Funcs substituted; the user's Func is untouched.
-        auto copy = std::make_shared<FunctionContents>(*f);
+        auto copy = make_lowered_function(*f);
         copy->init = inline_definition(f->init, inliner);
         for (Definition &u : copy->updates) u = inline_definition(u, inliner);
         if (output) {

@@ -231,6 +231,42 @@ TEST(Frontend, SelfReferencesDoNotLeak) {
     EXPECT_TRUE(weak.expired());
 }
 
+TEST(Frontend, FuncsMadeByLoweringDoNotLeak) {
+    // Reduction fusion makes Funcs that call each other; once the compile
+    // is done, none of them is left alive, whether it succeeds or throws.
+    BufferParam in(Float(32), 2, "in");
+    Var y("y");
+    RDom k(0, in.dim(1).extent(), "k");
+    Func m("m"), l("l"), o("o"), mean("mean");
+    m(y) = type_min(Float(32));
+    m(y) = max(m(y), in(y, k));
+    l(y) = 0.0f;
+    l(y) += exp(in(y, k) - m(y));
+    o(y) = 0.0f;
+    o(y) += exp(in(y, k) - m(y)) * in(y, k);
+    mean(y) = o(y) / l(y);
+    Var c("c");
+    for (bool fails : {false, true}) {
+        SCOPED_TRACE(fails ? "a compile that throws" : "a compile that succeeds");
+        FuncsMadeByLowering watch;
+        Schedule s;
+        Stage partials = s.split_k(o, k, 4, c);
+        if (!fails) {
+            partials.compute_root();
+            s[o].compute_root();
+        }  // else the partials are left inline, which lowering refuses after fusion
+        if (fails) {
+            EXPECT_THROW(Pipeline(mean).compile(s), CompileError);
+        } else {
+            Pipeline(mean).compile(s);
+        }
+        EXPECT_FALSE(watch.funcs().empty());
+        for (const std::weak_ptr<FunctionContents> &f : watch.funcs()) {
+            EXPECT_TRUE(f.expired()) << f.lock()->name;
+        }
+    }
+}
+
 TEST(Frontend, InlineReductionStructure) {
     BufferParam in(Float(32), 2, "in");
     Var i("i"), j("j");
