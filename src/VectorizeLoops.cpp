@@ -362,8 +362,9 @@ class VectorSubs : public IRMutator {
     };
 
     // The loads of s that every lane reaches (none under a condition, a
-    // select's branch, a failed assert's message or a loop of s), whose indices are dense ramps
-    // over the lanes, read from memory the loop does not write and bound outside s.
+    // select's branch, a failed assert's message or a loop of s), whose
+    // indices are dense ramps over the lanes, read from memory the loop
+    // does not write, and bound outside s.
     std::vector<SharedLoad> shared_loads(const Stmt &s) {
         if (!shares_loads) return {};
         struct Reached : IRVisitor {
