@@ -36,33 +36,31 @@ bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict) {
     return false;
 }
 
+const LetStmt *innermost_binding(const std::vector<const LetStmt *> &lets,
+                                 const std::string &name) {
+    for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
+        if ((*l)->name == name) return *l;
+    }
+    return nullptr;
+}
+
 bool as_select_update(const Store *st, const std::vector<const LetStmt *> &open_lets,
                       Expr *condition, Expr *value, const LetStmt **computed_before) {
     if (!st->value.type().is_scalar() || !is_const_one(st->predicate)) return false;
     Expr v = st->value;
-    *computed_before = nullptr;
-    if (const Variable *var = v.as<Variable>()) {
-        for (auto l = open_lets.rbegin(); l != open_lets.rend(); ++l) {
-            if ((*l)->name != var->name) continue;
-            *computed_before = *l;
-            v = (*l)->value;
-            break;
-        }
-    }
-    std::vector<std::pair<std::string, Expr>> bindings;
-    while (const Let *l = v.as<Let>()) {
-        bindings.emplace_back(l->name, l->value);
-        v = l->body;
-    }
+    const Variable *var = v.as<Variable>();
+    *computed_before = var ? innermost_binding(open_lets, var->name) : nullptr;
+    if (*computed_before) v = (*computed_before)->value;
+    v = substitute_in_all_lets(v);
     const Select *select = v.as<Select>();
     if (!select) return false;
-    const Load *old = substitute_enclosing_lets(bindings, select->false_value).as<Load>();
+    const Load *old = select->false_value.as<Load>();
     if (!old || old->name != st->name || !equal(old->index, st->index) ||
         !is_const_one(old->predicate)) {
         return false;
     }
-    *condition = substitute_enclosing_lets(bindings, select->condition);
-    *value = substitute_enclosing_lets(bindings, select->true_value);
+    *condition = select->condition;
+    *value = select->true_value;
     return true;
 }
 

@@ -27,6 +27,10 @@ bool as_associative_update(const Store *st, VectorReduce::Op *op, Expr *value);
  * that keep a point (argmax's `v > best`) take these forms. */
 bool as_less(const Expr &e, Expr *a, Expr *b, bool *strict);
 
+/** The innermost of `lets` (open around a statement, outermost first)
+ * that binds `name`; null if none does. */
+const LetStmt *innermost_binding(const std::vector<const LetStmt *> &lets, const std::string &name);
+
 /** Recognizes st as element = select(condition, value, element), as the
  * stores of an update that keeps a point are (argmax's index): the stored
  * value itself, or a Variable bound by one of `open_lets` (the LetStmts

@@ -233,15 +233,6 @@ class FindReductions : public IRVisitor {
         std::vector<const SelectUpdate *> payloads;
     };
 
-    /** The let binding `name` where `lets` are open (null: none of them). */
-    static const LetStmt *binding(const std::vector<const LetStmt *> &lets,
-                                  const std::string &name) {
-        for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
-            if ((*l)->name == name) return *l;
-        }
-        return nullptr;
-    }
-
     /** Makes the reductions that keep a point. A key is an element updated
      * with select(test, v, key) where the test compares v with the key's
      * old value (or with min or max of the two); each payload takes its
@@ -306,7 +297,8 @@ class FindReductions : public IRVisitor {
                 }
                 bool matches = site && equal(old->index, site->store->index);
                 for (const std::string &v : free_variables(p.condition)) {
-                    matches = matches && binding(scope, v) == binding(lets_of.at(site->store), v);
+                    matches = matches && innermost_binding(scope, v) ==
+                                             innermost_binding(lets_of.at(site->store), v);
                 }
                 if (matches && site->test.defined()) {
                     matches = equal(p.condition, site->test);

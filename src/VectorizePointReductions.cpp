@@ -124,16 +124,6 @@ int count_loads(const Expr &e, const std::string &buffer) {
     return count.n;
 }
 
-/** e without its Let wrappers, their values substituted. */
-Expr inline_lets(Expr e) {
-    std::vector<std::pair<std::string, Expr>> bindings;
-    while (const Let *l = e.as<Let>()) {
-        bindings.emplace_back(l->name, l->value);
-        e = l->body;
-    }
-    return substitute_enclosing_lets(bindings, e);
-}
-
 /** What a store in the body does to its element. */
 struct Update {
     const StoreSite *site = nullptr;
@@ -163,7 +153,7 @@ bool as_update(const StoreSite &site, Update *u) {
     if (!u->value_let && as_associative_update(st, &u->op, &value) &&
         (u->op == VectorReduce::Max || u->op == VectorReduce::Min)) {
         u->is_extreme = true;
-        u->value = inline_lets(value);
+        u->value = substitute_in_all_lets(value);
         return true;
     }
     return false;
