@@ -2,11 +2,35 @@
 // one block per row) and the elementwise ones.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <loom/loom.h>
 
 namespace loom_apps {
+
+/** Threads per block of the row apps' schedule_gpu, staged or not, and so
+ * of their generators. On an H200, rows of 16384 floats (apps/bench/README.md,
+ * "Results on an H200"), blocks of 1024 threads reach 0.82 - 0.95 of the
+ * copy's bandwidth and blocks of 256 0.62 - 0.91: a staged row of 64 KiB
+ * leaves room for three blocks an SM, 768 threads of 256 but 2048 of
+ * 1024, and the unstaged kernels need the threads' loads in flight. */
+inline constexpr int row_app_gpu_threads = 1024;
+
+/** Threads per block of the elementwise apps' schedule_gpu: 0.97 - 0.98 of
+ * the copy's bandwidth on an H200. */
+inline constexpr int elementwise_gpu_threads = 256;
+
+/** Threads per block for a row of `columns` floats kept in its threads'
+ * registers: about 32 floats a thread, a multiple of a warp, at most 1024.
+ * At 16384 floats that is 512 threads, the fastest measured on an H200
+ * (0.95 - 0.96 of the copy's bandwidth, against 0.84 - 0.95 at 1024, whose
+ * 16 floats a thread leave too few loads in flight); 64 floats a thread
+ * (256) was as fast, and past 64 a thread's part spills. */
+inline int row_app_register_threads(int columns) {
+    const int warps = (columns / 32 + 31) / 32;
+    return std::min(1024, std::max(32, warps * 32));
+}
 
 /** Computes the Func of `row` (a stage of it) once per row `r` of `out`,
  * in shared memory, over its columns `c` in [0, `columns`), so that the

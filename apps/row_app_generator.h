@@ -19,8 +19,11 @@ template <typename App> class RowAppGenerator : public loom::Generator {
   public:
     /** CPU: rows per parallel task. */
     loom::GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
-    /** GPU: threads per block. */
-    loom::GeneratorParam<int> threads{"threads", 256, 32, 1024};
+    /** GPU: threads per block; 0: the app's choice. The row apps take
+     * row_app_gpu_threads (1024), or with rows_in_registers
+     * row_app_register_threads(columns) (512 for 16384 columns); the
+     * elementwise chain takes 256. */
+    loom::GeneratorParam<int> threads{"threads", 0, 0, 1024};
     /** Vector width; 0: the target's natural one (vector_for). */
     loom::GeneratorParam<int> vector{"vector", 0, 0, 64};
     /** GPU, the row apps: copy each row into shared memory first, so that
@@ -50,6 +53,10 @@ template <typename App> class RowAppGenerator : public loom::Generator {
 
     void schedule() override {
         const int v = vector_for(get_target(), vector);
+        user_assert(threads == 0 || threads >= 32)
+            << "Generator param threads=" << int(threads)
+            << ": a block needs at least one warp's 32 threads. Give 32 to 1024, or 0 for the "
+               "app's choice.";
         if (aligned_rows) algo->promise_aligned_rows();
         constexpr bool row_app = std::is_invocable_v<decltype(&App::schedule_gpu), const App &,
                                                      loom::Schedule &, int, int, bool>;
@@ -70,7 +77,8 @@ template <typename App> class RowAppGenerator : public loom::Generator {
                 << "Generator param rows_in_registers=true needs the row length fixed: a "
                    "thread's registers are counted when the kernel compiles. Add columns=N.";
             if constexpr (row_app) {
-                algo->schedule_gpu_in_registers(sched, threads, v, true, blocks_per_sm);
+                const int t = threads > 0 ? int(threads) : row_app_register_threads(columns);
+                algo->schedule_gpu_in_registers(sched, t, v, true, blocks_per_sm);
                 return;
             } else {
                 user_error << "Generator param rows_in_registers=true: this app has no rows to "
@@ -80,9 +88,11 @@ template <typename App> class RowAppGenerator : public loom::Generator {
         if (!get_target().has_feature(loom::Target::CUDA)) {
             algo->schedule_cpu(sched, rows_per_task, v);
         } else if constexpr (row_app) {
-            algo->schedule_gpu(sched, threads, v, stage_rows);
+            algo->schedule_gpu(sched, threads > 0 ? int(threads) : row_app_gpu_threads, v,
+                               stage_rows);
         } else {
-            algo->schedule_gpu(sched, threads, v);  // no rows to stage
+            algo->schedule_gpu(sched, threads > 0 ? int(threads) : elementwise_gpu_threads,
+                               v);  // no rows to stage
         }
         if (blocks_per_sm > 0) {
             user_assert(get_target().has_feature(loom::Target::CUDA))

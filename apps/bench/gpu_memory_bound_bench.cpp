@@ -1,9 +1,10 @@
 // Memory-bound GPU kernels against the GPU's own copy bandwidth, measured in
 // the same run: an elementwise chain, row softmax, LayerNorm and RMSNorm
 // over float32 matrices of about 1 GiB each way (the row apps with each row
-// staged in shared memory by blocks of 256 threads, and of 1024, and
-// unstaged (by blocks of 256 and 1024; softmax's unstaged schedule is the
-// online one, its max and sum in one pass), and staged again with the
+// staged in shared memory by blocks of 1024 threads, their generators'
+// default, and of 256, and unstaged (by blocks of 1024 and 256; softmax's
+// unstaged schedule is the online one, its max and sum in one pass), and
+// staged again with the
 // target feature fast_math, which makes
 // exp, division and square roots the GPU's approximations; softmax also
 // keeping its exponentials in shared memory instead of its input; and the
@@ -191,12 +192,12 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // Staged: each row read from device memory once (the default);
     // unstaged: once per pass over it (softmax: online, the max and the
     // sum in one pass, so twice), which leaves the SM's shared memory free
-    // for more blocks. Staged again with 1024 threads a
-    // block: a staged row of 16384 floats takes 64 KiB of shared memory,
-    // so an SM holds three blocks, 768 threads of 256 but 2048 of 1024,
-    // with four times the threads to share each row's reductions. With
-    // fast_math: what the accurate exp and division cost, which each point
-    // of softmax's output pays.
+    // for more blocks. 1024 threads a block (the apps' schedule_gpu
+    // default, loom_apps::row_app_gpu_threads) unless the name says 256: a staged
+    // row of 16384 floats takes 64 KiB of shared memory, so an SM holds
+    // three blocks, 768 threads of 256 but 2048 of 1024. With fast_math:
+    // what the accurate exp and division cost, which each point of
+    // softmax's output pays.
     // Per thread: each reduction made by each thread over its own points
     // of the row (a loop of its own, which nvcc unrolls) before the block
     // combines them (softmax online); unstaged, always so.
@@ -209,13 +210,14 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     };
     const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
     for (const Variant &v :
-         {Variant{true, 256, false, ""}, Variant{false, 256, false, " (unstaged)"},
-          Variant{false, 1024, false, " (unstaged, 1024 threads)"},
-          Variant{false, 1024, true, " (unstaged, 1024 threads, fast_math)"},
-          Variant{true, 1024, false, " (1024 threads)"}, Variant{true, 256, true, " (fast_math)"},
-          Variant{true, 1024, true, " (1024 threads, fast_math)"},
-          Variant{true, 256, false, " (staged, per thread)", true},
-          Variant{true, 1024, false, " (staged, per thread, 1024 threads)", true}}) {
+         {Variant{true, 1024, false, ""}, Variant{true, 256, false, " (256 threads)"},
+          Variant{false, 1024, false, " (unstaged)"},
+          Variant{false, 256, false, " (unstaged, 256 threads)"},
+          Variant{false, 1024, true, " (unstaged, fast_math)"},
+          Variant{true, 1024, true, " (fast_math)"},
+          Variant{true, 256, true, " (256 threads, fast_math)"},
+          Variant{true, 1024, false, " (staged, per thread)", true},
+          Variant{true, 256, false, " (staged, per thread, 256 threads)", true}}) {
         const bool staged = v.staged;
         if (!staged && !unstaged_too) continue;
         const std::string name = v.name + suffix;
@@ -242,14 +244,15 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         cases.push_back(n);
     }
     // Online softmax rolling 4 and 16 floats per step of a thread, beside
-    // the default 8 (Softmax::schedule_gpu_online).
+    // the default 8 (Softmax::schedule_gpu_online), 256 threads a block.
     for (const int per_step : {4, 16}) {
-        Case s{"row softmax (online, " + std::to_string(per_step) + " per step)" + suffix,
-               in,
-               sm.out,
-               Schedule(),
-               nullptr,
-               gpu};
+        Case s{
+            "row softmax (online, " + std::to_string(per_step) + " per step, 256 threads)" + suffix,
+            in,
+            sm.out,
+            Schedule(),
+            nullptr,
+            gpu};
         sm.schedule_gpu_online(s.gpu, 256, 4, per_step);
         sm.schedule_cpu(s.cpu);
         if (unstaged_too) cases.push_back(s);
@@ -259,8 +262,8 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // computed once, and the row is read twice, the second time from L2
     // as a rule.
     for (const int threads : {256, 1024}) {
-        Case s{std::string("row softmax (exponentials") +
-                   (threads == 1024 ? ", 1024 threads" : "") + ")" + suffix,
+        Case s{std::string("row softmax (exponentials") + (threads == 256 ? ", 256 threads" : "") +
+                   ")" + suffix,
                in,
                sm.out,
                Schedule(),
@@ -358,12 +361,14 @@ int main(int argc, char **argv) {
     // Each kernel: on the GPU against the same pipeline on the CPU, at sizes
     // that are no multiple of the blocks (the worst relative difference),
     // then timed. Per row app, its fastest schedule in IEEE float (without
-    // fast_math) and with fast_math: the summary printed at the end.
+    // fast_math) and with fast_math, and the generators' default (the
+    // app's name alone: schedule_gpu's defaults): the summary printed at
+    // the end.
     struct Best {
         double ratio = 0;
         std::string name;
     };
-    std::map<std::string, Best> best;
+    std::map<std::string, Best> best, defaults;
     bool ok = true;
     int selected = 0;
     std::map<std::tuple<std::string, int, int>, Buffer<float>> expected_rows;
@@ -421,6 +426,7 @@ int main(int argc, char **argv) {
             const bool fast = k.target.has_feature(Target::FastMath);
             Best &b = best[std::string(app) + (fast ? ", fast_math" : "")];
             if (copy / t > b.ratio) b = {copy / t, k.name};
+            if (k.name == app) defaults[app] = {copy / t, k.name};
         }
     }
 
@@ -477,6 +483,11 @@ int main(int argc, char **argv) {
     for (const auto &[app, b] : best) {
         std::printf("%-24s %5.2f %s  %s\n", app.c_str(), b.ratio,
                     b.ratio >= 0.8 ? "meets" : "below", b.name.c_str());
+    }
+    std::printf("\nThe generators' default schedule of each row app (staged, %d threads)\n",
+                loom_apps::row_app_gpu_threads);
+    for (const auto &[app, b] : defaults) {
+        std::printf("%-24s %5.2f %s\n", app.c_str(), b.ratio, b.ratio >= 0.8 ? "meets" : "below");
     }
     return 0;
 }

@@ -31,7 +31,8 @@ struct SiluChain {
     }
     /** Each thread writes `vector` consecutive floats of a row (16-byte
      * loads and stores for 4), `threads` to a block; blocks tile the rows. */
-    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4) const {
+    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::elementwise_gpu_threads,
+                      int vector = 4) const {
         loom_apps::schedule_elementwise_on_gpu(sch, out, r, c, threads, vector);
     }
     /** The promises of loom_apps::promise_aligned_rows: the GPU

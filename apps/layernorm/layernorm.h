@@ -64,8 +64,8 @@ struct LayerNorm {
      * three passes read device memory once (rows up to 58,112 floats on
      * sm_90). Without, schedule_gpu_per_thread: the row is read three
      * times, the second and third from L2 as a rule. */
-    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
-                      bool stage_rows = true) const {
+    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::row_app_gpu_threads,
+                      int vector = 4, bool stage_rows = true) const {
         if (!stage_rows) {
             schedule_gpu_per_thread(sch, threads, vector, false);
             return;

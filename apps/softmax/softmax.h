@@ -54,8 +54,8 @@ struct Softmax {
      * (max, sum, output) read device memory once (rows up to 58,112 floats
      * on sm_90). Without, schedule_gpu_online: two passes over the row in
      * device memory, any row length. */
-    void schedule_gpu(loom::Schedule &sch, int threads = 256, int vector = 4,
-                      bool stage_rows = true) const {
+    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::row_app_gpu_threads,
+                      int vector = 4, bool stage_rows = true) const {
         if (!stage_rows) {
             schedule_gpu_online(sch, threads, vector);
             return;
