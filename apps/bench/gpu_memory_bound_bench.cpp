@@ -193,7 +193,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // unstaged: once per pass over it (softmax: online, the max and the
     // sum in one pass, so twice), which leaves the SM's shared memory free
     // for more blocks. 1024 threads a block (the apps' schedule_gpu
-    // default, loom_apps::row_app_gpu_threads) unless the name says 256: a staged
+    // default, loom_apps::row_app_gpu_threads) unless the name says 512 or
+    // 256 (at 512, three staged blocks an SM, 1536 threads, and again with
+    // the registers capped for three: "3 blocks per SM"): a staged
     // row of 16384 floats takes 64 KiB of shared memory, so an SM holds
     // three blocks, 768 threads of 256 but 2048 of 1024. With fast_math:
     // what the accurate exp and division cost, which each point of
@@ -207,11 +209,15 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         bool fast_math;
         const char *name;
         bool per_thread = false;
+        int blocks_per_sm = 0;  // Stage::gpu_blocks_per_sm; 0: not asked
     };
     const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
     for (const Variant &v :
          {Variant{true, 1024, false, ""}, Variant{true, 256, false, " (256 threads)"},
+          Variant{true, 512, false, " (512 threads)"},
+          Variant{true, 512, false, " (512 threads, 3 blocks per SM)", false, 3},
           Variant{false, 1024, false, " (unstaged)"},
+          Variant{false, 512, false, " (unstaged, 512 threads)"},
           Variant{false, 256, false, " (unstaged, 256 threads)"},
           Variant{false, 1024, true, " (unstaged, fast_math)"},
           Variant{true, 1024, true, " (fast_math)"},
@@ -236,6 +242,11 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
             sm.schedule_gpu(s.gpu, v.threads, 4, staged);
             ln.schedule_gpu(l.gpu, v.threads, 4, staged);
             rms.schedule_gpu(n.gpu, v.threads, 4, staged);
+        }
+        if (v.blocks_per_sm > 0) {
+            s.gpu[sm.out].gpu_blocks_per_sm(v.blocks_per_sm);
+            l.gpu[ln.out].gpu_blocks_per_sm(v.blocks_per_sm);
+            n.gpu[rms.out].gpu_blocks_per_sm(v.blocks_per_sm);
         }
         cases.push_back(s);
         l.bind = bind_layernorm(ln);
