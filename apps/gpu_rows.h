@@ -9,13 +9,17 @@
 
 namespace loom_apps {
 
-/** Threads per block of the row apps' schedule_gpu, staged or not, and so
- * of their generators. On an H200, rows of 16384 floats (apps/bench/README.md,
- * "Results on an H200"), blocks of 1024 threads reach 0.82 - 0.95 of the
- * copy's bandwidth and blocks of 256 0.62 - 0.91: a staged row of 64 KiB
- * leaves room for three blocks an SM, 768 threads of 256 but 2048 of
- * 1024, and the unstaged kernels need the threads' loads in flight. */
-inline constexpr int row_app_gpu_threads = 1024;
+/** Threads per block of the row apps' schedule_gpu, and so of their
+ * generators: 512 with the row staged in shared memory, 1024 without. On
+ * an H200, rows of 16384 floats (apps/bench/README.md, "Results on an
+ * H200"), staged blocks of 512 reach 0.89 - 0.96 of the copy's bandwidth,
+ * of 1024 0.82 - 0.95 and of 256 0.62 - 0.91. A staged row of 64 KiB leaves
+ * room for three blocks an SM: 768 threads of 256 are too few loads in
+ * flight; 2048 of 1024 are two rows, each of whose passes (copy, combine,
+ * reduce, write) waits for the last, where three rows of 512 overlap
+ * better. Unstaged, an SM's blocks are bounded by registers alone, and
+ * 1024 threads reach 0.83 - 0.94, 512 0.82 - 0.87. */
+inline constexpr int row_app_gpu_threads(bool stage_rows) { return stage_rows ? 512 : 1024; }
 
 /** Threads per block of the elementwise apps' schedule_gpu: 0.97 - 0.98 of
  * the copy's bandwidth on an H200. */

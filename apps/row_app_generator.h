@@ -20,9 +20,9 @@ template <typename App> class RowAppGenerator : public loom::Generator {
     /** CPU: rows per parallel task. */
     loom::GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
     /** GPU: threads per block; 0: the app's choice. The row apps take
-     * row_app_gpu_threads (1024), or with rows_in_registers
-     * row_app_register_threads(columns) (512 for 16384 columns); the
-     * elementwise chain takes 256. */
+     * row_app_gpu_threads(stage_rows) (512 staged, 1024 not), or with
+     * rows_in_registers row_app_register_threads(columns) (512 for 16384
+     * columns); the elementwise chain takes 256. */
     loom::GeneratorParam<int> threads{"threads", 0, 0, 1024};
     /** Vector width; 0: the target's natural one (vector_for). */
     loom::GeneratorParam<int> vector{"vector", 0, 0, 64};
@@ -88,8 +88,7 @@ template <typename App> class RowAppGenerator : public loom::Generator {
         if (!get_target().has_feature(loom::Target::CUDA)) {
             algo->schedule_cpu(sched, rows_per_task, v);
         } else if constexpr (row_app) {
-            algo->schedule_gpu(sched, threads > 0 ? int(threads) : row_app_gpu_threads, v,
-                               stage_rows);
+            algo->schedule_gpu(sched, threads, v, stage_rows);  // 0: the app's choice
         } else {
             algo->schedule_gpu(sched, threads > 0 ? int(threads) : elementwise_gpu_threads,
                                v);  // no rows to stage

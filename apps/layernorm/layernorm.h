@@ -63,9 +63,11 @@ struct LayerNorm {
      * `stage_rows` the row is copied into shared memory first, so that its
      * three passes read device memory once (rows up to 58,112 floats on
      * sm_90). Without, schedule_gpu_per_thread: the row is read three
-     * times, the second and third from L2 as a rule. */
-    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::row_app_gpu_threads,
-                      int vector = 4, bool stage_rows = true) const {
+     * times, the second and third from L2 as a rule. `threads` 0 is
+     * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not. */
+    void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4,
+                      bool stage_rows = true) const {
+        if (threads == 0) threads = loom_apps::row_app_gpu_threads(stage_rows);
         if (!stage_rows) {
             schedule_gpu_per_thread(sch, threads, vector, false);
             return;

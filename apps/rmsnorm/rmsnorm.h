@@ -48,9 +48,11 @@ struct RmsNorm {
      * the row is copied into shared memory first, so that both passes read
      * device memory once (rows up to 58,112 floats on sm_90). Without,
      * schedule_gpu_per_thread: the row is read twice, the second time from
-     * L2 as a rule. */
-    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::row_app_gpu_threads,
-                      int vector = 4, bool stage_rows = true) const {
+     * L2 as a rule. `threads` 0 is
+     * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not. */
+    void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4,
+                      bool stage_rows = true) const {
+        if (threads == 0) threads = loom_apps::row_app_gpu_threads(stage_rows);
         if (!stage_rows) {
             schedule_gpu_per_thread(sch, threads, vector, false);
             return;

@@ -53,9 +53,11 @@ struct Softmax {
      * the row is copied into shared memory first, so that the three passes
      * (max, sum, output) read device memory once (rows up to 58,112 floats
      * on sm_90). Without, schedule_gpu_online: two passes over the row in
-     * device memory, any row length. */
-    void schedule_gpu(loom::Schedule &sch, int threads = loom_apps::row_app_gpu_threads,
-                      int vector = 4, bool stage_rows = true) const {
+     * device memory, any row length. `threads` 0 is
+     * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not. */
+    void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4,
+                      bool stage_rows = true) const {
+        if (threads == 0) threads = loom_apps::row_app_gpu_threads(stage_rows);
         if (!stage_rows) {
             schedule_gpu_online(sch, threads, vector);
             return;
