@@ -58,6 +58,10 @@ pack() {
   strip --strip-unneeded "$bundle/libloom.so"
   # Where the paths in CTest's files point now, for unpack to rewrite.
   printf '%s\n%s\n' "$build" "$LOOM_ROOT" >"$bundle/.origin"
+  # The commit the build was made from (gpu-check.sh reports it): the GPU
+  # machine's copy of the repository need not be at the same one.
+  git -C "$LOOM_ROOT" describe --always --dirty --abbrev=7 >"$bundle/.commit" 2>/dev/null ||
+    rm -f "$bundle/.commit"
   loom_log "packed $(du -sh "$bundle" | cut -f1) into $bundle (origin: $build)"
   if git -C "$LOOM_ROOT" check-ignore -q "$bundle" 2>/dev/null; then :; else
     loom_log "note: $bundle is not ignored by git; add it to .git/info/exclude to carry it"

@@ -89,7 +89,11 @@ cd "$LOOM_BUILD_DIR" || exit 1
 status=0
 
 {
-  echo "# Loom GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$LOOM_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  # A carried build (scripts/gpu-bundle.sh) says which commit it was built
+  # from; otherwise the build is this checkout's.
+  commit="$(cat "$LOOM_BUILD_DIR/.commit" 2>/dev/null ||
+    git -C "$LOOM_ROOT" describe --always --dirty --abbrev=7 2>/dev/null || echo '?')"
+  echo "# Loom GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), built from commit $commit"
   echo
   echo "## Device"
   nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 \
