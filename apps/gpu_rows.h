@@ -12,14 +12,22 @@ namespace loom_apps {
 /** Threads per block of the row apps' schedule_gpu, and so of their
  * generators: 512 with the row staged in shared memory, 1024 without. On
  * an H200, rows of 16384 floats (apps/bench/README.md, "Results on an
- * H200"), staged blocks of 512 reach 0.89 - 0.96 of the copy's bandwidth,
+ * H200"), staged blocks of 512 reach 0.88 - 0.96 of the copy's bandwidth,
  * of 1024 0.82 - 0.95 and of 256 0.62 - 0.91. A staged row of 64 KiB leaves
  * room for three blocks an SM: 768 threads of 256 are too few loads in
  * flight; 2048 of 1024 are two rows, each of whose passes (copy, combine,
  * reduce, write) waits for the last, where three rows of 512 overlap
  * better. Unstaged, an SM's blocks are bounded by registers alone, and
- * 1024 threads reach 0.83 - 0.94, 512 0.82 - 0.87. */
+ * 1024 threads reach 0.82 - 0.94, 512 0.82 - 0.87. */
 inline constexpr int row_app_gpu_threads(bool stage_rows) { return stage_rows ? 512 : 1024; }
+
+/** Threads per row of the row apps' schedule_gpu with `rows_per_block`
+ * rows a block: the block's threads of row_app_gpu_threads shared among
+ * its rows, at least a warp a row. */
+inline constexpr int row_group_threads(bool stage_rows, int rows_per_block) {
+    const int t = row_app_gpu_threads(stage_rows) / (rows_per_block > 0 ? rows_per_block : 1);
+    return t < 32 ? 32 : t;
+}
 
 /** Threads per block of the elementwise apps' schedule_gpu: 0.97 - 0.98 of
  * the copy's bandwidth on an H200. */
@@ -28,9 +36,10 @@ inline constexpr int elementwise_gpu_threads = 256;
 /** Threads per block for a row of `columns` floats kept in its threads'
  * registers: about 32 floats a thread, a multiple of a warp, at most 1024.
  * At 16384 floats that is 512 threads, the fastest measured on an H200
- * (0.95 - 0.96 of the copy's bandwidth, against 0.84 - 0.95 at 1024, whose
+ * (0.95 - 0.96 of the copy's bandwidth, against 0.84 - 0.96 at 1024, whose
  * 16 floats a thread leave too few loads in flight); 64 floats a thread
- * (256) was as fast, and past 64 a thread's part spills. */
+ * (256) was as fast. Rows over 32768 floats give a thread more than 32,
+ * over 65536 more than 64, which nothing has measured. */
 inline int row_app_register_threads(int columns) {
     const int warps = (columns / 32 + 31) / 32;
     return std::min(1024, std::max(32, warps * 32));
@@ -64,29 +73,75 @@ inline void stage_row_on_gpu(loom::Stage row, const loom::Func &out, const loom:
  * memory (16-byte loads), and every pass over the row reads it there: the
  * row comes from device memory once, however many passes the algorithm
  * makes. A row must then fit a block's shared memory: up to 58,112 floats
- * on sm_90 (227 KiB), 41,728 on sm_80; a longer one fails at launch. */
+ * on sm_90 (227 KiB), 41,728 on sm_80; a longer one fails at launch.
+ *
+ * With `rows_per_block` above 1, a block takes that many rows instead, a
+ * group of `threads` threads each (threadIdx.y is the row), and each
+ * group combines its own row's partials: for short rows, which would
+ * leave a block of one row mostly idle and pay a block's start and its
+ * combines for a few hundred bytes. The rows of the last block that the
+ * matrix does not have are guarded; a staged block holds `rows_per_block`
+ * rows. */
 inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &input,
                                  const loom::Func &out, const loom::Var &r, const loom::Var &c,
                                  const loom::RDom &k, const std::vector<loom::Func> &reductions,
                                  const std::vector<loom::Func> &per_row, int threads, int vector,
-                                 bool stage_rows) {
+                                 bool stage_rows, int rows_per_block = 1) {
     using namespace loom;
+    user_assert(rows_per_block >= 1 && threads * rows_per_block <= 1024)
+        << "schedule_rows_on_gpu: " << rows_per_block << " rows a block of " << threads
+        << " threads each: a block has 1 to 1024 threads. Take fewer rows or threads.";
     Var co("co"), ci("ci"), cv("cv");
     RVar ko("ko"), ki("ki"), kv("kv");
-    sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
-    sch[out].gpu_blocks(r).gpu_threads(ci);
-    if (stage_rows) {
-        stage_row_on_gpu(sch.in(input, {r, c}), out, r, c, input.dim(1).extent(), threads, vector);
+    if (rows_per_block == 1) {
+        sch[out].split(c, co, ci, threads * vector).split(ci, ci, cv, vector).vectorize(cv);
+        sch[out].gpu_blocks(r).gpu_threads(ci);
+        if (stage_rows) {
+            stage_row_on_gpu(sch.in(input, {r, c}), out, r, c, input.dim(1).extent(), threads,
+                             vector);
+        }
+        for (const Func &f : per_row) sch[f].compute_at(out, r);
+        for (const Func &f : reductions) {
+            sch[f].compute_at(out, r);
+            sch[f]
+                .update()
+                .split(k, ko, ki, threads * vector)
+                .split(ki, ki, kv, vector)
+                .vectorize(kv)
+                .gpu_threads(ki);
+        }
+        return;
     }
-    for (const Func &f : per_row) sch[f].compute_at(out, r);
+    Var ro("ro"), ri("ri");
+    sch[out]
+        .split(r, ro, ri, rows_per_block)
+        .split(c, co, ci, threads * vector)
+        .split(ci, ci, cv, vector)
+        .vectorize(cv)
+        .reorder(ro, co, ri, ci)
+        .gpu_blocks(ro)
+        .gpu_threads(ci, ri);
+    if (stage_rows) {
+        sch.in(input, {r, c})
+            .compute_at(out, ro)
+            .store_in(MemoryType::Shared)
+            .bound(c, 0, input.dim(1).extent())
+            .split(c, co, ci, threads * vector)
+            .split(ci, ci, cv, vector)
+            .vectorize(cv)
+            .reorder(co, r, ci)
+            .gpu_threads(ci, r);
+    }
+    for (const Func &f : per_row) sch[f].compute_at(out, ro).gpu_threads(r);
     for (const Func &f : reductions) {
-        sch[f].compute_at(out, r);
+        sch[f].compute_at(out, ro).gpu_threads(r);
         sch[f]
             .update()
             .split(k, ko, ki, threads * vector)
             .split(ki, ki, kv, vector)
             .vectorize(kv)
-            .gpu_threads(ki);
+            .reorder(ko, r, ki)
+            .gpu_threads(ki, r);
     }
 }
 
@@ -155,17 +210,20 @@ template <typename App> void schedule_row_app_in_registers(const App &app, loom:
 
 /** Elementwise over rows `r` of `out`: each thread writes `vector`
  * consecutive points of a row `c` as one vector (16-byte loads and stores
- * for 4 floats), `threads` to a block; blocks tile the rows. */
+ * for 4 floats), `threads` to a block; blocks tile the rows. The row's
+ * pieces and the rows are one fused loop of blocks, on the grid's x,
+ * which takes 2^31 - 1 of them: on y the rows would stop at 65,535. */
 inline void schedule_elementwise_on_gpu(loom::Schedule &sch, const loom::Func &out,
                                         const loom::Var &r, const loom::Var &c, int threads,
                                         int vector) {
     using namespace loom;
-    Var co("co"), ci("ci"), cv("cv");
+    Var co("co"), ci("ci"), cv("cv"), block("block");
     sch[out]
         .split(c, co, ci, threads * vector, TailStrategy::GuardWithIf)
         .split(ci, ci, cv, vector)
         .vectorize(cv)
-        .gpu_blocks(co, r)
+        .fuse(r, co, block)
+        .gpu_blocks(block)
         .gpu_threads(ci);
 }
 

@@ -19,8 +19,9 @@ template <typename App> class RowAppGenerator : public loom::Generator {
   public:
     /** CPU: rows per parallel task. */
     loom::GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
-    /** GPU: threads per block; 0: the app's choice. The row apps take
-     * row_app_gpu_threads(stage_rows) (512 staged, 1024 not), or with
+    /** GPU: threads per block (per row with rows_per_block); 0: the app's
+     * choice. The row apps take row_app_gpu_threads(stage_rows) (512
+     * staged, 1024 not), row_group_threads with rows_per_block, or with
      * rows_in_registers row_app_register_threads(columns) (512 for 16384
      * columns); the elementwise chain takes 256. */
     loom::GeneratorParam<int> threads{"threads", 0, 0, 1024};
@@ -44,6 +45,11 @@ template <typename App> class RowAppGenerator : public loom::Generator {
      * memory for it. Needs `columns`; columns / threads floats per thread
      * (16 for 16384 and 1024 threads). */
     loom::GeneratorParam<bool> rows_in_registers{"rows_in_registers", false};
+    /** GPU, the row apps: rows a block, `threads` threads each (0: the
+     * block's default threads shared among them), each row reduced by its
+     * own threads: for short rows, whose single block would be mostly idle.
+     * 1: a block per row. */
+    loom::GeneratorParam<int> rows_per_block{"rows_per_block", 1, 1, 1024};
     /** GPU: blocks per SM the kernels ask for (Stage::gpu_blocks_per_sm,
      * __launch_bounds__'s second argument); 0: not asked. */
     loom::GeneratorParam<int> blocks_per_sm{"blocks_per_sm", 0, 0, 32};
@@ -59,7 +65,21 @@ template <typename App> class RowAppGenerator : public loom::Generator {
                "app's choice.";
         if (aligned_rows) algo->promise_aligned_rows();
         constexpr bool row_app = std::is_invocable_v<decltype(&App::schedule_gpu), const App &,
-                                                     loom::Schedule &, int, int, bool>;
+                                                     loom::Schedule &, int, int, bool, int>;
+        if (rows_per_block > 1) {
+            user_assert(row_app) << "Generator param rows_per_block=" << int(rows_per_block)
+                                 << ": this app has no rows to group. Leave it out.";
+            user_assert(get_target().has_feature(loom::Target::CUDA) && !bool(rows_in_registers))
+                << "Generator param rows_per_block=" << int(rows_per_block)
+                << " is for a CUDA target (target=host-cuda-sm_90) with the rows staged or "
+                   "read from device memory, not rows_in_registers=true.";
+            const int per_row = threads > 0 ? int(threads) : 32;
+            user_assert(per_row * rows_per_block <= 1024)
+                << "Generator params rows_per_block=" << int(rows_per_block)
+                << " and threads=" << per_row << " (a row's threads) make a block of "
+                << per_row * rows_per_block
+                << " threads; a block has at most 1024. Take fewer of either.";
+        }
         if (columns > 0) {
             if constexpr (row_app) {
                 algo->fix_row_length(columns);
@@ -88,7 +108,8 @@ template <typename App> class RowAppGenerator : public loom::Generator {
         if (!get_target().has_feature(loom::Target::CUDA)) {
             algo->schedule_cpu(sched, rows_per_task, v);
         } else if constexpr (row_app) {
-            algo->schedule_gpu(sched, threads, v, stage_rows);  // 0: the app's choice
+            algo->schedule_gpu(sched, threads, v, stage_rows,
+                               rows_per_block);  // threads 0: the app's choice
         } else {
             algo->schedule_gpu(sched, threads > 0 ? int(threads) : elementwise_gpu_threads,
                                v);  // no rows to stage

@@ -138,10 +138,10 @@ double check(Kernel &k, int b, int h, int lq, int lk) {
 
 int main(int argc, char **argv) {
     const loom_bench::Options options(argc, argv);
-    if (!options.only.empty() || options.rows) {
+    if (!options.only.empty() || options.rows || options.cols) {
         std::fprintf(stderr,
-                     "gpu_attention_bench times every kernel at its own sizes; it takes no --only "
-                     "or --rows\n");
+                     "gpu_attention_bench times every kernel at its own sizes; it takes no --only, "
+                     "--rows or --cols\n");
         return 2;
     }
     const bool quick = options.quick;

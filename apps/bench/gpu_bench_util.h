@@ -79,7 +79,8 @@ inline double seconds_per_call(const std::function<void()> &f, const Driver &cu,
     return best;
 }
 
-/** The command line every GPU benchmark takes: [--quick] [--reps N]. */
+/** The command line every GPU benchmark takes: [--quick] [--reps N] [--rows N]
+ * [--cols N] [--only 'NAME|...']. */
 struct Options {
     bool quick = false;  // the correctness checks only
     int reps = 5;        // timings per kernel; the best is reported
@@ -88,18 +89,24 @@ struct Options {
     std::vector<std::string> only;
     /** --rows N: the matrices timed have N rows (0: the benchmark's own). */
     int rows = 0;
+    /** --cols N: and N columns (0: the benchmark's own). */
+    int cols = 0;
     Options(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
             if (!std::strcmp(argv[i], "--quick")) {
                 quick = true;
             } else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
                 reps = std::atoi(argv[++i]);
-            } else if (!std::strcmp(argv[i], "--rows") && i + 1 < argc) {
-                rows = std::atoi(argv[++i]);
-                if (rows < 1) {
-                    std::fprintf(stderr, "--rows needs a positive number, not '%s'\n", argv[i]);
+            } else if ((!std::strcmp(argv[i], "--rows") || !std::strcmp(argv[i], "--cols")) &&
+                       i + 1 < argc) {
+                int &n = argv[i][3] == 'r' ? rows : cols;
+                n = std::atoi(argv[i + 1]);
+                if (n < 1) {
+                    std::fprintf(stderr, "%s needs a positive number, not '%s'\n", argv[i],
+                                 argv[i + 1]);
                     std::exit(2);
                 }
+                i++;
             } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
                 std::string list = argv[++i];
                 for (size_t start = 0; start <= list.size();) {
@@ -109,8 +116,8 @@ struct Options {
                 }
             } else {
                 std::fprintf(stderr,
-                             "unknown argument '%s'; the arguments are --quick, --reps N, --rows N "
-                             "and --only 'NAME[|NAME...]'\n",
+                             "unknown argument '%s'; the arguments are --quick, --reps N, --rows "
+                             "N, --cols N and --only 'NAME[|NAME...]'\n",
                              argv[i]);
                 std::exit(2);
             }

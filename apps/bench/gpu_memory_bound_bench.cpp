@@ -26,17 +26,23 @@
 // nothing, so it counts the bytes read, against the copy's read-and-write
 // rate.
 //
-//   gpu_memory_bound_bench [--quick] [--reps N] [--rows N] [--only 'NAME[|NAME...]']
+//   gpu_memory_bound_bench [--quick] [--reps N] [--rows N] [--cols N]
+//                          [--only 'NAME[|NAME...]']
 //
 // Each kernel is checked against the same pipeline on the CPU, with the
 // app's CPU schedule, at small sizes: rows of 3001 floats, padded to 3004 as
 // the promises ask (the kernels for a fixed row length at that length, 2
-// rows); then it is timed, and its line printed, before the next kernel is
+// rows; the elementwise ones, once, on 70001 rows of 5, more than a grid's
+// y takes); then it is timed, and its line printed, before the next kernel is
 // compiled, so that a run stopped early keeps every line it reached. The
 // rows in registers come first. --quick checks only: the correctness run,
 // which CTest runs with the label gpu. --only keeps the kernels whose names
 // contain one of the NAMEs ("registers", "aligned", "row argmax"); --rows
-// times matrices of N rows instead of 16384.
+// and --cols time matrices of N rows, of N columns, instead of 16384. Rows
+// of 4096 floats or fewer add the row apps with several rows a block
+// ("(R rows a block, T threads a row)", schedule_gpu's rows_per_block),
+// staged and not; the kernels in registers are built for rows of 16384
+// and run with those alone.
 // Without a GPU it says why and exits with 77 (skipped).
 #include <algorithm>
 #include <chrono>
@@ -89,6 +95,8 @@ struct Case {
     Target target = Target("host-cuda");
     int columns = 0;  // the row length the kernel is compiled for; 0: any
     Schedule cpu;     // the CPU's schedule of the check (the app's own)
+    // The check's size; 0: 37 rows of 3001 floats, or 2 of `columns`.
+    int check_rows = 0, check_cols = 0;
 };
 
 /** Binds LayerNorm's gamma and beta, or RMSNorm's weight, for rows of
@@ -169,17 +177,26 @@ void add_register_cases(std::vector<Case> &cases, int columns) {
  * with `unstaged_too`, without). `suffix` names the set. With `aligned`,
  * every buffer makes the promises of loom_apps::promise_aligned_rows. */
 void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bool unstaged_too,
-               const std::string &suffix) {
+               const std::string &suffix, int cols) {
     Var r("r"), c("c");
     Case copy{"copy (Loom)" + suffix, in, Func("copied"), Schedule(), nullptr};
     copy.out(r, c) = in(r, c);
     loom_apps::schedule_elementwise_on_gpu(copy.gpu, copy.out, r, c, 256, 4);
     if (aligned) loom_apps::promise_aligned_rows(in, copy.out, {});
+    // The elementwise kernels are checked on more rows than a grid's y
+    // takes (65,535), short ones: their blocks must not put rows there
+    // (once: the aligned set has the same schedules).
+    if (!aligned) {
+        copy.check_rows = 70001;
+        copy.check_cols = 5;
+    }
     cases.push_back(copy);
     elementwise::SiluChain chain(in);
     if (aligned) chain.promise_aligned_rows();
     Case silu{"elementwise chain" + suffix, in, chain.out, Schedule(), nullptr};
     chain.schedule_gpu(silu.gpu);
+    silu.check_rows = copy.check_rows;
+    silu.check_cols = copy.check_cols;
     cases.push_back(silu);
     softmax::Softmax sm(in);
     layernorm::LayerNorm ln(in);
@@ -193,7 +210,8 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // unstaged: once per pass over it (softmax: online, the max and the
     // sum in one pass, so twice), which leaves the SM's shared memory free
     // for more blocks. A name without a thread count is the apps' default
-    // (loom_apps::row_app_gpu_threads): 512 threads staged, 1024 unstaged.
+    // (threads 0: loom_apps::row_app_gpu_threads, 512 threads staged, 1024
+    // unstaged).
     // A staged row of 16384 floats takes 64 KiB of shared memory, so an SM
     // holds three blocks: 768 threads of 256, 1536 of 512, 2048 of 1024
     // (two blocks). With fast_math: what the accurate exp and division
@@ -203,22 +221,36 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
     // combines them (softmax online); unstaged, always so.
     struct Variant {
         bool staged;
-        int threads;
+        int threads;  // 0: the default (schedule_gpu only)
         bool fast_math;
-        const char *name;
+        std::string name;
         bool per_thread = false;
+        int rows_per_block = 1;  // schedule_gpu's; `threads` a row
     };
     const Target gpu("host-cuda"), fast_gpu = gpu.with_feature(Target::FastMath);
-    for (const Variant &v :
-         {Variant{true, 512, false, ""}, Variant{true, 1024, false, " (1024 threads)"},
-          Variant{true, 256, false, " (256 threads)"}, Variant{true, 512, true, " (fast_math)"},
-          Variant{true, 1024, true, " (1024 threads, fast_math)"},
-          Variant{true, 1024, false, " (staged, per thread, 1024 threads)", true},
-          Variant{true, 256, false, " (staged, per thread, 256 threads)", true},
-          Variant{false, 1024, false, " (unstaged)"},
-          Variant{false, 512, false, " (unstaged, 512 threads)"},
-          Variant{false, 256, false, " (unstaged, 256 threads)"},
-          Variant{false, 1024, true, " (unstaged, fast_math)"}}) {
+    std::vector<Variant> variants = {
+        Variant{true, 0, false, ""},
+        Variant{true, 1024, false, " (1024 threads)"},
+        Variant{true, 256, false, " (256 threads)"},
+        Variant{true, 0, true, " (fast_math)"},
+        Variant{true, 1024, true, " (1024 threads, fast_math)"},
+        Variant{true, 1024, false, " (staged, per thread, 1024 threads)", true},
+        Variant{true, 256, false, " (staged, per thread, 256 threads)", true},
+        Variant{false, 0, false, " (unstaged)"},
+        Variant{false, 512, false, " (unstaged, 512 threads)"},
+        Variant{false, 256, false, " (unstaged, 256 threads)"},
+        Variant{false, 0, true, " (unstaged, fast_math)"}};
+    // Short rows (--cols 4096 or fewer), not aligned: several rows a block,
+    // each reduced by its own threads (schedule_gpu's rows_per_block).
+    if (unstaged_too && cols <= 4096) {
+        for (const auto &[rows, threads] : {std::pair{4, 128}, {8, 64}, {16, 32}}) {
+            const std::string shape = std::to_string(rows) + " rows a block, " +
+                                      std::to_string(threads) + " threads a row)";
+            variants.push_back({true, threads, false, " (" + shape, false, rows});
+            variants.push_back({false, threads, false, " (unstaged, " + shape, false, rows});
+        }
+    }
+    for (const Variant &v : variants) {
         const bool staged = v.staged;
         if (!staged && !unstaged_too) continue;
         const std::string name = v.name + suffix;
@@ -234,9 +266,9 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
             ln.schedule_gpu_per_thread(l.gpu, v.threads, 4, staged);
             rms.schedule_gpu_per_thread(n.gpu, v.threads, 4, staged);
         } else {
-            sm.schedule_gpu(s.gpu, v.threads, 4, staged);
-            ln.schedule_gpu(l.gpu, v.threads, 4, staged);
-            rms.schedule_gpu(n.gpu, v.threads, 4, staged);
+            sm.schedule_gpu(s.gpu, v.threads, 4, staged, v.rows_per_block);
+            ln.schedule_gpu(l.gpu, v.threads, 4, staged, v.rows_per_block);
+            rms.schedule_gpu(n.gpu, v.threads, 4, staged, v.rows_per_block);
         }
         cases.push_back(s);
         l.bind = bind_layernorm(ln);
@@ -326,13 +358,15 @@ int main(int argc, char **argv) {
     BufferParam in(Float(32), 2, "in"), aligned_in(Float(32), 2, "in");
     std::vector<Case> cases;
     // The matrices timed: 16384 x 16384 floats (1 GiB in, 1 GiB out), or
-    // --rows rows of 16384 (the length the register kernels are built for).
-    const int rows = options.rows ? options.rows : 16384, cols = 16384;
+    // --rows rows of --cols.
+    const int rows = options.rows ? options.rows : 16384,
+              cols = options.cols ? options.cols : 16384;
     // The rows in registers first: the candidates for the 0.80 target that
-    // a run stopped early (gpu-check's phase limit) should still time.
-    add_register_cases(cases, cols);
-    add_cases(cases, in, false, true, "");
-    add_cases(cases, aligned_in, true, false, " (aligned)");
+    // a run stopped early (gpu-check's phase limit) should still time. They
+    // are built for rows of 16384 alone.
+    if (cols == 16384) add_register_cases(cases, cols);
+    add_cases(cases, in, false, true, "", cols);
+    add_cases(cases, aligned_in, true, false, " (aligned)", cols);
 
     // The bandwidth's yardstick first, so that each kernel can be timed
     // right after its check: a run stopped early keeps what it timed.
@@ -377,7 +411,8 @@ int main(int argc, char **argv) {
         selected++;
         CompiledPipeline p = Pipeline(k.out).compile(k.gpu, k.target);
         // Kernels for a fixed row length at that length, on fewer rows.
-        const int check_rows = k.columns ? 2 : 37, check_cols = k.columns ? k.columns : 3001;
+        const int check_rows = k.check_rows ? k.check_rows : k.columns ? 2 : 37;
+        const int check_cols = k.check_cols ? k.check_cols : k.columns ? k.columns : 3001;
         k.input.set(padded_rows(check_rows, check_cols, 1));
         if (k.bind) k.bind(check_rows, check_cols);
         // The CPU's rows, computed once per app and size: the variants of

@@ -49,9 +49,19 @@ struct RmsNorm {
      * device memory once (rows up to 58,112 floats on sm_90). Without,
      * schedule_gpu_per_thread: the row is read twice, the second time from
      * L2 as a rule. `threads` 0 is
-     * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not. */
-    void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4,
-                      bool stage_rows = true) const {
+     * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not.
+     * With `rows_per_block` above 1, a block takes that many rows, `threads`
+     * threads each (0: loom_apps::row_group_threads), each row's threads
+     * reducing it across themselves at each step, staged or not: for short
+     * rows (loom_apps::schedule_rows_on_gpu). */
+    void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4, bool stage_rows = true,
+                      int rows_per_block = 1) const {
+        if (rows_per_block > 1) {
+            if (threads == 0) threads = loom_apps::row_group_threads(stage_rows, rows_per_block);
+            loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {sum_sq}, {inv_rms}, threads,
+                                            vector, stage_rows, rows_per_block);
+            return;
+        }
         if (threads == 0) threads = loom_apps::row_app_gpu_threads(stage_rows);
         if (!stage_rows) {
             schedule_gpu_per_thread(sch, threads, vector, false);
