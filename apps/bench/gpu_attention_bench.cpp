@@ -136,7 +136,7 @@ double check(Kernel &k, int b, int h, int lq, int lk) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int run_benchmark(int argc, char **argv) {
     const loom_bench::Options options(argc, argv);
     if (!options.only.empty() || options.rows || options.cols) {
         std::fprintf(stderr,
@@ -256,4 +256,9 @@ int main(int argc, char **argv) {
     for (Entry &e : decoders) decode_row(e, "flash_decoding_gpu " + e.key_tile + " chunks");
     std::printf("\n(batch %d, %d heads, one query each, head_dim %d)\n", B, H, kHeadDim);
     return 0;
+}
+
+int main(int argc, char **argv) {
+    return loom_bench::report_errors("gpu_attention_bench",
+                                     [&] { return run_benchmark(argc, argv); });
 }

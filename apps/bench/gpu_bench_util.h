@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -79,6 +80,19 @@ inline double seconds_per_call(const std::function<void()> &f, const Driver &cu,
     return best;
 }
 
+/** Runs a benchmark's body and turns an exception it throws (a Loom
+ * CompileError or RuntimeError: a kernel the GPU refuses, say) into a
+ * message naming the benchmark and exit status 1, instead of terminate. */
+template <typename Body> int report_errors(const char *bench, Body body) {
+    try {
+        return body();
+    } catch (const std::exception &e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s: %s\n", bench, e.what());
+        return 1;
+    }
+}
+
 /** The command line every GPU benchmark takes: [--quick] [--reps N] [--rows N]
  * [--cols N] [--only 'NAME|...']. */
 struct Options {
@@ -99,7 +113,7 @@ struct Options {
                 reps = std::atoi(argv[++i]);
             } else if ((!std::strcmp(argv[i], "--rows") || !std::strcmp(argv[i], "--cols")) &&
                        i + 1 < argc) {
-                int &n = argv[i][3] == 'r' ? rows : cols;
+                int &n = !std::strcmp(argv[i], "--rows") ? rows : cols;
                 n = std::atoi(argv[i + 1]);
                 if (n < 1) {
                     std::fprintf(stderr, "%s needs a positive number, not '%s'\n", argv[i],

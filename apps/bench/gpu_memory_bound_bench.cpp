@@ -342,7 +342,7 @@ Buffer<float> padded_rows(int rows, int cols, uint32_t seed) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+static int run_benchmark(int argc, char **argv) {
     // A line at a time, so that a run stopped early (a time limit, a pipe
     // into a file) keeps every line it reached.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -525,4 +525,9 @@ int main(int argc, char **argv) {
         std::printf("%-24s %5.2f %s\n", app.c_str(), b.ratio, b.ratio >= 0.8 ? "meets" : "below");
     }
     return 0;
+}
+
+int main(int argc, char **argv) {
+    return loom_bench::report_errors("gpu_memory_bound_bench",
+                                     [&] { return run_benchmark(argc, argv); });
 }
