@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,17 +21,20 @@ const CUresult kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100, kInvalidIma
                kNoBinaryForGpu = 209, kInvalidPtx = 218, kNotFound = 500, kIllegalAddress = 700,
                kLaunchFailed = 719;
 
-struct Module {
-    std::string image;    // the cubin or PTX, to find kernels in
-    void *cpu = nullptr;  // or the source compiled for the CPU
-};
-
 struct Function {
     std::string name;
     fake_cuda::CpuKernel cpu = nullptr;
     // A launch may ask for this much dynamic shared memory; more needs
     // cuFuncSetAttribute first, as on a GPU.
     int max_dynamic_shared = 48 * 1024;
+};
+
+struct Module {
+    std::string image;    // the cubin or PTX, to find kernels in
+    void *cpu = nullptr;  // or the source compiled for the CPU
+    // Its functions' handles, one per name, as on a GPU: they live as long
+    // as the module (cuModuleUnload frees them).
+    std::map<std::string, std::unique_ptr<Function>> functions;
 };
 
 bool env_flag(const char *name) {
@@ -465,15 +469,20 @@ CUresult cuModuleUnload(void *module) {
 
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
     ENTER("cuModuleGetFunction");
-    const Module *m = static_cast<Module *>(module);
-    fake_cuda::CpuKernel cpu = nullptr;
-    if (m->cpu) {
-        cpu = fake_cuda::find_kernel(m->cpu, name);
-        if (!cpu) return kNotFound;
-    } else if (m->image.find(name) == std::string::npos) {
-        return kNotFound;
+    Module *m = static_cast<Module *>(module);
+    std::unique_ptr<Function> &f = m->functions[name];
+    if (!f) {
+        fake_cuda::CpuKernel cpu = nullptr;
+        if (m->cpu) {
+            cpu = fake_cuda::find_kernel(m->cpu, name);
+        }
+        if (m->cpu ? !cpu : m->image.find(name) == std::string::npos) {
+            m->functions.erase(name);
+            return kNotFound;
+        }
+        f.reset(new Function{name, cpu});
     }
-    *function = new Function{name, cpu};  // leaked: modules hold a handful
+    *function = f.get();
     return 0;
 }
 
