@@ -21,11 +21,13 @@ namespace loom_apps {
  * 1024 threads reach 0.82 - 0.94, 512 0.82 - 0.87. */
 inline constexpr int row_app_gpu_threads(bool stage_rows) { return stage_rows ? 512 : 1024; }
 
-/** Threads per row of the row apps' schedule_gpu with `rows_per_block`
- * rows a block: the block's threads of row_app_gpu_threads shared among
- * its rows, at least a warp a row. */
-inline constexpr int row_group_threads(bool stage_rows, int rows_per_block) {
-    const int t = row_app_gpu_threads(stage_rows) / (rows_per_block > 0 ? rows_per_block : 1);
+/** Threads per row of the row apps' schedule_gpu: `threads`, or for 0
+ * row_app_gpu_threads(stage_rows), shared among `rows_per_block` rows a
+ * block, at least a warp a row. */
+inline constexpr int row_app_threads(int threads, bool stage_rows, int rows_per_block) {
+    if (threads > 0) return threads;
+    if (rows_per_block <= 1) return row_app_gpu_threads(stage_rows);
+    const int t = row_app_gpu_threads(stage_rows) / rows_per_block;
     return t < 32 ? 32 : t;
 }
 
@@ -48,19 +50,26 @@ inline int row_app_register_threads(int columns) {
 /** Computes the Func of `row` (a stage of it) once per row `r` of `out`,
  * in shared memory, over its columns `c` in [0, `columns`), so that the
  * reads of it start aligned: its threads move `vector` points each,
- * `threads` at a time. A row must fit a block's shared memory. */
+ * `threads` at a time. A row must fit a block's shared memory. With
+ * `rows_loop` (a loop of `out` over several rows, a block's), it is
+ * computed there instead, all of the block's rows, each by its own group
+ * of `threads` (threadIdx.y the row). */
 inline void stage_row_on_gpu(loom::Stage row, const loom::Func &out, const loom::Var &r,
-                             const loom::Var &c, const loom::Expr &columns, int threads,
-                             int vector) {
+                             const loom::Var &c, const loom::Expr &columns, int threads, int vector,
+                             const loom::Var *rows_loop = nullptr) {
     using namespace loom;
     Var co("co"), ci("ci"), cv("cv");
-    row.compute_at(out, r)
+    row.compute_at(out, rows_loop ? *rows_loop : r)
         .store_in(MemoryType::Shared)
         .bound(c, 0, columns)
         .split(c, co, ci, threads * vector)
         .split(ci, ci, cv, vector)
-        .vectorize(cv)
-        .gpu_threads(ci);
+        .vectorize(cv);
+    if (rows_loop) {
+        row.reorder(co, r, ci).gpu_threads(ci, r);
+    } else {
+        row.gpu_threads(ci);
+    }
 }
 
 /** One GPU block per row `r` of `out`: its threads pass along the row `c`
@@ -122,15 +131,8 @@ inline void schedule_rows_on_gpu(loom::Schedule &sch, const loom::BufferParam &i
         .gpu_blocks(ro)
         .gpu_threads(ci, ri);
     if (stage_rows) {
-        sch.in(input, {r, c})
-            .compute_at(out, ro)
-            .store_in(MemoryType::Shared)
-            .bound(c, 0, input.dim(1).extent())
-            .split(c, co, ci, threads * vector)
-            .split(ci, ci, cv, vector)
-            .vectorize(cv)
-            .reorder(co, r, ci)
-            .gpu_threads(ci, r);
+        stage_row_on_gpu(sch.in(input, {r, c}), out, r, c, input.dim(1).extent(), threads, vector,
+                         &ro);
     }
     for (const Func &f : per_row) sch[f].compute_at(out, ro).gpu_threads(r);
     for (const Func &f : reductions) {

@@ -21,7 +21,7 @@ template <typename App> class RowAppGenerator : public loom::Generator {
     loom::GeneratorParam<int> rows_per_task{"rows_per_task", 8, 1, 4096};
     /** GPU: threads per block (per row with rows_per_block); 0: the app's
      * choice. The row apps take row_app_gpu_threads(stage_rows) (512
-     * staged, 1024 not), row_group_threads with rows_per_block, or with
+     * staged, 1024 not), row_app_threads with rows_per_block, or with
      * rows_in_registers row_app_register_threads(columns) (512 for 16384
      * columns); the elementwise chain takes 256. */
     loom::GeneratorParam<int> threads{"threads", 0, 0, 1024};
@@ -73,7 +73,7 @@ template <typename App> class RowAppGenerator : public loom::Generator {
                 << "Generator param rows_per_block=" << int(rows_per_block)
                 << " is for a CUDA target (target=host-cuda-sm_90) with the rows staged or "
                    "read from device memory, not rows_in_registers=true.";
-            const int per_row = threads > 0 ? int(threads) : 32;
+            const int per_row = row_app_threads(threads, stage_rows, rows_per_block);
             user_assert(per_row * rows_per_block <= 1024)
                 << "Generator params rows_per_block=" << int(rows_per_block)
                 << " and threads=" << per_row << " (a row's threads) make a block of "

@@ -56,24 +56,18 @@ struct Softmax {
      * device memory, any row length. `threads` 0 is
      * loom_apps::row_app_gpu_threads(stage_rows): 512 staged, 1024 not.
      * With `rows_per_block` above 1, a block takes that many rows, `threads`
-     * threads each (0: loom_apps::row_group_threads), each row's threads
+     * threads each (0: loom_apps::row_app_threads), each row's threads
      * reducing it across themselves at each step, staged or not: for short
      * rows (loom_apps::schedule_rows_on_gpu). */
     void schedule_gpu(loom::Schedule &sch, int threads = 0, int vector = 4, bool stage_rows = true,
                       int rows_per_block = 1) const {
-        if (rows_per_block > 1) {
-            if (threads == 0) threads = loom_apps::row_group_threads(stage_rows, rows_per_block);
-            loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
-                                            threads, vector, stage_rows, rows_per_block);
-            return;
-        }
-        if (threads == 0) threads = loom_apps::row_app_gpu_threads(stage_rows);
-        if (!stage_rows) {
+        threads = loom_apps::row_app_threads(threads, stage_rows, rows_per_block);
+        if (!stage_rows && rows_per_block <= 1) {
             schedule_gpu_online(sch, threads, vector);
             return;
         }
         loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {row_max, row_sum}, {inv_sum},
-                                        threads, vector, true);
+                                        threads, vector, stage_rows, rows_per_block);
     }
     /** One GPU block per row, as schedule_gpu, but keeping the row's
      * exponentials e in shared memory instead of its input: the max's pass
