@@ -2,6 +2,7 @@
 #include "ReductionFusion.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
+#include "RepairConditioning.h"
 #include "RepairDerivation.h"
 #include "Simplify.h"
 #include "Substitute.h"
@@ -391,6 +393,7 @@ struct Member {
     std::vector<ProducerSlot> slots;
     Expr g_slots;  // g with producer calls replaced by slot Variables
     Repair repair;
+    bool made = false;  // a carried sum or count the fusion made
     FunctionPtr fused;  // the replacement
 };
 
@@ -540,9 +543,49 @@ class Chain {
             log.push_back(os.str());
             add_carried_sums(name);  // may grow `members`: `m` is not used after
         }
+        choose_pivots(log);
+        check_conditioning_of_members(log);
         order_members();
     }
 
+    /** Sum producers (by name) whose dependents keep their state about the
+     * producer's pivot, with the chain's count: the running value
+     * extrapolated to the whole domain, r * N / count, rather than the
+     * running value itself. A sum's running value grows with the terms, so
+     * a state kept about it (sum((x - S/n)^2) at the running S) is far from
+     * the final one and cancels catastrophically when repaired; about the
+     * pivot (S/count, the running mean) it is Welford's. Any value is exact
+     * in real arithmetic, since the repairs hold for any move; the final
+     * state is about the final value because the pivot of all N terms is
+     * r * (N / N) = r, exactly. */
+    std::map<std::string, std::string> pivots;
+
+  private:
+    void choose_pivots(std::vector<std::string> &log) {
+        // Rolled over a domain with a predicate, the count stops short of N
+        // and the last pivot would not be the final value; split_k's
+        // combine moves every chunk to the final value anyway.
+        if (d.kind == FusionDirective::RollingUpdate && dom->predicate.defined()) return;
+        std::vector<std::string> names;
+        for (const Member &m : members) names.push_back(m.name);
+        for (const std::string &name : names) {
+            const Member p = member(name);
+            if (p.op != ReduceOp::Add || !p.producers.empty() || !p.f->output_types[0].is_float())
+                continue;
+            bool read = false;
+            for (const Member &m : members) {
+                read |=
+                    std::find(m.producers.begin(), m.producers.end(), name) != m.producers.end();
+            }
+            if (!read) continue;
+            pivots[name] = count_member(p.f->args);
+            log.push_back(what + ": the dependents of " + name + " are kept about " + name +
+                          " * N / " + pivots[name] + " (" + name +
+                          "'s running value extrapolated to all N terms)");
+        }
+    }
+
+  public:
     /** A condition C over the members' Vars and the RVar outside of which
      * every member's term is its reduction's identity, so that a piece of
      * the domain where C cannot hold changes nothing: the mask of a max
@@ -574,6 +617,9 @@ class Chain {
     const FusionDirective &d;
     std::string what;
     std::set<std::string> directed_elsewhere;
+    std::string count;  // the chain's term count, once made
+    /** Per member, the carried sums made for its repairs, by term. */
+    std::map<std::string, std::vector<std::pair<Expr, std::string>>> families;
 
     /** Where e can differ from `identity`: false where e is a select of
      * the identity, true where nothing is known. */
@@ -598,50 +644,121 @@ class Chain {
     }
 
     /** The running sums a carried repair of member `name` needs, as
-     * reductions over the chain's RDom that join the chain (roots: they
-     * read no producer). Over the producers' Vars when the summed term
-     * allows, so that they share the loop of the other members. */
+     * reductions over the chain's RDom that join the chain. */
     void add_carried_sums(const std::string &name) {
         const Member m = member(name);
-        std::vector<CarriedSum> sums = m.repair.carried;
-        if (sums.empty()) return;
-        std::vector<std::string> producer_args = member(m.producers[0]).f->args;
+        if (m.repair.kind != Repair::Carried) return;
+        std::vector<std::string> names = carried_members(m, m.repair);
+        member(name).carried = names;
+    }
+
+    /** The chain's term count, a reduction of 1 over the RDom in Int(32) (a
+     * float count would stop at 2^24 terms), made on first use, over the
+     * Vars of `like`. */
+    std::string count_member(const std::vector<std::string> &args) {
+        if (!count.empty()) return count;
+        auto c = make_lowered_function();
+        c->name = leader + "_count";
+        user_assert(!env.funcs.count(c->name))
+            << what << ": the pipeline already has a Func named " << c->name << ".";
+        c->args = args;
+        c->output_types = {Int(32)};
+        c->init.args = pure_args(c);
+        c->init.values = {make_zero(Int(32))};
+        Definition u;
+        u.args = pure_args(c);
+        u.rdom = dom;
+        u.values = {call(c, pure_args(c)) + make_one(Int(32))};
+        c->updates.push_back(u);
+        register_made(c);
+        add(c->name);
+        member(c->name).made = true;
+        count = c->name;
+        return count;
+    }
+
+    /** The members holding the carried sums of `repair`, a repair of member
+     * m or of one of its carried sums: the chain's count, or one member per
+     * Taylor coefficient of m's term, made on first use and shared by the
+     * repairs of m's family (matched by their terms). A coefficient that
+     * reads the producer is a dependent itself, repaired with the later
+     * ones. */
+    std::vector<std::string> carried_members(const Member &m, const Repair &repair) {
+        const std::vector<std::string> producer_args = member(m.producers[0]).f->args;
         std::vector<std::string> names;
-        for (size_t k = 0; k < sums.size(); k++) {
-            const FunctionPtr &f = m.f;
+        for (size_t k = 0; k < repair.carried.size(); k++) {
+            const CarriedSum &sum = repair.carried[k];
+            if (sum.is_count()) {
+                names.push_back(count_member(producer_args));
+                continue;
+            }
+            std::vector<std::pair<Expr, std::string>> &family = families[m.name];
+            auto known = std::find_if(family.begin(), family.end(),
+                                      [&](const auto &f) { return equal(f.first, sum.per_term); });
+            if (known != family.end()) {
+                names.push_back(known->second);
+                continue;
+            }
             bool row_only = true;
-            for (const std::string &a : f->args) {
+            for (const std::string &a : m.f->args) {
                 if (std::find(producer_args.begin(), producer_args.end(), a) ==
                         producer_args.end() &&
-                    expr_uses_var(sums[k].per_term, a))
+                    expr_uses_var(sum.per_term, a))
                     row_only = false;
             }
             auto c = make_lowered_function();
-            c->name = m.name +
-                      (is_const_one(sums[k].per_term) ? "_count" : "_sum" + std::to_string(k + 1));
+            c->name = m.name + "_sum" + std::to_string(family.size() + 1);
             user_assert(!env.funcs.count(c->name))
                 << what << ": the pipeline already has a Func named " << c->name << ".";
-            c->args = row_only ? producer_args : f->args;
-            Type t = f->output_types[0];
+            c->args = row_only ? producer_args : m.f->args;
+            Type t = m.f->output_types[0];
             c->output_types = {t};
             c->init.args = pure_args(c);
             c->init.values = {make_zero(t)};
+            // The term in the producers' calls again.
+            std::map<std::string, Expr> producer_calls;
+            for (const ProducerSlot &slot : m.slots) {
+                const FunctionPtr &pf = member(slot.func).f;
+                producer_calls[slot.var] = call(pf, pure_args(pf));
+            }
             Definition u;
             u.args = pure_args(c);
             u.rdom = dom;
-            u.values = {call(c, pure_args(c)) + sums[k].per_term};
+            u.values = {call(c, pure_args(c)) + substitute(producer_calls, sum.per_term)};
             c->updates.push_back(u);
-            FuncSchedule fs;
-            fs.func = c;
-            fs.compute_level = fs.store_level = LoopLevel::inlined();
-            fs.stages = {default_stage_schedule(c, 0), default_stage_schedule(c, 1)};
-            env.funcs[c->name] = c;
-            env.schedules[c->name] = fs;
-            env.order.push_back(c->name);
+            register_made(c);
+            family.emplace_back(sum.per_term, c->name);
+            add(c->name);
             names.push_back(c->name);
+            Member &made = member(c->name);
+            made.made = true;
+            if (made.producers.empty()) continue;
+            made.slots = m.slots;
+            made.g_slots = sum.per_term;
+            // Its repair is the family's, wherever it was first needed.
+            for (size_t f = 0; f < m.repair.carried.size(); f++) {
+                if (equal(m.repair.carried[f].per_term, sum.per_term))
+                    made.repair = m.repair.carried_repairs[f];
+            }
+            internal_assert(made.repair.kind == Repair::Carried)
+                << "no repair for the carried sum " << sum.per_term << " of " << m.name;
+            const Repair own = made.repair;  // carried_members may move the members
+            std::vector<std::string> sub = carried_members(m, own);
+            member(c->name).carried = sub;
         }
-        for (const std::string &n : names) add(n);
-        member(name).carried = names;
+        return names;
+    }
+
+    /** Adds a Func the fusion made to env, placed inline until the rewrite
+     * places it with the chain. */
+    void register_made(const FunctionPtr &c) {
+        FuncSchedule fs;
+        fs.func = c;
+        fs.compute_level = fs.store_level = LoopLevel::inlined();
+        fs.stages = {default_stage_schedule(c, 0), default_stage_schedule(c, 1)};
+        env.funcs[c->name] = c;
+        env.schedules[c->name] = fs;
+        env.order.push_back(c->name);
     }
 
     /** Inlines, until none is left, the calls in g to pure Funcs of env
@@ -724,6 +841,111 @@ class Chain {
             }
         });
         return ok;
+    }
+
+    /** The conditioning check (RepairConditioning.h) of dependent m, with
+     * its producers seen through their pivots or not. */
+    ConditioningReport conditioning(const Member &m, const std::set<std::string> &pivoted) {
+        ConditioningSubject subject;
+        subject.op = m.op;
+        subject.g = m.g_slots;
+        subject.slots = m.slots;
+        subject.repair = m.repair;
+        for (const ProducerSlot &slot : m.slots)
+            subject.pivoted.push_back(pivoted.count(slot.func));
+        subject.extent = dom->domain[0].extent;
+        return check_conditioning(subject);
+    }
+
+    /** Whether every dependent of producer p is stable with p pivoted (or
+     * not), the other producers as chosen. */
+    bool dependents_stable(const std::string &p, bool pivot) {
+        std::set<std::string> pivoted;
+        for (const auto &kv : pivots) pivoted.insert(kv.first);
+        if (pivot) {
+            pivoted.insert(p);
+        } else {
+            pivoted.erase(p);
+        }
+        for (const Member &m : members) {
+            if (m.made || std::find(m.producers.begin(), m.producers.end(), p) == m.producers.end())
+                continue;
+            ConditioningReport r = conditioning(m, pivoted);
+            if (r.checked && !r.stable) return false;
+        }
+        return true;
+    }
+
+    /** Keeps each pivot that its dependents need, drops one they are stable
+     * without and stable with only without, and refuses a dependent that is
+     * unstable either way: a fused chain is never much less accurate than
+     * the unfused one without saying so. */
+    void check_conditioning_of_members(std::vector<std::string> &log) {
+        for (auto it = pivots.begin(); it != pivots.end();) {
+            if (!dependents_stable(it->first, true) && dependents_stable(it->first, false)) {
+                log.push_back(what + ": the dependents of " + it->first +
+                              " are kept about its "
+                              "running value: about its pivot they would lose accuracy");
+                it = pivots.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        std::set<std::string> pivoted;
+        for (const auto &kv : pivots) pivoted.insert(kv.first);
+        for (const Member &m : members) {
+            if (m.made || m.producers.empty()) continue;
+            ConditioningReport r = conditioning(m, pivoted);
+            log.push_back(what + ": " + m.name + ": " + r.summary);
+            if (!r.checked || r.stable) continue;
+            std::string producers = join(m.producers, ", ");
+            std::ostringstream os;
+            os << what << ": the fused form of reduction " << m.name << " (" << reduce_op_name(m.op)
+               << " of " << m.g_slots << ") is numerically unstable "
+               << "when its producer " << producers << " changes: " << r.worst_case << ", its "
+               << m.f->output_types[0];
+            if (std::isfinite(r.fused_error)) {
+                os << " error is " << r.fused_error << " (relative to the result), "
+                   << std::round(r.worst_ratio) << "x the larger of the unfused order's ("
+                   << r.unfused_error << ") and what rounding the producer once per term costs; "
+                   << "the bound is " << kConditioningFactor << "x";
+            } else {
+                os << " result overflows to inf or nan, where the unfused order's error is "
+                   << r.unfused_error;
+            }
+            // The other state of each Sum producer: would it do, and who
+            // needs this one?
+            const bool pivots_allowed =
+                !(d.kind == FusionDirective::RollingUpdate && dom->predicate.defined());
+            for (const ProducerSlot &slot : m.slots) {
+                if (slot.op != ReduceOp::Add || !slot.per_term.defined()) continue;
+                std::set<std::string> other = pivoted;
+                bool was = other.erase(slot.func) > 0;
+                if (!was) {
+                    if (!pivots_allowed) continue;
+                    other.insert(slot.func);
+                }
+                ConditioningReport alt = conditioning(m, other);
+                if (alt.checked && alt.stable) {
+                    os << ". About " << slot.func
+                       << (was ? "'s running value" : "'s running value extrapolated to all terms")
+                       << " it would be stable, but another dependent of " << slot.func
+                       << " is not: no state serves every dependent of " << slot.func;
+                } else {
+                    os << ", with its state kept about " << slot.func
+                       << "'s running value and about its extrapolation to all terms alike";
+                }
+            }
+            os << ". Compute " << m.name << " after " << producers
+               << " instead (remove the directive)";
+            if (!pivots_allowed) {
+                os << ", or use split_k, whose combine moves each chunk to the final value (a "
+                   << "rolled pass over an RDom with a predicate keeps its state about the "
+                   << "running value: its count of terms stops short of the extent)";
+            }
+            os << ".";
+            user_error << os.str();
+        }
     }
 
   public:
@@ -822,7 +1044,12 @@ class Chain {
         std::function<void(const std::string &)> visit = [&](const std::string &n) {
             if (done.count(n)) return;
             done.insert(n);
-            for (const std::string &p : member(n).producers) visit(p);
+            for (const std::string &p : member(n).producers) {
+                visit(p);
+                // A pivoted producer is seen with the count: the count's
+                // step comes after every step that reads its old value.
+                if (auto it = pivots.find(p); it != pivots.end()) visit(it->second);
+            }
             for (const std::string &p : member(n).carried) visit(p);
             ordered.push_back(member(n));
         };
@@ -1080,7 +1307,11 @@ class Rewriter {
             if (!m.producers.empty()) {
                 std::vector<Expr> olds, news, sums;
                 for (const std::string &p : m.producers) {
-                    olds.push_back(partial_at(p, kc));
+                    // A pivoted producer's chunk holds its state about the
+                    // chunk's pivot, and is shifted to the final value.
+                    olds.push_back(chain.pivots.count(p) ? pivot(partial_at(p, kc),
+                                                                 partial_at(chain.pivots.at(p), kc))
+                                                         : partial_at(p, kc));
                     news.push_back(current(chain.member(p)));
                 }
                 for (const std::string &p : m.carried) sums.push_back(partial_at(p, kc));
@@ -1286,12 +1517,25 @@ class Rewriter {
         std::map<std::string, FunctionPtr> partial;
         // new_value(p, piece): member p's running value after the piece.
         std::function<Expr(const std::string &, const Piece &)> new_value;
+        // What the dependents see of producer p before and after a piece:
+        // its running value, or for a pivoted producer, its pivot.
+        auto old_view = [&](const std::string &p, const Expr &c) {
+            Expr v = current_of(chain.member(p), c);
+            auto it = chain.pivots.find(p);
+            return it == chain.pivots.end() ? v : pivot(v, current_of(chain.member(it->second), c));
+        };
+        std::function<Expr(const std::string &, const Piece &)> new_view = [&](const std::string &p,
+                                                                               const Piece &at) {
+            Expr v = new_value(p, at);
+            auto it = chain.pivots.find(p);
+            return it == chain.pivots.end() ? v : pivot(v, new_value(it->second, at));
+        };
         // The producers' values before and after the piece, for m's repair.
         auto repair_inputs = [&](const Member &m, const Piece &at, std::vector<Expr> *olds,
                                  std::vector<Expr> *news, std::vector<Expr> *sums) {
             for (const std::string &p : m.producers) {
-                olds->push_back(current_of(chain.member(p), at.c));
-                news->push_back(new_value(p, at));
+                olds->push_back(old_view(p, at.c));
+                news->push_back(new_view(p, at));
             }
             for (const std::string &p : m.carried)
                 sums->push_back(current_of(chain.member(p), at.c));
@@ -1306,7 +1550,7 @@ class Rewriter {
             }
             Expr cur = current_of(m, at.c);
             Expr add = with_producers(m, substitute(r, at.point, m.term),
-                                      [&](const std::string &p) { return new_value(p, at); });
+                                      [&](const std::string &p) { return new_view(p, at); });
             if (m.producers.empty()) return reduce_combine(m.op, cur, add);
             std::vector<Expr> olds, news, sums;
             repair_inputs(m, at, &olds, &news, &sums);
@@ -1345,7 +1589,7 @@ class Rewriter {
                 at.c = chunk_of_unit(rel);
                 at.point = key;
             }
-            return new_value(p, at);
+            return new_view(p, at);
         });
         if (tiled) {
             // Tile partials: each member's running value rolled on through
@@ -1379,7 +1623,7 @@ class Rewriter {
                 Expr within = at.tile * tile + rvar_of(dom);
                 Expr term = substitute(r, r_min + min(within, r_extent - 1), m.term);
                 term =
-                    with_producers(m, term, [&](const std::string &q) { return new_value(q, at); });
+                    with_producers(m, term, [&](const std::string &q) { return new_view(q, at); });
                 p->init.values = {start};
                 p->updates[0].rdom = dom;
                 p->updates[0].values = {reduce_combine(m.op, call(p, pure_args(p)), term)};
@@ -1747,6 +1991,15 @@ class Rewriter {
     }
 
     Expr current(const Member &m) { return call(m.fused, pure_args(m.fused)); }
+
+    /** The pivot of a Sum producer with running value `value` over `count`
+     * terms: the value extrapolated to the whole domain, value * (N /
+     * count), where its dependents keep their state (Chain::pivots). */
+    Expr pivot(const Expr &value, const Expr &count) {
+        Type t = value.type();
+        Expr n = cast(t, count);
+        return select(count > 0, value * (cast(t, r_extent) / n), value);
+    }
 
     /** e with the calls to m's producers replaced by value(producer). */
     Expr with_producers(const Member &m, const Expr &e,

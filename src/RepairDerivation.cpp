@@ -12,6 +12,7 @@
 #include "IRMutator.h"
 #include "IRPrinter.h"
 #include "IRVisitor.h"
+#include "PolynomialForm.h"
 #include "Simplify.h"
 #include "Substitute.h"
 #include "loom/Error.h"
@@ -40,6 +41,16 @@ Expr reduce_combine(ReduceOp op, const Expr &a, const Expr &b) {
     return Expr();
 }
 
+double reduce_combine(ReduceOp op, double a, double b) {
+    switch (op) {
+    case ReduceOp::Add: return a + b;
+    case ReduceOp::Mul: return a * b;
+    case ReduceOp::Max: return std::max(a, b);
+    case ReduceOp::Min: return std::min(a, b);
+    }
+    return a;
+}
+
 Expr reduce_identity(ReduceOp op, Type t) {
     switch (op) {
     case ReduceOp::Add: return make_zero(t);
@@ -51,6 +62,32 @@ Expr reduce_identity(ReduceOp op, Type t) {
 }
 
 std::string primed(const std::string &var) { return var + "'"; }
+
+bool reads_rvar(const Expr &e) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Variable *op) override { found = found || op->rdom != nullptr; }
+    } find;
+    e.accept(&find);
+    return find.found;
+}
+
+double (*math_function(const std::string &name))(double) {
+    if (name == Call::abs) return [](double x) { return std::abs(x); };
+    const std::string n = name.substr(0, name.rfind('_'));
+    if (n == "exp") return [](double x) { return std::exp(x); };
+    if (n == "log") return [](double x) { return std::log(x); };
+    if (n == "sqrt") return [](double x) { return std::sqrt(x); };
+    if (n == "rsqrt") return [](double x) { return 1 / std::sqrt(x); };
+    if (n == "tanh") return [](double x) { return std::tanh(x); };
+    if (n == "sin") return [](double x) { return std::sin(x); };
+    if (n == "cos") return [](double x) { return std::cos(x); };
+    if (n == "erf") return [](double x) { return std::erf(x); };
+    if (n == "floor") return [](double x) { return std::floor(x); };
+    if (n == "ceil") return [](double x) { return std::ceil(x); };
+    return nullptr;
+}
 
 namespace {
 
@@ -65,30 +102,7 @@ SlotNames slot_names(const std::vector<ProducerSlot> &slots, bool with_primes) {
     return s;
 }
 
-/** Whether e reads nothing but the given slot variables and constants. */
-bool only_reads(const Expr &e, const SlotNames &allowed) {
-    struct Check : IRVisitor {
-        const SlotNames *allowed;
-        bool ok = true;
-        using IRVisitor::visit;
-        void visit(const Variable *op) override {
-            if (!allowed->count(op->name)) ok = false;
-        }
-        void visit(const Call *op) override {
-            if (op->call_type == Call::Func || op->call_type == Call::Image ||
-                op->call_type == Call::Intrinsic) {
-                ok = false;
-                return;
-            }
-            IRVisitor::visit(op);
-        }
-    } check;
-    check.allowed = &allowed;
-    e.accept(&check);
-    return check.ok;
-}
-
-/** Whether e reads any of the slot variables. */
+/** Whether any of the slot variables occurs in e. */
 bool reads_slots(const Expr &e, const SlotNames &slots) {
     for (const std::string &s : slots) {
         if (expr_uses_var(e, s)) return true;
@@ -114,123 +128,85 @@ Expr prime_slots(const Expr &e, const std::vector<ProducerSlot> &slots) {
     return rename.mutate(e);
 }
 
-// ---------------------------------------------------------------- linear forms
+// ---------------------------------------------------------------- normal forms
 
-/** Σ coef_k · atom_k + constant, over atoms compared structurally. Sums,
- * differences, negation and scaling by constants are linear; anything else
- * is an atom. Sound for reals; used only to prove cancellations. */
-struct LinearForm {
-    std::vector<std::pair<Expr, double>> terms;
-    double constant = 0;
-
-    void add_atom(const Expr &atom, double coef) {
-        for (auto &t : terms) {
-            if (equal(t.first, atom)) {
-                t.second += coef;
-                return;
-            }
+/** Whether no atom of p varies from term to term; else the first that does. */
+bool free_of_terms(const PolyForm &p, const AtomTable &atoms, Expr *culprit) {
+    for (int k : atoms_used(p)) {
+        if (reads_rvar(atoms.atom(k))) {
+            *culprit = atoms.atom(k);
+            return false;
         }
-        terms.emplace_back(atom, coef);
     }
-    void add(const LinearForm &o, double scale) {
-        for (const auto &t : o.terms) add_atom(t.first, t.second * scale);
-        constant += o.constant * scale;
-    }
-    void drop_zeros() {
-        std::vector<std::pair<Expr, double>> kept;
-        for (auto &t : terms) {
-            if (t.second != 0) kept.push_back(t);
-        }
-        terms = kept;
-    }
-};
-
-const double *const_value(const Expr &e) {
-    if (const FloatImm *f = e.as<FloatImm>()) return &f->value;
-    return nullptr;
+    return true;
 }
 
-LinearForm linear_form(const Expr &e) {
-    LinearForm f;
-    if (const FloatImm *c = e.as<FloatImm>()) {
-        f.constant = c->value;
-    } else if (const IntImm *i = e.as<IntImm>()) {
-        f.constant = static_cast<double>(i->value);
-    } else if (const Add *a = e.as<Add>()) {
-        f.add(linear_form(a->a), 1);
-        f.add(linear_form(a->b), 1);
-    } else if (const Sub *s = e.as<Sub>()) {
-        f.add(linear_form(s->a), 1);
-        f.add(linear_form(s->b), -1);
-    } else if (const Mul *m = e.as<Mul>(); m && (const_value(m->a) || const_value(m->b))) {
-        bool a_const = const_value(m->a) != nullptr;
-        f.add(linear_form(a_const ? m->b : m->a), *const_value(a_const ? m->a : m->b));
-    } else if (const Div *d = e.as<Div>(); d && const_value(d->b) && *const_value(d->b) != 0) {
-        f.add(linear_form(d->a), 1 / *const_value(d->b));
-    } else if (const Cast *c = e.as<Cast>();
-               c && c->type.is_float() && c->value.type().is_float()) {
-        f.add(linear_form(c->value), 1);
-    } else {
-        f.add_atom(e, 1);
-    }
-    return f;
+/** The form of e(r') - e(r). */
+PolyForm change_of(const Expr &e, const std::vector<ProducerSlot> &slots, AtomTable &atoms) {
+    return poly_form(prime_slots(e, slots), atoms) - poly_form(e, atoms);
 }
 
-Expr rebuild(const LinearForm &f, Type t) {
-    Expr sum;
-    auto append = [&](Expr term, bool negative) {
-        if (!sum.defined()) {
-            sum = negative ? -term : term;
-        } else {
-            sum = negative ? sum - term : sum + term;
-        }
-    };
-    // Positive terms first, so that m - m' prints as such, not 0 - m' + m.
-    std::vector<std::pair<Expr, double>> terms = f.terms;
-    std::stable_sort(terms.begin(), terms.end(),
-                     [](const auto &a, const auto &b) { return a.second > 0 && b.second < 0; });
-    for (const auto &term : terms) {
-        Expr atom = term.first.type() == t ? term.first : cast(t, term.first);
-        double c = std::abs(term.second);
-        append(c == 1 ? atom : make_const(t, c) * atom, term.second < 0);
+/** e's change as an Expr, factored by what is free of the producers (see
+ * poly_to_expr_factored). */
+Expr change_expr(const PolyForm &diff, const AtomTable &atoms, Type t,
+                 const std::vector<ProducerSlot> &slots) {
+    const SlotNames names = slot_names(slots, true);
+    std::vector<int> inner;
+    for (size_t k = 0; k < atoms.size(); k++) {
+        if (reads_slots(atoms.atom(static_cast<int>(k)), names))
+            inner.push_back(static_cast<int>(k));
     }
-    if (f.constant != 0 || !sum.defined()) {
-        append(make_const(t, std::abs(f.constant)), f.constant < 0);
-    }
-    return sum;
+    return poly_to_expr_factored(diff, atoms, t, inner);
+}
+
+/** Whether a and b are equal as real functions (same normal form). */
+bool same_function(const Expr &a, const Expr &b) {
+    AtomTable atoms;
+    return poly_form(a, atoms).same_as(poly_form(b, atoms));
 }
 
 // ---------------------------------------------------------------- log form
 
-/** Splits a product g = Π factors into Σ ±exponent (for exp() and pow() of
- * a positive constant base) and producer-free factors. Returns false, with
- * the offending factor, if a factor reads a producer another way. */
-using Exponents = std::map<double, LinearForm>;  // by base; exp() is base e
+/** The exponents of one base in a product, with their signs. */
+struct Power {
+    double base;  // M_E for exp()
+    std::vector<std::pair<double, Expr>> exponents;
+};
 
-bool log_terms(const Expr &e, double sign, Exponents &exponent, const SlotNames &slots,
+/** Splits a product g = Π factors into Σ ±exponent per base (for exp() and
+ * pow() of a positive constant base) and producer-free factors. Returns
+ * false, with the offending factor, if a factor reads a producer another
+ * way. */
+bool log_terms(const Expr &e, double sign, std::vector<Power> &powers, const SlotNames &slots,
                Expr *culprit) {
     if (!reads_slots(e, slots)) return true;  // a factor of C(c)
     if (const Mul *m = e.as<Mul>()) {
-        return log_terms(m->a, sign, exponent, slots, culprit) &&
-               log_terms(m->b, sign, exponent, slots, culprit);
+        return log_terms(m->a, sign, powers, slots, culprit) &&
+               log_terms(m->b, sign, powers, slots, culprit);
     }
     if (const Div *d = e.as<Div>()) {
-        return log_terms(d->a, sign, exponent, slots, culprit) &&
-               log_terms(d->b, -sign, exponent, slots, culprit);
+        return log_terms(d->a, sign, powers, slots, culprit) &&
+               log_terms(d->b, -sign, powers, slots, culprit);
     }
     if (const Cast *c = e.as<Cast>(); c && c->type.is_float() && c->value.type().is_float()) {
-        return log_terms(c->value, sign, exponent, slots, culprit);
+        return log_terms(c->value, sign, powers, slots, culprit);
     }
-    if (const Call *c = e.as<Call>()) {
-        if (c->name == "exp_f32" || c->name == "exp_f64") {
-            exponent[M_E].add(linear_form(c->args[0]), sign);
-            return true;
-        }
-        if (c->name == "pow_f32" || c->name == "pow_f64") {
-            const double *base = const_value(c->args[0]);
-            if (base && *base > 0) {
-                exponent[*base].add(linear_form(c->args[1]), sign);
+    auto add = [&](double base, const Expr &exponent) {
+        for (Power &p : powers) {
+            if (p.base == base) {
+                p.exponents.emplace_back(sign, exponent);
                 return true;
+            }
+        }
+        powers.push_back({base, {{sign, exponent}}});
+        return true;
+    };
+    if (const Call *c = e.as<Call>()) {
+        if (c->name == "exp_f32" || c->name == "exp_f64") return add(M_E, c->args[0]);
+        if (c->name == "pow_f32" || c->name == "pow_f64") {
+            const FloatImm *base = c->args[0].as<FloatImm>();
+            if (base && base->value > 0 && !reads_slots(c->args[0], slots)) {
+                return add(base->value, c->args[1]);
             }
         }
     }
@@ -238,99 +214,65 @@ bool log_terms(const Expr &e, double sign, Exponents &exponent, const SlotNames 
     return false;
 }
 
-/** Σ coef · atom over atoms that read only producer values, or undefined if
- * some atom still depends on c. */
-Expr producer_only(LinearForm f, Type t, const SlotNames &allowed, Expr *culprit) {
-    f.drop_zeros();
-    for (const auto &term : f.terms) {
-        if (!only_reads(term.first, allowed)) {
-            *culprit = term.first;
-            return Expr();
-        }
-    }
-    return rebuild(f, t);
-}
-
-// ---------------------------------------------------------------- polynomial forms
-
 constexpr int kMaxDegree = 4;
-
-/** e as Σ_k coefs[k] · var^k with coefficients free of var, or false. Sums,
- * differences, products and division by var-free values. */
-// Sums and products that skip zeros and ones, so coefficients stay readable
-// (the float simplifier may not drop x + 0.0f: it is -0.0f-sensitive).
-Expr padd(const Expr &a, const Expr &b) {
-    if (is_const_zero(a)) return b;
-    if (is_const_zero(b)) return a;
-    return a + b;
-}
-Expr psub(const Expr &a, const Expr &b) {
-    if (is_const_zero(b)) return a;
-    if (is_const_zero(a)) return -b;
-    return a - b;
-}
-Expr pmul(const Expr &a, const Expr &b) {
-    if (is_const_zero(a) || is_const_zero(b)) return make_zero(a.type());
-    if (is_const_one(a)) return b;
-    if (is_const_one(b)) return a;
-    return a * b;
-}
-
-bool polynomial(const Expr &e, const std::string &var, std::vector<Expr> &coefs) {
-    Type t = e.type();
-    if (!expr_uses_var(e, var)) {
-        coefs = {e};
-        return true;
-    }
-    if (const Variable *v = e.as<Variable>(); v && v->name == var) {
-        coefs = {make_zero(t), make_one(t)};
-        return true;
-    }
-    std::vector<Expr> a, b;
-    auto add = [&](double sign) {
-        coefs.assign(std::max(a.size(), b.size()), Expr());
-        for (size_t k = 0; k < coefs.size(); k++) {
-            Expr x = k < a.size() ? a[k] : make_zero(t), y = k < b.size() ? b[k] : make_zero(t);
-            coefs[k] = sign > 0 ? padd(x, y) : psub(x, y);
-        }
-        return true;
-    };
-    if (const Add *op = e.as<Add>()) {
-        return polynomial(op->a, var, a) && polynomial(op->b, var, b) && add(1);
-    }
-    if (const Sub *op = e.as<Sub>()) {
-        return polynomial(op->a, var, a) && polynomial(op->b, var, b) && add(-1);
-    }
-    if (const Mul *op = e.as<Mul>()) {
-        if (!polynomial(op->a, var, a) || !polynomial(op->b, var, b)) return false;
-        if (a.size() + b.size() - 2 > kMaxDegree) return false;
-        coefs.assign(a.size() + b.size() - 1, make_zero(t));
-        for (size_t i = 0; i < a.size(); i++) {
-            for (size_t j = 0; j < b.size(); j++)
-                coefs[i + j] = padd(coefs[i + j], pmul(a[i], b[j]));
-        }
-        return true;
-    }
-    if (const Div *op = e.as<Div>(); op && t.is_float() && !expr_uses_var(op->b, var)) {
-        if (!polynomial(op->a, var, a)) return false;
-        coefs = a;
-        for (Expr &c : coefs) c = is_const_zero(c) ? c : c / op->b;
-        return true;
-    }
-    if (const Cast *op = e.as<Cast>(); op && t.is_float() && op->value.type().is_float()) {
-        if (!polynomial(op->value, var, a)) return false;
-        coefs = a;
-        for (Expr &c : coefs) c = cast(t, c);
-        return true;
-    }
-    return false;
-}
 
 /** x^k for k >= 1. */
 Expr power(const Expr &x, int k) {
     Expr p = x;
     for (int i = 1; i < k; i++) p = p * x;
     return p;
+}
+
+/** d e / d var, by the rules of +, -, *, / (by what is free of var) and
+ * float casts, keeping e's own shape: the derivative of (x - r/n)^2 is
+ * 2 (x - r/n) (-1/n), not 2r/n^2 - 2x/n, whose two terms cancel when x is
+ * large against its spread. Undefined where var enters any other way. */
+Expr derivative(const Expr &e, const std::string &var) {
+    Type t = e.type();
+    if (!expr_uses_var(e, var)) return make_zero(t);
+    auto plus = [](const Expr &a, const Expr &b) {
+        if (is_const_zero(a)) return b;
+        if (is_const_zero(b)) return a;
+        return a + b;
+    };
+    auto times = [&](const Expr &a, const Expr &b) {
+        if (is_const_zero(a) || is_const_zero(b)) return make_zero(t);
+        if (is_const_one(a)) return b;
+        if (is_const_one(b)) return a;
+        return a * b;
+    };
+    if (const Variable *v = e.as<Variable>(); v && v->name == var) return make_one(t);
+    if (const Add *op = e.as<Add>()) {
+        Expr a = derivative(op->a, var), b = derivative(op->b, var);
+        return a.defined() && b.defined() ? plus(a, b) : Expr();
+    }
+    if (const Sub *op = e.as<Sub>()) {
+        Expr a = derivative(op->a, var), b = derivative(op->b, var);
+        if (!a.defined() || !b.defined()) return Expr();
+        return is_const_zero(b) ? a : (is_const_zero(a) ? make_zero(t) - b : a - b);
+    }
+    if (const Mul *op = e.as<Mul>()) {
+        Expr a = derivative(op->a, var), b = derivative(op->b, var);
+        if (!a.defined() || !b.defined()) return Expr();
+        return plus(times(a, op->b), times(op->a, b));
+    }
+    if (const Div *op = e.as<Div>(); op && t.is_float() && !expr_uses_var(op->b, var)) {
+        Expr a = derivative(op->a, var);
+        if (!a.defined()) return Expr();
+        return is_const_zero(a) ? a : a / op->b;
+    }
+    if (const Cast *op = e.as<Cast>(); op && t.is_float() && op->value.type().is_float()) {
+        Expr a = derivative(op->value, var);
+        return a.defined() ? cast(t, a) : Expr();
+    }
+    return Expr();
+}
+
+/** C(n, k). */
+double binomial(int n, int k) {
+    double c = 1;
+    for (int i = 1; i <= k; i++) c = c * (n - k + i) / i;
+    return c;
 }
 
 // ---------------------------------------------------------------- float64 evaluation
@@ -380,20 +322,12 @@ class Evaluator {
         }
         if (const Call *op = e.as<Call>()) {
             if (op->call_type == Call::PureIntrinsic && !op->args.empty()) {
-                std::string n = op->name.substr(0, op->name.rfind('_'));
-                double a = eval(op->args[0]);
-                if (n == "exp") return std::exp(a);
-                if (n == "log") return std::log(a);
-                if (n == "sqrt") return std::sqrt(a);
-                if (n == "rsqrt") return 1 / std::sqrt(a);
-                if (n == "tanh") return std::tanh(a);
-                if (n == "sin") return std::sin(a);
-                if (n == "cos") return std::cos(a);
-                if (n == "erf") return std::erf(a);
-                if (n == "floor") return std::floor(a);
-                if (n == "ceil") return std::ceil(a);
-                if (n == "pow") return std::pow(a, eval(op->args[1]));
-                if (op->name == Call::abs) return std::abs(a);
+                if (op->name.rfind("pow_", 0) == 0 && op->args.size() == 2) {
+                    return std::pow(eval(op->args[0]), eval(op->args[1]));
+                }
+                if (double (*f)(double) = math_function(op->name); f && op->args.size() == 1) {
+                    return f(eval(op->args[0]));
+                }
             }
             return atom(e);
         }
@@ -422,16 +356,6 @@ bool close(double a, double b) {
 }
 
 constexpr int kPoints = 64;
-
-bool reads_rvar(const Expr &e) {
-    struct Find : IRVisitor {
-        bool found = false;
-        using IRVisitor::visit;
-        void visit(const Variable *op) override { found = found || op->rdom != nullptr; }
-    } find;
-    e.accept(&find);
-    return find.found;
-}
 
 /** Producer values for two sampled terms c1, c2: for a max (min) producer
  * with a known term φ, r >= max(φ(c1), φ(c2)) and r' >= r (<= for min),
@@ -512,15 +436,7 @@ std::string check_numerically(const Repair &h, ReduceOp op, const Expr &g,
     }
     for (const ProducerSlot &p : slots) atoms_of.push_back(p.per_term);
     Expr h1 = h.apply(tv, slots, olds, news, sums);
-    auto combine = [&](double a, double b) {
-        switch (op) {
-        case ReduceOp::Add: return a + b;
-        case ReduceOp::Mul: return a * b;
-        case ReduceOp::Max: return std::max(a, b);
-        case ReduceOp::Min: return std::min(a, b);
-        }
-        return a;
-    };
+    auto combine = [&](double a, double b) { return reduce_combine(op, a, b); };
     for (int k = 0; k < kPoints; k++) {
         for (const ProducerSlot &p : slots) ev.slots[p.var] = ev.slots[primed(p.var)] = 0;
         auto [c1, c2] = sample_terms(ev, atoms_of);
@@ -576,26 +492,104 @@ int points_outside_where_vanishing(const Expr &g, ReduceOp op, const Expr &mask,
     return outside;
 }
 
-/** Replaces every atom of e (what is not a slot) with the constant it has at
- * one random point: a representative c. */
-Expr at_fixed_c(const Expr &e, const SlotNames &allowed, Evaluator &ev) {
+/** Replaces every value of e that varies from term to term (what reads the
+ * RVar) with the constant it has at one random point: a representative c.
+ * Slots and what is constant along the reduction (Params, the row's values)
+ * stay. */
+Expr at_fixed_c(const Expr &e, Evaluator &ev) {
     struct Fix : IRMutator {
-        const SlotNames *allowed;
         Evaluator *ev;
         using IRMutator::visit;
         Expr fix(const Expr &e) { return make_const(e.type(), ev->eval(e)); }
-        Expr visit(const Variable *op) override {
-            if (allowed->count(op->name)) return op;
-            return fix(op);
-        }
+        Expr visit(const Variable *op) override { return op->rdom ? fix(op) : Expr(op); }
         Expr visit(const Call *op) override {
             if (op->call_type == Call::PureIntrinsic) return IRMutator::visit(op);
-            return fix(op);
+            return reads_rvar(op) ? fix(op) : Expr(op);
         }
     } fix;
-    fix.allowed = &allowed;
     fix.ev = &ev;
     return fix.mutate(e);
+}
+
+/** Property (1) of a carried repair, and of the repairs of its carried
+ * sums, on normal forms: h(g(r, c), A(r, c), r, r') = g(r', c), with each
+ * carried sum A holding its one term's per_term. */
+bool carried_property_one_holds(const Repair &h, const Expr &g,
+                                const std::vector<ProducerSlot> &slots) {
+    std::vector<Expr> olds, news, sums;
+    for (const ProducerSlot &p : slots) {
+        olds.push_back(Variable::make(p.type, p.var));
+        news.push_back(Variable::make(p.type, primed(p.var)));
+    }
+    for (const CarriedSum &c : h.carried) sums.push_back(c.per_term);
+    if (!same_function(h.apply(g, slots, olds, news, sums), prime_slots(g, slots))) return false;
+    for (size_t k = 0; k < h.carried_repairs.size(); k++) {
+        const Repair &sub = h.carried_repairs[k];
+        if (sub.kind != Repair::None &&
+            !carried_property_one_holds(sub, h.carried[k].per_term, slots))
+            return false;
+    }
+    return true;
+}
+
+/** The carried repair of a polynomial g in its one producer r, in Taylor
+ * form (see RepairDerivation.h): false if g is not one. */
+bool taylor_repair(const Expr &g, const std::vector<ProducerSlot> &slots, Repair *h) {
+    if (slots.size() != 1) return false;
+    const ProducerSlot &slot = slots[0];
+    Type t = g.type();
+    AtomTable atoms;
+    const int r = atoms.index_of(Variable::make(slot.type, slot.var));
+    PolyForm form = poly_form(g, atoms);
+    // r must enter g as a variable of the polynomial, not inside an atom.
+    for (int k : atoms_used(form)) {
+        if (k != r && expr_uses_var(atoms.atom(k), slot.var)) return false;
+    }
+    std::vector<PolyForm> a;
+    if (!split_by_powers(form, r, kMaxDegree, &a) || a.size() < 2) return false;
+    const int degree = static_cast<int>(a.size()) - 1;
+    // d_k = g^(k) / k!, the k-th Taylor coefficient, differentiated in g's
+    // own shape (see derivative()); the top one, a_D, as the form gives it.
+    std::vector<Expr> d(degree + 1);
+    Expr dk = g;
+    for (int k = 1; k < degree; k++) {
+        dk = derivative(dk, slot.var);
+        if (!dk.defined()) return false;
+        d[k] = simplify(dk / make_const(t, static_cast<double>(k)));
+        dk = d[k];
+    }
+    d[degree] = simplify(poly_to_expr(a[degree], atoms, t));
+    // A top coefficient constant along the reduction is carried as a count.
+    Expr unused;
+    AtomTable top_atoms;
+    const bool top_is_count = free_of_terms(poly_form(d[degree], top_atoms), top_atoms, &unused);
+    Expr delta = Variable::make(slot.type, primed(slot.var)) - Variable::make(slot.type, slot.var);
+    if (slot.type != t) delta = cast(t, delta);
+    // The repair of B_j (B_0 = t): + Σ_{k>j} C(k, j) B_k δ^(k-j).
+    auto shift_of = [&](int j) {
+        Repair rj;
+        rj.kind = Repair::Carried;
+        for (int k = j + 1; k <= degree; k++) {
+            Expr change = power(delta, k - j);
+            double c = binomial(k, j);
+            if (c != 1) change = make_const(t, c) * change;
+            if (k == degree && top_is_count) {
+                rj.carried.push_back({make_one(t), simplify(d[degree] * change)});
+            } else {
+                rj.carried.push_back({d[k], change});
+            }
+            rj.carried_repairs.emplace_back();
+        }
+        rj.proved_symbolically = true;
+        rj.log = "Taylor coefficient " + std::to_string(j) + " of the carried repair";
+        return rj;
+    };
+    Repair out = shift_of(0);
+    for (int k = 1; k <= degree; k++) {
+        if (k < degree) out.carried_repairs[k - 1] = shift_of(k);
+    }
+    *h = out;
+    return true;
 }
 
 }  // namespace
@@ -623,14 +617,18 @@ Expr Repair::apply(const Expr &t, const std::vector<ProducerSlot> &slots,
     case Carried: {
         internal_assert(sums.size() == carried.size());
         Expr r = t;
-        for (size_t k = 0; k < carried.size(); k++)
-            r = r + sums[k] * substitute(m, carried[k].change);
+        for (size_t k = 0; k < carried.size(); k++) {
+            Expr sum = sums[k].type() == t.type() ? sums[k] : cast(t.type(), sums[k]);
+            r = r + sum * substitute(m, carried[k].change);
+        }
         return r;
     }
     case None: break;
     }
     return t;
 }
+
+bool CarriedSum::is_count() const { return is_const_one(per_term); }
 
 std::string Repair::formula(const std::vector<ProducerSlot> &slots) const {
     std::ostringstream os;
@@ -666,7 +664,7 @@ std::string Repair::formula(const std::vector<ProducerSlot> &slots) const {
 
 Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
                      const std::vector<ProducerSlot> &slots, const std::string &directive) {
-    SlotNames vars = slot_names(slots, false), allowed = slot_names(slots, true);
+    SlotNames vars = slot_names(slots, false);
     Repair h;
     if (!reads_slots(g, vars)) return h;
     Type t = g.type();
@@ -691,34 +689,32 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
     }
 
     // Scale: g = C(c) * Π_b b^Λ_b(r, c) with every Λ_b(r') - Λ_b(r) free of c.
-    Exponents exponents;
+    std::vector<Power> powers;
     Expr culprit;
     bool scale_ok = false;
-    if (log_terms(g, 1, exponents, vars, &culprit)) {
+    if (log_terms(g, 1, powers, vars, &culprit)) {
         Expr factor, shown;
         scale_ok = true;
-        for (const auto &[base, exponent] : exponents) {
-            // Λ(r') - Λ(r), atom by atom (rebuilding Λ as an Expr first
-            // would round its coefficients to float and spoil the
-            // cancellation).
-            LinearForm diff;
-            for (const auto &term : exponent.terms) {
-                diff.add_atom(prime_slots(term.first, slots), term.second);
-                diff.add_atom(term.first, -term.second);
+        for (const Power &p : powers) {
+            AtomTable atoms;
+            PolyForm diff, lambda;
+            for (const auto &[sign, e] : p.exponents) {
+                diff = diff + change_of(e, slots, atoms).scaled(sign);
+                lambda = lambda + poly_form(e, atoms).scaled(sign);
             }
-            Expr d = producer_only(diff, t, allowed, &culprit);
-            if (!d.defined()) {
+            if (!free_of_terms(diff, atoms, &culprit)) {
                 why << "The exponent's change still reads " << culprit << ". ";
                 scale_ok = false;
                 break;
             }
-            if (is_const_zero(simplify(d))) continue;
-            Expr f = base == M_E ? exp(simplify(d)) : pow(make_const(t, base), simplify(d));
-            factor = factor.defined() ? factor * f : f;
-            Expr lambda = simplify(rebuild(exponent, t));
-            shown = shown.defined()
-                        ? shown * (base == M_E ? exp(lambda) : pow(make_const(t, base), lambda))
-                        : (base == M_E ? exp(lambda) : pow(make_const(t, base), lambda));
+            if (diff.is_zero()) continue;
+            Expr d = simplify(change_expr(diff, atoms, t, slots));
+            auto raise = [&](const Expr &x) {
+                return p.base == M_E ? exp(x) : pow(make_const(t, p.base), x);
+            };
+            factor = factor.defined() ? factor * raise(d) : raise(d);
+            Expr l = raise(simplify(poly_to_expr(lambda, atoms, t)));
+            shown = shown.defined() ? shown * l : l;
         }
         if (scale_ok && factor.defined()) {
             h.kind = Repair::Scale;
@@ -733,65 +729,50 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
         why << "Its factor " << culprit << " reads the producer outside exp() or pow(). ";
     }
 
-    // Shift (max, min): g(r') - g(r) free of c.
-    if (!scale_ok && op != ReduceOp::Add) {
-        LinearForm diff = linear_form(g_new);
-        diff.add(linear_form(g), -1);
-        Expr d = producer_only(diff, t, allowed, &culprit);
-        if (d.defined()) {
-            h.kind = Repair::Shift;
-            h.term = simplify(d);
-            h.proved_symbolically = true;
-            h.log = "shift repair, proved symbolically: g(r', c) - g(r, c) is free of c";
+    // g(r', c) - g(r, c), when free of c.
+    Expr difference;
+    if (!scale_ok) {
+        AtomTable atoms;
+        PolyForm diff = change_of(g, slots, atoms);
+        if (free_of_terms(diff, atoms, &culprit)) {
+            difference = simplify(change_expr(diff, atoms, t, slots));
         } else {
             why << "g(r', c) - g(r, c) still reads " << culprit << ". ";
         }
     }
 
-    // Carried (+): g a polynomial in its one producer, or g(r') - g(r) free
-    // of c (then the carried sum is a term count).
+    // Shift (max, min): h(t) = t + (g(r', c) - g(r, c)).
+    if (!scale_ok && op != ReduceOp::Add && difference.defined()) {
+        h.kind = Repair::Shift;
+        h.term = difference;
+        h.proved_symbolically = true;
+        h.log = "shift repair, proved symbolically: g(r', c) - g(r, c) is free of c";
+    }
+
+    // Carried (+): g a polynomial in its one producer, in Taylor form; or,
+    // with several producers, g(r') - g(r) free of c (a term count).
     if (!scale_ok && op == ReduceOp::Add) {
-        std::vector<Expr> coefs;
-        if (slots.size() == 1 && polynomial(g, slots[0].var, coefs) && coefs.size() > 1) {
-            Expr r = Variable::make(slots[0].type, slots[0].var),
-                 r_new = Variable::make(slots[0].type, primed(slots[0].var));
+        if (taylor_repair(g, slots, &h)) {
+            h.log =
+                "carried repair in Taylor form, proved symbolically: g is a polynomial of "
+                "degree " +
+                std::to_string(h.carried.size()) + " in " + slots[0].func +
+                ", and the sums of its Taylor coefficients about " + slots[0].func +
+                " are carried and shifted with it";
+        } else if (difference.defined()) {
             h.kind = Repair::Carried;
-            // Degrees with a constant coefficient share one term count.
-            Expr count_change;
-            for (size_t k = 1; k < coefs.size(); k++) {
-                // Collected like terms: x * (-1/n) + (-1/n) * x is -2 * (x * 1/n)...
-                Expr a = simplify(rebuild(linear_form(coefs[k]), t));
-                if (is_const_zero(a)) continue;
-                Expr change = power(r_new, static_cast<int>(k)) - power(r, static_cast<int>(k));
-                if (is_const(a)) {
-                    change = simplify(a * change);
-                    count_change = count_change.defined() ? count_change + change : change;
-                } else {
-                    h.carried.push_back({a, change});
-                }
-            }
-            if (count_change.defined()) {
-                h.carried.insert(h.carried.begin(), {make_one(t), simplify(count_change)});
-            }
-            h.proved_symbolically = true;
-            h.log = "carried repair, proved symbolically: g is a polynomial of degree " +
-                    std::to_string(coefs.size() - 1) + " in " + slots[0].func +
-                    " whose coefficients are summed alongside";
-        } else {
-            LinearForm diff = linear_form(g_new);
-            diff.add(linear_form(g), -1);
-            Expr d = producer_only(diff, t, allowed, &culprit);
-            if (d.defined()) {
-                h.kind = Repair::Carried;
-                h.carried.push_back({make_one(t), simplify(d)});
-                h.proved_symbolically = true;
-                h.log =
-                    "carried repair with a term count, proved symbolically: g(r', c) - g(r, c) "
-                    "is free of c";
-            } else {
-                why << "g(r', c) - g(r, c) still reads " << culprit
-                    << (slots.size() == 1 ? ", and g is not a polynomial in the producer. " : ". ");
-            }
+            h.carried.push_back({make_one(t), difference});
+            h.carried_repairs.emplace_back();
+            h.log =
+                "carried repair with a term count, proved symbolically: g(r', c) - g(r, c) "
+                "is free of c";
+        } else if (slots.size() == 1) {
+            why << "g is not a polynomial in the producer. ";
+        }
+        if (h.kind == Repair::Carried) {
+            h.proved_symbolically = carried_property_one_holds(h, g, slots);
+            internal_assert(h.proved_symbolically)
+                << "the carried repair of " << member << " does not normalize to g(r', c)";
         }
     }
 
@@ -800,7 +781,7 @@ Repair derive_repair(const std::string &member, ReduceOp op, const Expr &g,
     if (h.kind == Repair::None) {
         std::mt19937_64 rng(0xfa11);
         Evaluator ev(rng);
-        Expr g_fixed = at_fixed_c(g, allowed, ev);
+        Expr g_fixed = at_fixed_c(g, ev);
         Expr g_new_fixed = prime_slots(g_fixed, slots);
         Repair candidate;
         candidate.kind = Repair::Scale;

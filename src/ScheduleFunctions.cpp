@@ -579,17 +579,18 @@ bool stmt_calls(const Stmt &s, const std::string &func) {
     return finder.found;
 }
 
-/** The name of the innermost loop that encloses every call to `func`, or ""
- * if no loop does. Unrolled loops are skipped: a Func computed there would
+/** The name of the innermost loop that encloses every call to any of
+ * `funcs` (a Func, or the members of a fused group, which are computed
+ * together), or "" if no loop does. Unrolled loops are skipped: a Func computed there would
  * be recomputed once per unrolled copy. Vectorized loops are not: there the
  * vectorizer widens the Func's storage and its loops run once for all lanes,
  * so a reduction used by a vectorized stage becomes a vector reduction. A
  * call inside the production of one of `together` counts where that
  * production is, outside its loops (the elements of one Tuple). */
-std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &func,
+std::string innermost_loop_enclosing_calls(const Stmt &s, const std::set<std::string> &funcs,
                                            const std::set<std::string> &together = {}) {
     struct Finder : IRVisitor {
-        const std::string *name;
+        const std::set<std::string> *names;
         const std::set<std::string> *together;
         std::vector<std::string> loops;
         size_t visible = SIZE_MAX;        // loops a call sees: those outside a sibling's production
@@ -610,7 +611,7 @@ std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &fun
             visible = saved;
         }
         void visit(const Call *op) override {
-            if (op->call_type == Call::Func && op->name == *name) {
+            if (op->call_type == Call::Func && names->count(op->name)) {
                 const size_t seen = std::min(loops.size(), visible);
                 if (!any) {
                     common.assign(loops.begin(), loops.begin() + seen);
@@ -624,7 +625,7 @@ std::string innermost_loop_enclosing_calls(const Stmt &s, const std::string &fun
             IRVisitor::visit(op);
         }
     } finder;
-    finder.name = &func;
+    finder.names = &funcs;
     finder.together = &together;
     s.accept(&finder);
     return finder.common.empty() ? "" : finder.common.back();
@@ -735,11 +736,15 @@ Stmt schedule_functions(const LoweringEnv &env) {
         std::string compute_loop, store_loop;
         if (fs.compute_level.is_inlined()) {
             // A Func with updates that was not scheduled: computed at the
-            // innermost loop that encloses all of its uses, those inside the
-            // production of an element of the same Tuple counted there.
+            // innermost loop that encloses all of its uses (a group's: all
+            // of its members' uses, as split_k's partials, each read by its
+            // own member's combine), those inside the production of an
+            // element of the same Tuple counted there.
             auto siblings = env.tuple_siblings.find(name);
+            std::set<std::string> computed = {name};
+            if (group) computed.insert(group->members.begin(), group->members.end());
             compute_loop = store_loop = innermost_loop_enclosing_calls(
-                s, name,
+                s, computed,
                 siblings == env.tuple_siblings.end() ? std::set<std::string>() : siblings->second);
         } else {
             compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed");
