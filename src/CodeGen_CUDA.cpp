@@ -143,16 +143,18 @@ const For *gpu_block_shape(const Stmt &kernel_body, int block[3]) {
     return shape.not_constant;
 }
 
-void check_gpu_loops(const Stmt &s, const Target &target) {
+void check_gpu_loops(const Stmt &s, const Target &target, const FuncOrigins &origins) {
     struct Checker : IRVisitor {
         const Target *target;
+        const FuncOrigins *origins;
         std::vector<const For *> loops;  // enclosing loops, outermost first
         using IRVisitor::visit;
         void visit(const For *op) override {
             if (is_gpu(op->for_type)) {
                 const std::string func = func_of_loop(op->name);
+                const std::string named = func_for_message(*origins, func);
                 user_assert(target->has_feature(Target::CUDA))
-                    << "Func " << func << " runs its loop " << op->name << " with "
+                    << named << " runs its loop " << op->name << " with "
                     << gpu_directive(op->for_type) << ", but the target " << target->to_string()
                     << " has no GPU. Compile for one, e.g. Target(\"host-cuda-sm_90\"), or use "
                        "parallel() for the CPU.";
@@ -161,7 +163,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                 for (const For *l : loops) {
                     user_assert(l->for_type != ForType::Parallel &&
                                 l->for_type != ForType::Vectorized)
-                        << "Func " << func << "'s GPU loop " << op->name << " is inside the "
+                        << named << "'s GPU loop " << op->name << " is inside the "
                         << for_type_name(l->for_type) << " loop " << l->name
                         << ": GPU loops must be outside every parallel or vectorized loop. "
                            "Vectorize a loop inside the GPU loops, or reorder() them; note that "
@@ -177,7 +179,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                 }
                 user_assert(!(op->for_type == ForType::GPUBlock && block_loop &&
                               stage_of_loop(block_loop->name) != stage_of_loop(op->name)))
-                    << "Func " << func << "'s gpu_blocks loop " << op->name
+                    << named << "'s gpu_blocks loop " << op->name
                     << " is inside the gpu_blocks loop " << block_loop->name << " of Func "
                     << func_of_loop(block_loop->name)
                     << ": a Func computed inside a kernel runs in that kernel's blocks and cannot "
@@ -192,7 +194,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                 // other thread can see.
                 if (op->for_type == ForType::GPUThread && other_stage_threads) {
                     const For *l = other_stage_threads;
-                    user_error << "Func " << func << "'s gpu_threads loop " << op->name
+                    user_error << named << "'s gpu_threads loop " << op->name
                                << " is inside the gpu_threads loop " << l->name << " of Func "
                                << func_of_loop(l->name) << ", where each thread computes " << func
                                << " alone: threads cannot share it there. To compute " << func
@@ -207,20 +209,20 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
                 }
                 if (op->for_type == ForType::GPUThread) {
                     user_assert(in_block)
-                        << "Func " << func << "'s loop " << op->name
+                        << named << "'s loop " << op->name
                         << " is a gpu_threads loop with no gpu_blocks loop around it. Threads "
                            "run inside blocks: mark an outer loop with gpu_blocks (gpu_tile "
                            "does both), or compute "
                         << func << " inside another Func's block loop.";
                 } else {
                     user_assert(!in_thread)
-                        << "Func " << func << "'s gpu_blocks loop " << op->name
+                        << named << "'s gpu_blocks loop " << op->name
                         << " is inside a gpu_threads loop. Block loops must enclose thread loops.";
                 }
                 int depth = gpu_loop_chain_depth(Stmt(op), op->for_type);
                 user_assert(depth <= 3)
-                    << "Func " << func << " has " << depth << " nested "
-                    << gpu_directive(op->for_type) << " loops from " << op->name
+                    << named << " has " << depth << " nested " << gpu_directive(op->for_type)
+                    << " loops from " << op->name
                     << "; a CUDA kernel has at most three (x, y, z). Fuse some of them first.";
             }
             loops.push_back(op);
@@ -229,6 +231,7 @@ void check_gpu_loops(const Stmt &s, const Target &target) {
         }
     } checker;
     checker.target = &target;
+    checker.origins = &origins;
     s.accept(&checker);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "LoweredFunc.h"
+#include "Util.h"
 #include "loom/Target.h"
 
 namespace loom {
@@ -81,7 +82,7 @@ const For *gpu_block_shape(const Stmt &kernel_body, int block[3]);
  * inside another kernel's thread loops, thread loops with no block loop
  * around them, more than three block or thread dimensions, and GPU loops
  * inside parallel or vectorized loops. Names the Func whose loop it is. */
-void check_gpu_loops(const Stmt &s, const Target &target);
+void check_gpu_loops(const Stmt &s, const Target &target, const FuncOrigins &origins = {});
 
 }  // namespace internal
 }  // namespace loom

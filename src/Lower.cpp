@@ -77,7 +77,7 @@ void check_placement(const Stmt &s, const LoweringEnv &env) {
             set.insert(op->name);
             if (op->is_producer && !env->is_output(op->name)) {
                 user_assert(realized.count(op->name))
-                    << "Func " << op->name
+                    << func_for_message(env->origins, op->name)
                     << " is computed outside the loop where it is stored: its store_at level "
                        "must enclose its compute_at level.";
             }
@@ -88,7 +88,8 @@ void check_placement(const Stmt &s, const LoweringEnv &env) {
             if (op->call_type == Call::Func && !env->is_output(op->name) &&
                 !producing.count(op->name)) {
                 user_assert(consuming.count(op->name))
-                    << "Func " << op->name << " is used outside the loop where it is computed ("
+                    << func_for_message(env->origins, op->name)
+                    << " is used outside the loop where it is computed ("
                     << env->schedules.at(op->name).compute_level.to_string()
                     << "). Compute it at a loop that encloses every use, or at root.";
             }
@@ -239,7 +240,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = substitute_fixed_sizes(s, promising);
     debug_print("schedule_functions", s);
     check_placement(s, env);
-    check_gpu_loops(s, target);
+    check_gpu_loops(s, target, env.origins);
     s = skip_masked_tiles(s, env);
     debug_print("skip_masked_tiles", s);
 

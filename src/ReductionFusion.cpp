@@ -671,6 +671,8 @@ class Chain {
         u.values = {call(c, pure_args(c)) + make_one(Int(32))};
         c->updates.push_back(u);
         register_made(c);
+        env.origins[c->name] = "the term count that " + what + " carries with the chain of " +
+                               leader + ", computed with it";
         add(c->name);
         member(c->name).made = true;
         count = c->name;
@@ -727,6 +729,8 @@ class Chain {
             u.values = {call(c, pure_args(c)) + substitute(producer_calls, sum.per_term)};
             c->updates.push_back(u);
             register_made(c);
+            env.origins[c->name] = "a running sum that " + what + " carries beside " + m.name +
+                                   " to repair it, computed with the chain";
             family.emplace_back(sum.per_term, c->name);
             add(c->name);
             names.push_back(c->name);
@@ -1262,6 +1266,9 @@ class Rewriter {
             auto f = make_reduction(name, args, m.op, m.f->output_types[0], nullptr);
             f->updates.clear();
             target[m.name] = f;
+            env.origins[name] = "the partial values of " + m.name + " per chunk, which " + what +
+                                " makes; all the chunks' partials are placed and looped by the "
+                                "Stage that split_k returns, e.g. sch.split_k(...).compute_root()";
         }
         FuncSchedule placement;
         placement.compute_level = placement.store_level = LoopLevel::inlined();
@@ -1564,6 +1571,10 @@ class Rewriter {
                 args.push_back(outer);
                 partial[m.name] = make_reduction(target.at(m.name)->name + "_tile", args, m.op,
                                                  m.f->output_types[0], tile_dom);
+                env.origins[partial[m.name]->name] =
+                    "the running value of " + m.name + " after each tile of " + what +
+                    ", placed by the fused pass; schedule the Stage that " +
+                    (d.kind == FusionDirective::SplitK ? "split_k" : "rolling_update") + " returns";
             }
         }
         // Bridges see the producers' values for the chunk and tile of their
@@ -1948,6 +1959,10 @@ class Rewriter {
             auto f = make_lowered_function(*b.f);
             if (b.read_outside) {
                 f->name = b.f->name + "_fused";
+                env.origins[f->name] = "the copy of " + b.f->name +
+                                       " that reads the running "
+                                       "values of " +
+                                       what + ", scheduled as " + b.f->name + " is";
                 user_assert(!env.funcs.count(f->name))
                     << what << ": the pipeline already has a Func named " << f->name << ".";
             }

@@ -689,15 +689,15 @@ std::vector<std::string> candidate_loops(const Stmt &s, const std::string &consu
 }
 
 std::string resolve_loop_level(const Stmt &s, const LoopLevel &level, const std::string &func,
-                               const char *what) {
+                               const char *what, const FuncOrigins &origins) {
     if (level.is_root()) return "";
     std::vector<std::string> present;
     std::vector<std::string> loops = candidate_loops(s, level.func, level.var, func, &present);
     if (loops.empty()) {
         std::string list;
         for (const std::string &n : present) list += (list.empty() ? "" : ", ") + n;
-        user_error << "Func " << func << " is " << what << " at " << level.func << "." << level.var
-                   << ", but " << level.func << " has no loop '" << level.var
+        user_error << func_for_message(origins, func) << " is " << what << " at " << level.func
+                   << "." << level.var << ", but " << level.func << " has no loop '" << level.var
                    << "' (after its splits)"
                    << (list.empty() ? ", or " + level.func +
                                           " is inlined or itself computed inside Func " + func
@@ -747,12 +747,12 @@ Stmt schedule_functions(const LoweringEnv &env) {
                 s, computed,
                 siblings == env.tuple_siblings.end() ? std::set<std::string>() : siblings->second);
         } else {
-            compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed");
+            compute_loop = resolve_loop_level(s, fs.compute_level, name, "computed", env.origins);
             store_loop = fs.store_level.kind == fs.compute_level.kind &&
                                  fs.store_level.func == fs.compute_level.func &&
                                  fs.store_level.var == fs.compute_level.var
                              ? compute_loop
-                             : resolve_loop_level(s, fs.store_level, name, "stored");
+                             : resolve_loop_level(s, fs.store_level, name, "stored", env.origins);
         }
 
         std::vector<std::string> realized = {name};

@@ -11,6 +11,7 @@
 
 #include "Function.h"
 #include "ScheduleContents.h"
+#include "Util.h"
 
 namespace loom {
 namespace internal {
@@ -53,6 +54,8 @@ struct LoweringEnv {
      * a sibling reads is computed where that sibling is, not inside its
      * loops: a Tuple's elements are computed together. */
     std::map<std::string, std::set<std::string>> tuple_siblings;
+    /** The Funcs reduction fusion made, for messages (func_for_message). */
+    FuncOrigins origins;
     bool is_output(const std::string &name) const;
     /** The group `name` leads, or null. */
     const FusedGroup *group_led_by(const std::string &name) const;

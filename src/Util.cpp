@@ -63,6 +63,11 @@ std::string stage_of_loop(const std::string &loop) {
     return loop;
 }
 
+std::string func_for_message(const FuncOrigins &origins, const std::string &name) {
+    auto it = origins.find(name);
+    return it == origins.end() ? "Func " + name : "Func " + name + " (" + it->second + ")";
+}
+
 std::string func_of_loop(const std::string &loop) {
     const std::string stage = stage_of_loop(loop);
     return stage.substr(0, stage.rfind(".s"));

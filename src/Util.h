@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ bool ends_with(const std::string &s, const std::string &suffix);
 
 /** Joins the strings with a separator: join({"a", "b"}, ", ") == "a, b". */
 std::string join(const std::vector<std::string> &parts, const std::string &sep);
+
+/** Where each Func the compiler made comes from, by name: which directive
+ * made it for which of the user's Funcs, and how the user places it. */
+using FuncOrigins = std::map<std::string, std::string>;
+
+/** "Func f" for a message, or "Func m_partial (what made it)" for a Func
+ * the compiler made, so that an error about it names the user's Func, the
+ * directive and the call that fixes it. */
+std::string func_for_message(const FuncOrigins &origins, const std::string &name);
 
 /** Parts of a loop's name after lowering, func.sK.var ("f.s1.r.x"): its
  * stage ("f.s1"), its Func ("f") and its variable ("r.x"). A name of

@@ -685,3 +685,71 @@ TEST(ReductionFusion, SplitKVectorizesAnArgmax) {
 }
 
 }  // namespace
+
+TEST(ReductionFusion, EveryDirectiveWithNoFurtherScheduling) {
+    // What a new user writes first: the directive alone. The chains' other
+    // Funcs, the partials and the combines take their default places.
+    BufferParam x(Float(32), 2, "x"), v(Float(32), 2, "v");
+    BufferParam target(Int(32), 1, "target");
+    Var i("i"), d("d");
+    RDom r(0, x.dim(1).extent(), "r");
+    x.set(random_buffer<float>({5, 43}, -6, 6));
+    v.set(random_buffer<float>({43, 3}));
+    Buffer<int32_t> t({5});
+    t.fill([](const std::vector<int> &c) { return (c[0] * 7) % 43; });
+    target.set(t);
+    struct Chain {
+        std::string name;
+        Func out, reduction;
+        std::vector<int> shape;
+    };
+    std::vector<Chain> chains;
+    {
+        Func m("m"), l("l"), out("log_softmax");
+        m(i) = maximum(x(i, r));
+        l(i) = sum(exp(x(i, r) - m(i)));
+        out(i, d) = x(i, d) - m(i) - log(l(i));
+        chains.push_back({"log-softmax", out, l, {5, 43}});
+    }
+    {
+        Func m("m"), l("l"), out("cross_entropy");
+        m(i) = maximum(x(i, r));
+        l(i) = sum(exp(x(i, r) - m(i)));
+        out(i) = m(i) + log(l(i)) - x(i, clamp(target(i), 0, 42));
+        chains.push_back({"cross-entropy", out, l, {5}});
+    }
+    {
+        Func m("m"), l("l"), o("o"), out("average");
+        m(i) = maximum(x(i, r));
+        l(i) = sum(exp(x(i, r) - m(i)));
+        o(i, d) = sum(exp(x(i, r) - m(i)) * v(r, d));
+        out(i, d) = o(i, d) / l(i);
+        chains.push_back({"softmax-weighted average", out, o, {5, 3}});
+    }
+    {
+        Func s("s"), l("l"), out("variance");
+        Expr n = cast<float>(x.dim(1).extent());
+        s(i) = sum(x(i, r));
+        l(i) = sum((x(i, r) - s(i) / n) * (x(i, r) - s(i) / n));
+        out(i) = l(i) / n;
+        chains.push_back({"variance", out, l, {5}});
+    }
+    for (const Chain &c : chains) {
+        Buffer<float> expected(interpret(c.out, c.shape));
+        for (int k = 0; k < 5; k++) {
+            Schedule sch;
+            Var chunk("c");
+            const char *what[] = {"rolling_update", "rolling_update in tiles of 8", "split_k 7",
+                                  "split_k 7 interleaved", "split_k 4 in tiles of 5"};
+            if (k == 0) sch.rolling_update(c.reduction, r);
+            if (k == 1) sch.rolling_update(c.reduction, r).split(r, RVar("ro"), RVar("ri"), 8);
+            if (k == 2) sch.split_k(c.reduction, r, 7, chunk);
+            if (k == 3) sch.split_k(c.reduction, r, 7, chunk, ChunkLayout::Interleaved);
+            if (k == 4) sch.split_k(c.reduction, r, 4, chunk).split(r, RVar("ro"), RVar("ri"), 5);
+            SCOPED_TRACE(c.name + ", " + what[k]);
+            Buffer<float> actual(c.shape);
+            Pipeline(c.out).compile(sch).realize({actual});
+            EXPECT_TRUE(buffers_match(actual, expected, 2e-5, 2e-5));
+        }
+    }
+}

@@ -434,3 +434,21 @@ TEST(FusionErrors, NoStateServesEveryDependent) {
          "no state serves every dependent of s", "Compute"}));
     EXPECT_NO_THROW(Pipeline(out).compile(Schedule()));
 }
+
+TEST(FusionErrors, ErrorsAboutMadeFuncsNameTheirOrigin) {
+    // The partials split_k makes are placed by the Stage it returns: placed
+    // inside out's loop while the combine is at root, they are refused by a
+    // message that says which directive made them and how to place them.
+    Rows a;
+    a.l(a.i) = sum(exp(a.x(a.i, a.r) - a.m(a.i)));
+    a.out(a.i) = a.m(a.i) + log(a.l(a.i));
+    Schedule sch;
+    sch.split_k(a.l, a.r, 3, Var("c")).compute_at(a.out, a.i);
+    sch[a.l].compute_root();
+    sch[a.m].compute_root();
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { a.compile(sch); },
+        {"_partial (the partial values of", "per chunk, which split_k(l, r.x) makes",
+         "placed and looped by the Stage that split_k returns", "sch.split_k(...).compute_root()",
+         "is used outside the loop where it is computed"}));
+}
