@@ -541,10 +541,12 @@ class Chain {
             os << what << ": " << m.name << " " << reduce_op_name(m.op) << "= " << m.g_slots
                << "; repair " << m.repair.formula(m.slots) << " (" << m.repair.log << ")";
             log.push_back(os.str());
-            add_carried_sums(name);  // may grow `members`: `m` is not used after
         }
         choose_pivots(log);
         check_conditioning_of_members(log);
+        // The carried sums join the chain as members, with the repairs of
+        // the state chosen.
+        for (const std::string &name : names) add_carried_sums(name);
         order_members();
     }
 

@@ -233,6 +233,11 @@ Expr derivative(const Expr &e, const std::string &var) {
     auto plus = [](const Expr &a, const Expr &b) {
         if (is_const_zero(a)) return b;
         if (is_const_zero(b)) return a;
+        // d(u * u) = u' u + u u': once, doubled.
+        if (const Mul *ma = a.as<Mul>(), *mb = b.as<Mul>();
+            ma && mb && equal(ma->a, mb->b) && equal(ma->b, mb->a)) {
+            return a * make_const(a.type(), 2);
+        }
         return a + b;
     };
     auto times = [&](const Expr &a, const Expr &b) {

@@ -133,7 +133,8 @@ void variance(int rows, int cols, std::mt19937 &rng) {
     std::snprintf(title, sizeof(title),
                   "Variance, %d rows of %d floats drawn as mean + N(0, 1): worst relative error",
                   rows, cols);
-    print_table(title, means, names_of(schedules), measure(out, rows, schedules, means, inputs, error));
+    print_table(title, means, names_of(schedules),
+                measure(out, rows, schedules, means, inputs, error));
 }
 
 void tempered_softmax(int rows, int cols, std::mt19937 &rng) {
@@ -186,7 +187,8 @@ void tempered_softmax(int rows, int cols, std::mt19937 &rng) {
                   "Softmax-weighted average with exp((x - max) / T), T = 0.6 a Param, %d rows of "
                   "%d ascending scores drawn as mean + N(0, 1): worst relative error",
                   rows, cols);
-    print_table(title, means, names_of(schedules), measure(out, rows, schedules, means, inputs, error));
+    print_table(title, means, names_of(schedules),
+                measure(out, rows, schedules, means, inputs, error));
 }
 
 }  // namespace

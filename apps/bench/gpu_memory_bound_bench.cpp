@@ -276,6 +276,26 @@ void add_cases(std::vector<Case> &cases, const BufferParam &in, bool aligned, bo
         n.bind = bind_rmsnorm(rms);
         cases.push_back(n);
     }
+    // LayerNorm's statistics in one pass over the row (the variance rolled
+    // with the sum, about the running mean: LayerNorm::schedule_gpu_one_pass),
+    // beside the two-pass kernels above: staged, the copy is read once
+    // instead of twice; unstaged, the row is read from device memory twice
+    // instead of three times.
+    for (const auto &[staged, threads] :
+         {std::pair{true, 512}, {true, 256}, {false, 256}, {false, 1024}}) {
+        if (!staged && !unstaged_too) continue;
+        Case l{std::string("LayerNorm (one pass, ") + (staged ? "staged, " : "unstaged, ") +
+                   std::to_string(threads) + " threads)" + suffix,
+               in,
+               ln.out,
+               Schedule(),
+               nullptr,
+               gpu};
+        ln.schedule_cpu_one_pass(l.cpu);
+        ln.schedule_gpu_one_pass(l.gpu, threads, 4, staged);
+        l.bind = bind_layernorm(ln);
+        cases.push_back(l);
+    }
     // Online softmax rolling 4 and 16 floats per step of a thread, beside
     // the default 8 (Softmax::schedule_gpu_online), 256 threads a block.
     for (const int per_step : {4, 16}) {

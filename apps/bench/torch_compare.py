@@ -25,7 +25,10 @@ in its threads' registers (loom_<app>_cuda_registers, generator params
 rows_in_registers=true columns=16384: rows of exactly 16384 floats, aligned,
 read from device memory once with no shared memory), checked at rows of
 16384 and seen to refuse rows of 4096, and timed as "Loom, registers" where
-the rows are 16384 floats long. Bandwidth counts the bytes a
+the rows are 16384 floats long. LayerNorm comes once more with its
+statistics in one pass over the row (loom_layernorm_<device>_one_pass and,
+on the GPU, _one_pass_unstaged: generator param one_pass=true), timed as
+"Loom, one_pass". Bandwidth counts the bytes a
 kernel must move (its input read once, its output written once), like
 apps/bench/gpu_memory_bound_bench. On the GPU everything runs on PyTorch's
 current stream (loom_cuda_set_stream) and is timed with CUDA events; on the
@@ -130,16 +133,17 @@ class Library:
         return message.decode() if message else "(no message)"
 
     def kernel(self, app, device, variant=""):
-        """The app for the device; variant "aligned", "fast", "unstaged" or "registers"
-        for the library's other versions of it."""
+        """The app for the device; variant "aligned", "fast", "unstaged", "registers",
+        "one_pass" or "one_pass_unstaged" for the library's other versions of it."""
         return Kernel(self, "loom_%s_%s%s" % (app, device, "_" + variant if variant else ""))
 
     def has(self, app, device, variant):
         """Whether the library has the variant ("aligned": aligned rows
         promised, generator param aligned_rows=true; "fast": the target
         feature fast_math; "unstaged": generator param stage_rows=false;
-        "registers": rows_in_registers=true, rows of REGISTER_COLUMNS) of
-        the app for the device."""
+        "registers": rows_in_registers=true, rows of REGISTER_COLUMNS;
+        "one_pass", "one_pass_unstaged": LayerNorm's statistics in one pass,
+        generator param one_pass=true) of the app for the device."""
         return hasattr(self.lib, "loom_%s_%s_%s_argv" % (app, device, variant))
 
 
@@ -316,7 +320,8 @@ def benchmark(torch, library, device, rows, cols, timer, compile_too, generator)
         rows_of_table = [("Loom (AOT)", timer(loom_call))]
         expected = torch_fn(*inputs)
         outputs = [loom_out]
-        for variant in ("aligned", "fast", "unstaged", "registers"):
+        for variant in ("aligned", "fast", "unstaged", "registers", "one_pass",
+                        "one_pass_unstaged"):
             if not library.has(app, device, variant) or (variant == "aligned" and cols % 4):
                 continue
             if variant == "registers" and cols != REGISTER_COLUMNS:
@@ -396,7 +401,9 @@ def main():
         for rows, cols in ((37, 3001), (5, 4096)):
             worst = check(torch, library, app, args.device, rows, cols, generator)
             print("  %-11s %5d x %-5d worst absolute difference %.2e" % (app, rows, cols, worst))
-        for variant, what in (("fast", "fast_math"), ("unstaged", "unstaged")):
+        for variant, what in (("fast", "fast_math"), ("unstaged", "unstaged"),
+                              ("one_pass", "statistics in one pass"),
+                              ("one_pass_unstaged", "one pass, unstaged")):
             if library.has(app, args.device, variant):
                 worst = check(torch, library, app, args.device, 37, 3001, generator, variant)
                 print("  %-11s %5d x %-5d worst absolute difference %.2e (%s)"

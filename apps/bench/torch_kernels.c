@@ -9,5 +9,8 @@
  * apps, loom_<app>_cuda_unstaged (generator param stage_rows=false) and
  * loom_<app>_cuda_registers (rows_in_registers=true: rows of exactly 16384
  * floats, aligned, kept in their threads' registers), with
- * their _argv and _metadata entry points. */
+ * their _argv and _metadata entry points; and loom_layernorm_cpu_one_pass,
+ * loom_layernorm_cuda_one_pass and loom_layernorm_cuda_one_pass_unstaged
+ * (generator param one_pass=true: the statistics in one pass over the
+ * row). */
 const char *loom_torch_kernels(void) { return "softmax,layernorm,rmsnorm,silu_chain"; }

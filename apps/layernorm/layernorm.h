@@ -57,6 +57,38 @@ struct LayerNorm {
         sch[sum_sq].compute_at(out, ri);
         sch[inv_std].compute_at(out, ri);
     }
+    /** The row statistics in one pass over the row: sum_sq rolled with
+     * sum_x (rolling_update of sum_sq) over tiles of `tile` points, each
+     * tile a vector, the squares kept about the running mean (Welford's
+     * update, which the compiler derives from the two-pass definition:
+     * docs/numerics.md). Then the normalized row. Reads each row twice
+     * instead of three times; as accurate as the two passes. */
+    void schedule_cpu_one_pass(loom::Schedule &sch, int rows_per_task = 8, int vector = 16,
+                               int tile = 64) const {
+        using namespace loom;
+        Var ro("ro"), ri("ri");
+        RVar ko("ko"), ki("ki");
+        sch[out].split(r, ro, ri, rows_per_task).parallel(ro).vectorize(c, vector);
+        sch.rolling_update(sum_sq, k).split(k, ko, ki, tile).vectorize(ki);
+        for (const Func &f : {sum_sq, mean, inv_std}) sch[f].compute_at(out, ri);
+    }
+    /** One GPU block per row, the row statistics in one pass: as
+     * schedule_gpu_per_thread, each thread rolls its own interleaved points
+     * of the row (`per_step` floats a step, 0: two vectors, one with
+     * `stage_rows`), but through sum_sq's fused chain: its sum and the
+     * squares about its running mean, so that the row is read once for
+     * both; the block then combines the threads' states with the derived
+     * repair (Chan's combine). Without `stage_rows` the normalized row
+     * reads the row again (from L2 as a rule): two reads instead of three,
+     * in any row length. */
+    void schedule_gpu_one_pass(loom::Schedule &sch, int threads = 256, int vector = 4,
+                               bool stage_rows = false, int per_step = 0) const {
+        loom_apps::schedule_rows_on_gpu(sch, input, out, r, c, k, {}, {mean, inv_std}, threads,
+                                        vector, stage_rows);
+        const int step = per_step > 0 ? per_step : stage_rows ? vector : 2 * vector;
+        loom_apps::reduce_row_per_thread(sch, sum_sq, k, out, r, threads, step);
+        sch[sum_x].compute_at(out, r);
+    }
     /** One GPU block per row: the two reductions are shared by the block's
      * threads, the row statistics are single points in shared memory, and
      * the output row is written `vector` floats per thread. With
@@ -117,6 +149,11 @@ struct LayerNorm {
     loom::Schedule cpu_schedule() const {
         loom::Schedule sch;
         schedule_cpu(sch);
+        return sch;
+    }
+    loom::Schedule cpu_one_pass_schedule() const {
+        loom::Schedule sch;
+        schedule_cpu_one_pass(sch);
         return sch;
     }
 };

@@ -28,6 +28,7 @@
 #include "app_blur.h"
 #include "app_gemm.h"
 #include "app_layernorm.h"
+#include "app_layernorm_one_pass.h"
 #include "app_rmsnorm.h"
 #include "app_silu_chain.h"
 #include "app_softmax.h"
@@ -185,6 +186,11 @@ TEST(AppsAot, LayerNorm) {
         db(beta.data(), kFloat32, {C}), dout(out.data(), kFloat32, {R, C});
     ASSERT_EQ(app_layernorm(din.raw(), dg.raw(), db.raw(), eps, dout.raw()), 0) << last_error();
     layernorm::reference(in.data(), gamma.data(), beta.data(), eps, ref.data(), R, C);
+    EXPECT_LE(max_error(out, ref), 1e-4);
+    // Its statistics in one pass (generator param one_pass=true).
+    std::fill(out.begin(), out.end(), 0.0f);
+    ASSERT_EQ(app_layernorm_one_pass(din.raw(), dg.raw(), db.raw(), eps, dout.raw()), 0)
+        << last_error();
     EXPECT_LE(max_error(out, ref), 1e-4);
 }
 
