@@ -534,6 +534,7 @@ struct Scenario {
     const char *what;
     double offset;
     bool ascending;
+    bool long_run = false;  // 8 times as many terms, once
 };
 
 std::string describe(const Scenario &sc) {
@@ -605,15 +606,20 @@ ConditioningReport simulate(const ConditioningSubject &s) {
         {"a large offset", 1000, false},
         {"mixed signs", 0, false},
         {"a producer that moves at every term", 1000, true},
+        {"a long reduction", 1000, false, true},
     };
     const int chunk_counts[] = {1, 8};
     Family family(s);
     report.checked = true;
     double worst = 0;
+    const bool fixed_length = s.extent.as<IntImm>() != nullptr;
     for (const Scenario &sc : scenarios) {
+        if (sc.long_run && fixed_length) continue;
+        const int terms = sc.long_run ? 8 * lanes : lanes;
         for (uint64_t seed : {1u, 2u}) {
-            Data data(lanes, sc.offset, sc.ascending, 0xc0de + seed * 7919, extent);
-            Simulation sim(s, family, data, lanes);
+            if (sc.long_run && seed > 1) continue;
+            Data data(terms, sc.offset, sc.ascending, 0xc0de + seed * 7919, extent);
+            Simulation sim(s, family, data, terms);
             double magnitude = 0;
             double exact = sim.unfused(true, &magnitude);
             if (!std::isfinite(exact)) continue;
@@ -622,10 +628,10 @@ ConditioningReport simulate(const ConditioningSubject &s) {
             // Summing the terms in another order costs about u sqrt(N) of
             // their magnitudes: the unfused order's own error, typically.
             double floor =
-                std::max(unit_roundoff(t) * std::sqrt(lanes) * magnitude, sim.producer_rounding());
+                std::max(unit_roundoff(t) * std::sqrt(terms) * magnitude, sim.producer_rounding());
             floor = std::max(floor, 1e-300);
             for (int chunks : chunk_counts) {
-                if (chunks > lanes) continue;
+                if (chunks > terms) continue;
                 double fused_error = std::abs(sim.fused(chunks) - exact);
                 if (std::isnan(fused_error)) fused_error = INFINITY;
                 double ratio = fused_error / std::max(unfused_error, floor);
@@ -635,7 +641,7 @@ ConditioningReport simulate(const ConditioningSubject &s) {
                     std::ostringstream os;
                     os << (chunks == 1 ? "rolled one term a step"
                                        : "in " + std::to_string(chunks) + " chunks combined")
-                       << ", on " << lanes << " terms drawn as " << describe(sc) << " (" << sc.what
+                       << ", on " << terms << " terms drawn as " << describe(sc) << " (" << sc.what
                        << ")";
                     report.worst_case = os.str();
                     double scale = std::max(std::abs(exact), floor);
@@ -649,6 +655,7 @@ ConditioningReport simulate(const ConditioningSubject &s) {
     report.stable = worst <= kConditioningFactor;
     std::ostringstream os;
     os << "conditioning checked in " << type_name(t) << " on " << lanes
+       << (fixed_length ? "" : " and " + std::to_string(8 * lanes))
        << " terms (a large offset against a unit spread, mixed signs, a producer moving at "
           "every term), rolled and in chunks: error at worst "
        << (worst < 0.01 ? 0.01 : std::round(worst * 100) / 100)
