@@ -572,7 +572,10 @@ class Chain {
         for (const Member &m : members) names.push_back(m.name);
         for (const std::string &name : names) {
             const Member p = member(name);
-            if (p.op != ReduceOp::Add || !p.producers.empty() || !p.f->output_types[0].is_float())
+            // The pivot is formed in the producer's type, which must hold N
+            // (float16 stops at 65504).
+            const Type pt = p.f->output_types[0];
+            if (p.op != ReduceOp::Add || !p.producers.empty() || !pt.is_float() || pt.bits < 32)
                 continue;
             bool read = false;
             for (const Member &m : members) {
