@@ -103,11 +103,10 @@ TEST(Apps, Softmax) {
     EXPECT_LE(max_error(out, ref), 1e-6);
 }
 
-TEST(Apps, LayerNorm) {
-    const int R = 13, C = 100;
-    layernorm::LayerNorm app;
-    // Far from zero on purpose: the two-pass variance must not cancel.
-    Buffer<float> in = random_buffer({R, C}, 90, 110, 5);
+/** Binds LayerNorm's inputs (random gamma and beta, eps 1e-5) for rows
+ * `in`, and returns the reference output. */
+std::vector<float> bind_layernorm(layernorm::LayerNorm &app, const Buffer<float> &in) {
+    const int R = in.extent(0), C = in.extent(1);
     Buffer<float> gamma = random_buffer({C}, 0.5, 1.5, 6), beta = random_buffer({C}, -1, 1, 7);
     app.input.set(in);
     app.gamma.set(gamma);
@@ -115,6 +114,14 @@ TEST(Apps, LayerNorm) {
     app.eps.set(1e-5f);
     std::vector<float> ref(size_t(R) * C);
     layernorm::reference(in.data(), gamma.data(), beta.data(), 1e-5f, ref.data(), R, C);
+    return ref;
+}
+
+TEST(Apps, LayerNorm) {
+    const int R = 13, C = 100;
+    layernorm::LayerNorm app;
+    // Far from zero on purpose: the two-pass variance must not cancel.
+    const std::vector<float> ref = bind_layernorm(app, random_buffer({R, C}, 90, 110, 5));
     for (bool one_pass : {false, true}) {
         SCOPED_TRACE(one_pass ? "one pass" : "two passes");
         Buffer<float> out({R, C});
@@ -138,14 +145,7 @@ TEST(Apps, LayerNormInOnePassAtLargeOffsets) {
             std::normal_distribution<double> normal(0, 1);
             in.fill(
                 [&](const std::vector<int> &) { return static_cast<float>(mean + normal(rng)); });
-            Buffer<float> gamma = random_buffer({C}, 0.5, 1.5, 6),
-                          beta = random_buffer({C}, -1, 1, 7);
-            app.input.set(in);
-            app.gamma.set(gamma);
-            app.beta.set(beta);
-            app.eps.set(1e-5f);
-            std::vector<float> ref(size_t(R) * C);
-            layernorm::reference(in.data(), gamma.data(), beta.data(), 1e-5f, ref.data(), R, C);
+            const std::vector<float> ref = bind_layernorm(app, in);
             Buffer<float> two({R, C}), one({R, C});
             Pipeline(app.out).compile(app.cpu_schedule()).realize({two});
             Pipeline(app.out).compile(app.cpu_one_pass_schedule()).realize({one});
