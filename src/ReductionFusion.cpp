@@ -111,14 +111,29 @@ class ReplaceCalls : public IRMutator {
     }
 };
 
-Definition map_definition(const Definition &d, const std::function<Expr(const Expr &)> &f) {
+/** The reduction domains a pass over definitions rewrote, by the original:
+ * definitions that shared a domain share its rewrite, since reduction
+ * fusion finds a chain by the identity of its RDom. */
+using DomainRewrites = std::map<const ReductionDomainContents *, ReductionDomainPtr>;
+
+Definition map_definition(const Definition &d, const std::function<Expr(const Expr &)> &f,
+                          DomainRewrites &domains) {
     Definition r = d;
     for (Expr &v : r.values) v = f(v);
     for (Expr &a : r.args) a = f(a);
     if (d.rdom && d.rdom->predicate.defined()) {
-        auto dom = std::make_shared<ReductionDomainContents>(*d.rdom);
-        dom->predicate = f(d.rdom->predicate);
-        r.rdom = dom;
+        auto known = domains.find(d.rdom.get());
+        if (known != domains.end()) {
+            r.rdom = known->second;
+        } else {
+            Expr p = f(d.rdom->predicate);
+            if (!p.same_as(d.rdom->predicate)) {
+                auto dom = std::make_shared<ReductionDomainContents>(*d.rdom);
+                dom->predicate = p;
+                r.rdom = dom;
+            }
+            domains[d.rdom.get()] = r.rdom;
+        }
     }
     return r;
 }
@@ -168,10 +183,11 @@ void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
         return Call::make(op->type, w->name, pure_args(w), Call::Func, w, op->value_index);
     };
     auto fix = [&](const Expr &e) { return self.mutate(substitute(rename, e)); };
-    w->init = map_definition(r->init, fix);
+    DomainRewrites domains;
+    w->init = map_definition(r->init, fix, domains);
     w->init.args = pure_args(w);
     for (Definition &u : w->updates) {
-        u = map_definition(u, fix);
+        u = map_definition(u, fix, domains);
         u.args = pure_args(w);
     }
 
@@ -190,9 +206,11 @@ void fold_inline_reduction(LoweringEnv &env, const std::string &reduction,
     for (auto &kv : env.funcs) {
         if (kv.first == reduction || kv.first == user_w->name) continue;
         auto copy = make_lowered_function(*kv.second);
-        copy->init = map_definition(copy->init, [&](const Expr &e) { return to_w.mutate(e); });
+        copy->init = map_definition(
+            copy->init, [&](const Expr &e) { return to_w.mutate(e); }, domains);
         for (Definition &u : copy->updates)
-            u = map_definition(u, [&](const Expr &e) { return to_w.mutate(e); });
+            u = map_definition(
+                u, [&](const Expr &e) { return to_w.mutate(e); }, domains);
         kv.second = copy;
         env.schedules[kv.first].func = copy;
     }
@@ -356,10 +374,11 @@ std::vector<std::string> decompose_tuple(LoweringEnv &env, const std::string &na
         env.schedules[parts[k]->name] = pfs;
         pos = env.order.insert(pos, parts[k]->name) + 1;
     }
+    DomainRewrites domains;
     for (auto &kv : env.funcs) {
         auto copy = make_lowered_function(*kv.second);
-        copy->init = map_definition(copy->init, relink);
-        for (Definition &d : copy->updates) d = map_definition(d, relink);
+        copy->init = map_definition(copy->init, relink, domains);
+        for (Definition &d : copy->updates) d = map_definition(d, relink, domains);
         kv.second = copy;
         env.schedules[kv.first].func = copy;
     }
@@ -2217,11 +2236,14 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
             if (it == fresh.end() || c->func == it->second) return Expr();
             return Call::make(c->type, c->name, c->args, Call::Func, it->second, c->value_index);
         };
+        DomainRewrites domains;
         for (auto &kv : env.funcs) {
             FunctionContents &f = *kv.second;
-            f.init = map_definition(f.init, [&](const Expr &e) { return relink.mutate(e); });
+            f.init = map_definition(
+                f.init, [&](const Expr &e) { return relink.mutate(e); }, domains);
             for (Definition &u : f.updates)
-                u = map_definition(u, [&](const Expr &e) { return relink.mutate(e); });
+                u = map_definition(
+                    u, [&](const Expr &e) { return relink.mutate(e); }, domains);
         }
         for (FunctionPtr &o : env.outputs) {
             if (fresh.count(o->name)) o = fresh[o->name];

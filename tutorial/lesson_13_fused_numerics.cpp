@@ -134,11 +134,9 @@ int main() {
     RDom valid(0, x.dim(1).extent(), "valid");
     valid.where(x(i, valid) > 0.0f);
     Func vs("vs"), vl("vl"), masked("masked");
-    vs(i) = 0.0f;
-    vs(i) += x(i, valid);
-    vl(i) = 0.0f;
+    vs(i) = sum(x(i, valid));
     Expr dv = x(i, valid) - vs(i) / n;
-    vl(i) += dv * dv;
+    vl(i) = sum(dv * dv);
     masked(i) = vl(i) / n;
     Schedule refused;
     refused.rolling_update(vl, valid);

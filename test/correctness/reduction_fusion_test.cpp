@@ -753,3 +753,29 @@ TEST(ReductionFusion, EveryDirectiveWithNoFurtherScheduling) {
         }
     }
 }
+
+TEST(ReductionFusion, InlineReductionsOverAnRDomWithAPredicate) {
+    // maximum() and sum() over one RDom whose where() reads the row (a
+    // causal mask) share that RDom after lowering, so they form a chain.
+    BufferParam x(Float(32), 2, "x");
+    Var i("i");
+    RDom r(0, x.dim(1).extent(), "r");
+    r.where(r <= i);
+    Func m("m"), l("l"), out("out");
+    m(i) = maximum(x(i, r));
+    l(i) = sum(exp(x(i, r) - m(i)));
+    out(i) = m(i) + log(l(i));
+    x.set(random_buffer<float>({9, 9}, -5, 5));
+    Buffer<float> expected(interpret(out, {9}));
+    for (int tile : {0, 4}) {
+        Schedule sch;
+        Stage st = sch.rolling_update(l, r);
+        if (tile) st.split(r, RVar("ro"), RVar("ri"), tile);
+        SCOPED_TRACE("tile " + std::to_string(tile));
+        std::string log = log_of(out, sch);
+        EXPECT_NE(log.find("one loop over"), std::string::npos) << log;
+        Buffer<float> actual({9});
+        Pipeline(out).compile(sch).realize({actual});
+        EXPECT_TRUE(buffers_match(actual, expected, 1e-5, 1e-5));
+    }
+}
