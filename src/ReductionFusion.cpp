@@ -583,10 +583,6 @@ class Chain {
 
   private:
     void choose_pivots(std::vector<std::string> &log) {
-        // Rolled over a domain with a predicate, the count stops short of N
-        // and the last pivot would not be the final value; split_k's
-        // combine moves every chunk to the final value anyway.
-        if (d.kind == FusionDirective::RollingUpdate && dom->predicate.defined()) return;
         std::vector<std::string> names;
         for (const Member &m : members) names.push_back(m.name);
         for (const std::string &name : names) {
@@ -943,14 +939,11 @@ class Chain {
             }
             // The other state of each Sum producer: would it do, and who
             // needs this one?
-            const bool pivots_allowed =
-                !(d.kind == FusionDirective::RollingUpdate && dom->predicate.defined());
             for (const ProducerSlot &slot : m.slots) {
                 if (slot.op != ReduceOp::Add || !slot.per_term.defined()) continue;
                 std::set<std::string> other = pivoted;
                 bool was = other.erase(slot.func) > 0;
                 if (!was) {
-                    if (!pivots_allowed) continue;
                     other.insert(slot.func);
                 }
                 ConditioningReport alt = conditioning(m, other);
@@ -966,17 +959,47 @@ class Chain {
             }
             os << ". Compute " << m.name << " after " << producers
                << " instead (remove the directive)";
-            if (!pivots_allowed) {
-                os << ", or use split_k, whose combine moves each chunk to the final value (a "
-                   << "rolled pass over an RDom with a predicate keeps its state about the "
-                   << "running value: its count of terms stops short of the extent)";
-            }
             os << ".";
             user_error << os.str();
         }
     }
 
   public:
+    /** A read of dependent `name`'s rolled result, `value` at the call's
+     * arguments `args` (by the dependent's Vars), moved from the last pivot
+     * to the producer's final value: over an RDom with a predicate the
+     * count of terms stops short of the extent, so the last pivot is not
+     * the final value. (Where it is, the move is zero and skipped.)
+     * Undefined when the dependent keeps no state about a pivot. */
+    Expr read_at_final_value(const std::string &name, const Expr &value,
+                             const std::map<std::string, Expr> &args,
+                             const std::function<Expr(const Expr &, const Expr &)> &pivot_of) {
+        const Member &m = member(name);
+        if (m.made || m.producers.empty() || m.repair.kind == Repair::None) return Expr();
+        bool any = false;
+        for (const ProducerSlot &slot : m.slots) any |= pivots.count(slot.func) > 0;
+        if (!any) return Expr();
+        auto at = [&](const std::string &f) {
+            const Member &mf = member(f);
+            std::vector<Expr> call_args;
+            for (const std::string &a : mf.fused->args) call_args.push_back(args.at(a));
+            return call(mf.fused, call_args);
+        };
+        std::vector<Expr> olds, news, sums;
+        Expr unchanged;
+        for (const ProducerSlot &slot : m.slots) {
+            Expr final_value = at(slot.func);
+            auto it = pivots.find(slot.func);
+            Expr last = it == pivots.end() ? final_value : pivot_of(final_value, at(it->second));
+            olds.push_back(last);
+            news.push_back(final_value);
+            Expr same = last == final_value;
+            unchanged = unchanged.defined() ? (unchanged && same) : same;
+        }
+        for (const std::string &c : m.carried) sums.push_back(at(c));
+        return select(unchanged, value, m.repair.apply(value, m.slots, olds, news, sums));
+    }
+
     /** Marks the bridges that Funcs outside the chain also read; those keep
      * their original and get a fused copy. Drops bridges that a member no
      * longer reads through its term (a later member inlined them). */
@@ -2247,6 +2270,55 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
         }
         for (FunctionPtr &o : env.outputs) {
             if (fresh.count(o->name)) o = fresh[o->name];
+        }
+        // Rolled over an RDom with a predicate, a pivoted dependent's state
+        // is about its last pivot, which is not the final value: every read
+        // from outside the chain moves it there (Chain::read_at_final_value).
+        const ReductionDomainPtr &dom = chain.dom;
+        if (d.kind == FusionDirective::RollingUpdate && dom->predicate.defined() &&
+            !chain.pivots.empty()) {
+            std::set<std::string> inside;
+            for (const Member &m : chain.members) {
+                inside.insert(m.name);
+                inside.insert(m.name + "_tile");
+            }
+            for (const auto &b : chain.bridges) {
+                inside.insert(b.first);
+                inside.insert(b.first + "_fused");
+            }
+            const Expr extent = dom->domain[0].extent;
+            auto pivot_of = [&](const Expr &value, const Expr &count) {
+                Type t = value.type();
+                return select(count > 0, value * (cast(t, extent) / cast(t, count)), value);
+            };
+            ReplaceCalls finish;
+            finish.replace = [&](const Call *c) -> Expr {
+                auto it = fresh.find(c->name);
+                if (it == fresh.end()) return Expr();
+                std::map<std::string, Expr> args;
+                for (size_t k = 0; k < c->args.size(); k++) args[it->second->args[k]] = c->args[k];
+                return chain.read_at_final_value(c->name, c, args, pivot_of);
+            };
+            bool any = false;
+            DomainRewrites finished;
+            for (auto &kv : env.funcs) {
+                if (inside.count(kv.first)) continue;
+                FunctionContents &f = *kv.second;
+                auto fix = [&](const Expr &e) {
+                    Expr r = finish.mutate(e);
+                    any |= !r.same_as(e);
+                    return r;
+                };
+                f.init = map_definition(f.init, fix, finished);
+                for (Definition &u : f.updates) u = map_definition(u, fix, finished);
+            }
+            if (any) {
+                env.fusion_log.push_back(what +
+                                         ": over an RDom with a predicate the count of "
+                                         "terms can stop short of the extent, so the "
+                                         "pivoted dependents are moved from their last "
+                                         "pivot to the final value where they are read");
+            }
         }
     }
     if (!s.fusions.empty()) reorder(env);

@@ -381,37 +381,6 @@ TEST(FusionErrors, BoundOnAChainMember) {
         {"Func m is bounded", "computed in the fused loops of l", "Drop the bound"}));
 }
 
-TEST(FusionErrors, UnstableRolledVarianceOverAPredicate) {
-    // Over an RDom with a predicate the rolled pass cannot keep its state
-    // about the extrapolated sum (its count stops short of N), and about
-    // the running sum sum((x - S/n)^2) is E[x^2] - E[x]^2: the conditioning
-    // check refuses it and points at split_k, whose combine recenters.
-    BufferParam x(Float(32), 2, "x");
-    Var i("i");
-    RDom r(0, x.dim(1).extent(), "r");
-    r.where(x(i, r) > -1e30f);
-    Func s("s"), l("l"), out("out");
-    Expr n = cast<float>(x.dim(1).extent());
-    s(i) = 0.0f;
-    s(i) += x(i, r);
-    Expr dev = x(i, r) - s(i) / n;
-    l(i) = 0.0f;
-    l(i) += dev * dev;
-    out(i) = l(i) / n;
-    x.set(random_buffer<float>({3, 9}));
-    Schedule rolled;
-    rolled.rolling_update(l, r);
-    EXPECT_TRUE(throws_with<CompileError>(
-        [&] { Pipeline(out).compile(rolled); },
-        {"rolling_update(l, r.x): the fused form of reduction l", "is numerically unstable",
-         "when its producer s changes", "drawn as 1000 + N(0, 1)",
-         "x the larger of the unfused order's", "Compute l after s instead (remove the directive)",
-         "or use split_k"}));
-    Schedule split;
-    split.split_k(l, r, 4, Var("c")).compute_root();
-    EXPECT_NO_THROW(Pipeline(out).compile(split));
-}
-
 TEST(FusionErrors, NoStateServesEveryDependent) {
     // a needs its state kept about the running mean (about the running sum
     // S, exp(x - S/n) overflows), b about the running sum (about S * N /
