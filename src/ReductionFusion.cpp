@@ -111,6 +111,15 @@ class ReplaceCalls : public IRMutator {
     }
 };
 
+/** The pivot of a Sum producer with running value `value` over `count`
+ * terms of a domain of `extent` points: the value extrapolated to the whole
+ * domain, value * (extent / count), about which its dependents keep their
+ * state (Chain::pivots). */
+Expr pivot_of(const Expr &value, const Expr &count, const Expr &extent) {
+    Type t = value.type();
+    return select(count > 0, value * (cast(t, extent) / cast(t, count)), value);
+}
+
 /** The reduction domains a pass over definitions rewrote, by the original:
  * definitions that shared a domain share its rewrite, since reduction
  * fusion finds a chain by the identity of its RDom. */
@@ -582,16 +591,21 @@ class Chain {
     std::map<std::string, std::string> pivots;
 
   private:
+    /** Whether producer `name` can have a pivot: a Sum that reads no other
+     * producer, in a float type that holds N (float16 stops at 65504: the
+     * pivot is formed in the producer's type). */
+    bool can_pivot(const std::string &name) {
+        const Member &p = member(name);
+        const Type t = p.f->output_types[0];
+        return p.op == ReduceOp::Add && p.producers.empty() && t.is_float() && t.bits >= 32;
+    }
+
     void choose_pivots(std::vector<std::string> &log) {
         std::vector<std::string> names;
         for (const Member &m : members) names.push_back(m.name);
         for (const std::string &name : names) {
+            if (!can_pivot(name)) continue;
             const Member p = member(name);
-            // The pivot is formed in the producer's type, which must hold N
-            // (float16 stops at 65504).
-            const Type pt = p.f->output_types[0];
-            if (p.op != ReduceOp::Add || !p.producers.empty() || !pt.is_float() || pt.bits < 32)
-                continue;
             bool read = false;
             for (const Member &m : members) {
                 read |=
@@ -940,12 +954,10 @@ class Chain {
             // The other state of each Sum producer: would it do, and who
             // needs this one?
             for (const ProducerSlot &slot : m.slots) {
-                if (slot.op != ReduceOp::Add || !slot.per_term.defined()) continue;
+                if (!can_pivot(slot.func)) continue;
                 std::set<std::string> other = pivoted;
                 bool was = other.erase(slot.func) > 0;
-                if (!was) {
-                    other.insert(slot.func);
-                }
+                if (!was) other.insert(slot.func);
                 ConditioningReport alt = conditioning(m, other);
                 if (alt.checked && alt.stable) {
                     os << ". About " << slot.func
@@ -958,8 +970,7 @@ class Chain {
                 }
             }
             os << ". Compute " << m.name << " after " << producers
-               << " instead (remove the directive)";
-            os << ".";
+               << " instead (remove the directive).";
             user_error << os.str();
         }
     }
@@ -972,8 +983,7 @@ class Chain {
      * the final value. (Where it is, the move is zero and skipped.)
      * Undefined when the dependent keeps no state about a pivot. */
     Expr read_at_final_value(const std::string &name, const Expr &value,
-                             const std::map<std::string, Expr> &args,
-                             const std::function<Expr(const Expr &, const Expr &)> &pivot_of) {
+                             const std::map<std::string, Expr> &args) {
         const Member &m = member(name);
         if (m.made || m.producers.empty() || m.repair.kind == Repair::None) return Expr();
         bool any = false;
@@ -990,7 +1000,9 @@ class Chain {
         for (const ProducerSlot &slot : m.slots) {
             Expr final_value = at(slot.func);
             auto it = pivots.find(slot.func);
-            Expr last = it == pivots.end() ? final_value : pivot_of(final_value, at(it->second));
+            Expr last = it == pivots.end()
+                            ? final_value
+                            : pivot_of(final_value, at(it->second), dom->domain[0].extent);
             olds.push_back(last);
             news.push_back(final_value);
             Expr same = last == final_value;
@@ -1402,6 +1414,10 @@ class Rewriter {
         env.fusion_log.push_back(os.str());
     }
 
+    /** The Funcs the rewrite made besides the members: tile partials and
+     * the bridges that read the running values. */
+    std::set<std::string> made;
+
   private:
     /** Whether a Func computed at `level` is computed by a GPU block's
      * threads together: the level is inside a gpu_blocks loop and outside
@@ -1618,6 +1634,7 @@ class Rewriter {
                 args.push_back(outer);
                 partial[m.name] = make_reduction(target.at(m.name)->name + "_tile", args, m.op,
                                                  m.f->output_types[0], tile_dom);
+                made.insert(partial[m.name]->name);
                 env.origins[partial[m.name]->name] =
                     "the running value of " + m.name + " after each tile of " + what +
                     ", placed by the fused pass; schedule the Stage that " +
@@ -2023,6 +2040,7 @@ class Rewriter {
                 return substitute(args, value_of(c->name, key));
             };
             f->init.values = {rc.mutate(b.body)};
+            made.insert(f->name);
             FuncSchedule fs = env.schedules.at(b.f->name);
             fs.func = f;
             env.funcs[f->name] = f;
@@ -2054,14 +2072,7 @@ class Rewriter {
 
     Expr current(const Member &m) { return call(m.fused, pure_args(m.fused)); }
 
-    /** The pivot of a Sum producer with running value `value` over `count`
-     * terms: the value extrapolated to the whole domain, value * (N /
-     * count), where its dependents keep their state (Chain::pivots). */
-    Expr pivot(const Expr &value, const Expr &count) {
-        Type t = value.type();
-        Expr n = cast(t, count);
-        return select(count > 0, value * (cast(t, r_extent) / n), value);
-    }
+    Expr pivot(const Expr &value, const Expr &count) { return pivot_of(value, count, r_extent); }
 
     /** e with the calls to m's producers replaced by value(producer). */
     Expr with_producers(const Member &m, const Expr &e,
@@ -2277,27 +2288,15 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
         const ReductionDomainPtr &dom = chain.dom;
         if (d.kind == FusionDirective::RollingUpdate && dom->predicate.defined() &&
             !chain.pivots.empty()) {
-            std::set<std::string> inside;
-            for (const Member &m : chain.members) {
-                inside.insert(m.name);
-                inside.insert(m.name + "_tile");
-            }
-            for (const auto &b : chain.bridges) {
-                inside.insert(b.first);
-                inside.insert(b.first + "_fused");
-            }
-            const Expr extent = dom->domain[0].extent;
-            auto pivot_of = [&](const Expr &value, const Expr &count) {
-                Type t = value.type();
-                return select(count > 0, value * (cast(t, extent) / cast(t, count)), value);
-            };
+            std::set<std::string> inside = rw.made;
+            for (const Member &m : chain.members) inside.insert(m.name);
             ReplaceCalls finish;
             finish.replace = [&](const Call *c) -> Expr {
                 auto it = fresh.find(c->name);
                 if (it == fresh.end()) return Expr();
                 std::map<std::string, Expr> args;
                 for (size_t k = 0; k < c->args.size(); k++) args[it->second->args[k]] = c->args[k];
-                return chain.read_at_final_value(c->name, c, args, pivot_of);
+                return chain.read_at_final_value(c->name, c, args);
             };
             bool any = false;
             DomainRewrites finished;

@@ -211,8 +211,6 @@ class LaneEval {
     }
 };
 
-double combine(ReduceOp op, double a, double b) { return reduce_combine(op, a, b); }
-
 double identity_of(ReduceOp op) {
     switch (op) {
     case ReduceOp::Add: return 0;
@@ -303,7 +301,7 @@ class Simulation {
                 for (int j = c * size; j < std::min(lanes, (c + 1) * size); j++) {
                     old_raw[p][j] = r;
                     old_view[p][j] = view(p, r, n);
-                    r = round_to(slot.type, combine(slot.op, r, phi[p][j]));
+                    r = round_to(slot.type, reduce_combine(slot.op, r, phi[p][j]));
                     n++;
                     new_raw[p][j] = r;
                     new_view[p][j] = view(p, r, n);
@@ -346,13 +344,13 @@ class Simulation {
                     ReduceOp op = e == 0 ? s.op : ReduceOp::Add;
                     if (!en.repair || en.repair->kind == Repair::None) {
                         if (e != 0 || !empty[j]) {
-                            next[e] = round_to(en.type, combine(op, state[e], terms[e][j]));
+                            next[e] = round_to(en.type, reduce_combine(op, state[e], terms[e][j]));
                         }
                         continue;
                     }
                     if (empty[j]) continue;
                     double t = unchanged[j] ? state[e] : apply(e, state, pieces[e], j);
-                    next[e] = round_to(en.type, combine(op, t, terms[e][j]));
+                    next[e] = round_to(en.type, reduce_combine(op, t, terms[e][j]));
                 }
                 state = next;
             }
@@ -367,7 +365,7 @@ class Simulation {
             const ProducerSlot &slot = s.slots[p];
             double r = identity_of(slot.op);
             for (int c = 0; c < chunks; c++) {
-                r = round_to(slot.type, combine(slot.op, r, chunk_final[p][c]));
+                r = round_to(slot.type, reduce_combine(slot.op, r, chunk_final[p][c]));
             }
             for (int c = 0; c < chunks; c++) {
                 olds[p][c] = view(p, chunk_final[p][c], static_cast<int>(chunk_count[c]));
@@ -385,7 +383,7 @@ class Simulation {
                         (ordered(s.slots[p].op) && chunk_final[p][c] == identity_of(s.slots[p].op));
             }
             double t = same || fresh ? states[c][0] : apply(0, states[c], combine_pieces[0], c);
-            x = round_to(s.g.type(), combine(s.op, x, t));
+            x = round_to(s.g.type(), reduce_combine(s.op, x, t));
         }
         return x;
     }
@@ -394,20 +392,13 @@ class Simulation {
      * terms at those values, rounded (or exact). */
     double unfused(bool exact, double *magnitude = nullptr) {
         LaneEval ev(lanes, exact, data);
-        for (size_t p = 0; p < s.slots.size(); p++) {
-            const ProducerSlot &slot = s.slots[p];
-            Lanes phi = ev.eval(slot.per_term);
-            double r = identity_of(slot.op);
-            for (double v : phi) {
-                r = combine(slot.op, r, v);
-                if (!exact) r = round_to(slot.type, r);
-            }
-            ev.vars[slot.var] = Lanes(lanes, r);
+        for (const ProducerSlot &slot : s.slots) {
+            ev.vars[slot.var] = Lanes(lanes, final_value(ev, slot, exact));
         }
         Lanes g = ev.eval(s.g);
         double x = identity_of(s.op), mag = 0;
         for (double v : g) {
-            x = combine(s.op, x, v);
+            x = reduce_combine(s.op, x, v);
             if (!exact) x = round_to(s.g.type(), x);
             mag += std::isfinite(v) ? std::abs(v) : 0;
         }
@@ -425,12 +416,7 @@ class Simulation {
     double producer_rounding() {
         LaneEval ev(lanes, true, data);
         std::vector<double> finals;
-        for (const ProducerSlot &slot : s.slots) {
-            Lanes phi = ev.eval(slot.per_term);
-            double r = identity_of(slot.op);
-            for (double v : phi) r = combine(slot.op, r, v);
-            finals.push_back(r);
-        }
+        for (const ProducerSlot &slot : s.slots) finals.push_back(final_value(ev, slot, true));
         double total = 0;
         const double eta = std::ldexp(1.0, -20);
         for (size_t p = 0; p < s.slots.size(); p++) {
@@ -456,6 +442,18 @@ class Simulation {
   private:
     const ConditioningSubject &s;
     const Family &family;
+
+    /** A producer's value after every term, each step rounded to its type
+     * (or exact). */
+    double final_value(LaneEval &ev, const ProducerSlot &slot, bool exact) {
+        double r = identity_of(slot.op);
+        for (double v : ev.eval(slot.per_term)) {
+            r = reduce_combine(slot.op, r, v);
+            if (!exact) r = round_to(slot.type, r);
+        }
+        return r;
+    }
+
     Data &data;
     int lanes;
 
@@ -542,12 +540,6 @@ std::string describe(const Scenario &sc) {
     if (sc.offset != 0) os << sc.offset << " + ";
     os << "N(0, 1)";
     if (sc.ascending) os << ", ascending";
-    return os.str();
-}
-
-std::string type_name(Type t) {
-    std::ostringstream os;
-    os << t;
     return os.str();
 }
 
@@ -654,7 +646,7 @@ ConditioningReport simulate(const ConditioningSubject &s) {
     report.worst_ratio = worst;
     report.stable = worst <= kConditioningFactor;
     std::ostringstream os;
-    os << "conditioning checked in " << type_name(t) << " on " << lanes
+    os << "conditioning checked in " << t << " on " << lanes
        << (fixed_length ? "" : " and " + std::to_string(8 * lanes))
        << " terms (a large offset against a unit spread, mixed signs, a producer moving at "
           "every term), rolled and in chunks: error at worst "

@@ -590,9 +590,7 @@ bool taylor_repair(const Expr &g, const std::vector<ProducerSlot> &slots, Repair
         return rj;
     };
     Repair out = shift_of(0);
-    for (int k = 1; k <= degree; k++) {
-        if (k < degree) out.carried_repairs[k - 1] = shift_of(k);
-    }
+    for (int k = 1; k < degree; k++) out.carried_repairs[k - 1] = shift_of(k);
     *h = out;
     return true;
 }

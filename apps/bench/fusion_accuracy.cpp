@@ -40,6 +40,27 @@ double relative(double got, double ref) {
     return std::isnan(e) ? INFINITY : e;
 }
 
+/** The unfused order (every reduction of `chain` at root), then `x` rolled
+ * one term a step and in tiles of 64, split_k in 7 chunks, and, with
+ * `interleaved`, in 64 interleaved chunks. */
+std::vector<Named> schedules_of(const std::vector<Func> &chain, const Func &x, const RDom &r,
+                                bool interleaved) {
+    std::vector<Named> out(interleaved ? 5 : 4);
+    out[0].name = "unfused";
+    for (const Func &f : chain) out[0].sch[f].compute_root();
+    out[1].name = "rolling_update";
+    out[1].sch.rolling_update(x, r);
+    out[2].name = "rolling_update, tiles of 64";
+    out[2].sch.rolling_update(x, r).split(r, RVar("ro"), RVar("ri"), 64);
+    out[3].name = "split_k 7";
+    out[3].sch.split_k(x, r, 7, Var("c")).compute_root();
+    if (interleaved) {
+        out[4].name = "split_k 64 interleaved";
+        out[4].sch.split_k(x, r, 64, Var("c"), ChunkLayout::Interleaved).compute_root();
+    }
+    return out;
+}
+
 /** The worst relative error of each row of `got` against `ref`. */
 double worst_error(const Buffer<float> &got, const std::vector<double> &ref) {
     double worst = 0;
@@ -103,18 +124,7 @@ void variance(int rows, int cols, std::mt19937 &rng) {
     Expr dev = x(i, r) - s(i) / n;
     l(i) = sum(dev * dev);
     out(i) = l(i) / n;
-    std::vector<Named> schedules(5);
-    schedules[0].name = "unfused";
-    schedules[0].sch[s].compute_root();
-    schedules[0].sch[l].compute_root();
-    schedules[1].name = "rolling_update";
-    schedules[1].sch.rolling_update(l, r);
-    schedules[2].name = "rolling_update, tiles of 64";
-    schedules[2].sch.rolling_update(l, r).split(r, RVar("ro"), RVar("ri"), 64);
-    schedules[3].name = "split_k 7";
-    schedules[3].sch.split_k(l, r, 7, Var("c")).compute_root();
-    schedules[4].name = "split_k 64 interleaved";
-    schedules[4].sch.split_k(l, r, 64, Var("c"), ChunkLayout::Interleaved).compute_root();
+    const std::vector<Named> schedules = schedules_of({s, l}, l, r, true);
     std::vector<double> means = {0, 1e2, 1e4, 1e6};
     std::vector<double> ref(rows);
     auto inputs = [&](double mean) {
@@ -148,15 +158,7 @@ void tempered_softmax(int rows, int cols, std::mt19937 &rng) {
     l(i) = sum(p);
     o(i) = sum(p * v(i, r));
     out(i) = o(i) / l(i);
-    std::vector<Named> schedules(4);
-    schedules[0].name = "unfused";
-    for (Func f : {m, l, o}) schedules[0].sch[f].compute_root();
-    schedules[1].name = "rolling_update";
-    schedules[1].sch.rolling_update(o, r);
-    schedules[2].name = "rolling_update, tiles of 64";
-    schedules[2].sch.rolling_update(o, r).split(r, RVar("ro"), RVar("ri"), 64);
-    schedules[3].name = "split_k 7";
-    schedules[3].sch.split_k(o, r, 7, Var("c")).compute_root();
+    const std::vector<Named> schedules = schedules_of({m, l, o}, o, r, false);
     std::vector<double> means = {0, 1e2, 1e4};
     std::vector<double> ref(rows);
     auto inputs = [&](double mean) {
