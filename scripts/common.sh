@@ -64,6 +64,28 @@ loom_install_deps() {
         "${missing[@]}"
 }
 
+# Python packages the bindings build with (nanobind) and their tests use.
+# PyTorch (CPU is enough) is installed unless LOOM_NO_TORCH=1: the tests of
+# the custom op and tensor interop are skipped without it.
+loom_install_python_deps() {
+    if [ "${LOOM_NO_INSTALL:-0}" = "1" ]; then
+        return 0
+    fi
+    local wanted=(nanobind scikit-build-core numpy pytest ml_dtypes)
+    if [ "${LOOM_NO_TORCH:-0}" != "1" ]; then
+        wanted+=(torch)
+    fi
+    local missing=()
+    local p
+    for p in "${wanted[@]}"; do
+        python3 -c "import ${p//-/_}" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        loom_log "installing missing Python packages: ${missing[*]}"
+        python3 -m pip install -q "${missing[@]}"
+    fi
+}
+
 loom_configure() {
     local args=(-S "$LOOM_ROOT" -B "$LOOM_BUILD_DIR" -DCMAKE_BUILD_TYPE="$LOOM_BUILD_TYPE")
     # A build directory configured earlier keeps its generator; a new one uses Ninja.
@@ -72,6 +94,10 @@ loom_configure() {
     fi
     if command -v ccache >/dev/null 2>&1; then
         args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    fi
+    # The bindings are built for the python3 that runs the tests.
+    if command -v python3 >/dev/null 2>&1; then
+        args+=(-DPython_EXECUTABLE="$(command -v python3)")
     fi
     if [ -d /usr/lib/llvm-14/lib/cmake/llvm ]; then
         args+=(-DLLVM_DIR=/usr/lib/llvm-14/lib/cmake/llvm)

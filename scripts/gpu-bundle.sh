@@ -55,6 +55,10 @@ pack() {
     -o -name '*_include.cmake' -o -name '*_tests.cmake' \) -print0 |
     xargs -0 cp --parents -t "$bundle")
   (cd "$build" && cp --parents -t "$bundle" "${gpu_files[@]}")
+  # The Python package (extension and modules), for gpu-check's python phase.
+  if [[ -d "$build/python_bindings/loom" ]]; then
+    (cd "$build" && cp -r --parents -t "$bundle" python_bindings/loom)
+  fi
   strip --strip-unneeded "$bundle/libloom.so"
   # Where the paths in CTest's files point now, for unpack to rewrite.
   printf '%s\n%s\n' "$build" "$LOOM_ROOT" >"$bundle/.origin"

@@ -9,7 +9,9 @@
 #   scripts/gpu-check.sh [--only PHASES] [report-file]
 #
 # PHASES, comma-separated (default: all of them, in this order): tests,
-# sanitizer, bench, torch. Each phase fits one call of a lent machine (ten
+# sanitizer, bench, torch, python (the Python tests, CUDA ones included, and
+# python_bindings/bench/torch_attention_compare.py: Loom's attention called
+# through the bindings on CUDA tensors, next to PyTorch's SDPA). Each phase fits one call of a lent machine (ten
 # minutes); run them in separate calls where the whole does not. The report
 # goes to report-file (default: $LOOM_BUILD_DIR/gpu-check-report.txt), or,
 # with --only, to gpu-check-<phases>.txt there.
@@ -40,15 +42,15 @@ set -uo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-phases="tests,sanitizer,bench,torch"
+phases="tests,sanitizer,bench,torch,python"
 if [[ "${1:-}" == "--only" ]]; then
-  phases="${2:?--only needs a comma-separated list: tests,sanitizer,bench,torch}"
+  phases="${2:?--only needs a comma-separated list: tests,sanitizer,bench,torch,python}"
   shift 2
   for p in ${phases//,/ }; do
     case "$p" in
-    tests | sanitizer | bench | torch) ;;
+    tests | sanitizer | bench | torch | python) ;;
     *)
-      echo "gpu-check: unknown phase '$p'; the phases are tests, sanitizer, bench, torch" >&2
+      echo "gpu-check: unknown phase '$p'; the phases are tests, sanitizer, bench, torch, python" >&2
       exit 2
       ;;
     esac
@@ -81,7 +83,7 @@ fi
 # A carried build keeps the RUNPATH of where it was built.
 export LD_LIBRARY_PATH="$LOOM_BUILD_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 default_report="$LOOM_BUILD_DIR/gpu-check-report.txt"
-[[ "$phases" == "tests,sanitizer,bench,torch" ]] ||
+[[ "$phases" == "tests,sanitizer,bench,torch,python" ]] ||
   default_report="$LOOM_BUILD_DIR/gpu-check-${phases//,/-}.txt"
 report="${1:-$default_report}"
 report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
@@ -195,6 +197,29 @@ if runs torch; then
     fi
   } >>"$report"
   grep -q "^torch_compare exit status: [1-9]" "$report" && status=1
+fi
+
+if runs python; then
+  loom_log "Python tests and the bindings' PyTorch comparison"
+  {
+    echo
+    echo "## Python: pytest python_bindings/test, then torch_attention_compare.py"
+    py="${LOOM_PYTHON:-python3}"
+    if PYTHONPATH="python_bindings" "$py" -c "import loom" 2>/dev/null; then
+      PYTHONPATH="python_bindings" limited "$py" -m pytest -q -p no:cacheprovider \
+        "$LOOM_ROOT/python_bindings/test" 2>&1 | tail -n 40
+      echo "pytest exit status: ${PIPESTATUS[0]}"
+      PYTHONPATH="python_bindings" limited "$py" \
+        "$LOOM_ROOT/python_bindings/bench/torch_attention_compare.py" --device cuda 2>&1 |
+        grep -v "Warning\|warn(" | tail -n 40
+      echo "torch_attention_compare exit status: ${PIPESTATUS[0]}"
+    else
+      echo "(the Python package does not import here: built for another Python, or not built)"
+    fi
+  } >>"$report"
+  grep -q "^pytest exit status: [1-9]" "$report" && status=1
+  grep -q "^torch_attention_compare exit status: [1-9][0-9]*$" "$report" &&
+    ! grep -q "^torch_attention_compare exit status: 77$" "$report" && status=1
 fi
 
 cat "$report"

@@ -6,6 +6,14 @@
 #include "loom/Func.h"
 
 namespace loom {
+namespace internal {
+
+uint64_t next_parameter_serial() {
+    static std::atomic<uint64_t> counter{0};
+    return counter++;
+}
+
+}  // namespace internal
 
 using namespace internal;
 

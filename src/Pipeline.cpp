@@ -155,6 +155,7 @@ const std::string &CompiledPipeline::assembly() const { return contents->module-
 double CompiledPipeline::compile_seconds() const { return contents->compile_seconds; }
 std::vector<std::string> CompiledPipeline::compile_log() const { return contents->compile_log; }
 double CompiledPipeline::fusion_seconds() const { return contents->fusion_seconds; }
+bool CompiledPipeline::uses_gpu() const { return contents->gpu; }
 
 void CompiledPipeline::call(const std::vector<ArgValue> &args) const {
     const std::vector<Argument> &formal = contents->arguments;

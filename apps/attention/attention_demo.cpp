@@ -1,121 +1,399 @@
-// The flagship example: plain attention compiled for this CPU with two
-// schedules, the materialized softmax and FlashAttention (rolling_update,
-// whose repair the compiler derives and prints), each checked against the
-// reference interpreter and timed.
+// The flagship example: attention written once as plain Funcs
+// (apps/attention/variants.h: scores, max, exp, sum, weighted sum) and
+// compiled for this CPU with two schedules of the same algorithm:
 //
-//   attention_demo [--quick] [--stmt FILE]
+//   materialized  per block of 16 queries, the scores and probabilities are
+//                 stored over every key, then reduced
+//                 (AttentionVariant::schedule_materialized);
+//   fused         schedules/flash_attention.h's template: rolling_update, ONE
+//                 pass over tiles of 64 keys, whose repairs of the running
+//                 max, sum and weighted sum the compiler derives and prints;
+//                 the keys staged transposed once (kt) and each score tile
+//                 (qk) computed in L1; causal tiles above the diagonal
+//                 skipped (the materialized schedule computes and masks them).
+//
+// Both are checked against the float64 reference, then timed side by side,
+// with the memory each stores, and, when python3 can import torch, PyTorch's
+// scaled_dot_product_attention on the CPU on the same inputs, with the same
+// thread count (LOOM_NUM_THREADS, default every core). For fp32 without a
+// mask tensor PyTorch runs its own fused kernel
+// (_scaled_dot_product_flash_attention_for_cpu), so it is the bar to meet,
+// not a straw man.
+//
+//   attention_demo [--quick] [--global] [--seq N] [--heads N] [--head-dim N]
+//                  [--reps N] [--query-block N] [--key-tile N] [--no-torch]
+//                  [--stmt FILE]
+//
+// Default: causal, 4 heads, seq 4096, head_dim 64 (about 10 s on 2 cores).
+// Exits with 1 if a schedule's output is wrong; timings are printed as
+// ratios, never asserted. --quick (the CTest run, about a second) is 2 heads
+// of seq 512 without PyTorch.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
-#include <random>
+#include <fstream>
+#include <functional>
 #include <string>
+#include <vector>
+
+#include <loom/runtime/loom_runtime.h>
 
 #include "../../schedules/flash_attention.h"
-#include "attention.h"
+#include "../bench_common.h"
+#include "variants.h"
 
 using namespace loom;
+using attention::AttentionVariant;
+using attention::Variant;
 
 namespace {
 
-Buffer<float16_t> random_half(const std::vector<int> &shape, std::mt19937 &rng, float range) {
-    Buffer<float16_t> buf(shape);
-    std::uniform_real_distribution<float> dist(-range, range);
-    buf.fill([&](const std::vector<int> &) { return float16_t(dist(rng)); });
+struct Options {
+    Variant variant = Variant::Causal;
+    int heads = 0, seq = 0, head_dim = 64, reps = 0;  // 0: the default of the mode
+    int query_block = 16, key_tile = 64;
+    bool quick = false, torch = true;
+    std::string stmt_file;
+};
+
+using apps::now_seconds;
+
+/** Uniform values in [-1, 1) from a fixed seed. */
+Buffer<float> random_buffer(const std::vector<int> &shape, uint64_t seed) {
+    Buffer<float> b(shape);
+    apps::fill_uniform(b, seed);
+    return b;
+}
+
+/** Worst |a - b| / (1 + |b|) of `out` against the float64 reference over
+ * the query rows `rows` of every head (a causal row at position i is the
+ * reference over keys [0, i]). */
+double error_vs_reference(const Options &o, const Buffer<float> &q, const Buffer<float> &k,
+                          const Buffer<float> &v, const Buffer<float> &out, float scale,
+                          const std::vector<int> &rows) {
+    const int S = q.shape()[2], D = q.shape()[3];
+    double worst = 0;
+    std::vector<double> ref(D);
+    for (int h = 0; h < q.shape()[1]; h++) {
+        for (int i : rows) {
+            const size_t row = (static_cast<size_t>(h) * S + i) * D;
+            const size_t head = static_cast<size_t>(h) * S * D;
+            attention::VariantShape sh;
+            sh.head_dim = D;
+            sh.seq_k = o.variant == Variant::Global ? S : i + 1;
+            attention::variant_reference(o.variant, q.data() + row, k.data() + head,
+                                         v.data() + head, scale, 0, ref.data(), sh);
+            for (int d = 0; d < D; d++) {
+                double e = std::abs(out.data()[row + d] - ref[d]) / (1 + std::abs(ref[d]));
+                if (!(e <= worst)) worst = e;  // NaN-sticky
+            }
+        }
+    }
+    return worst;
+}
+
+void write_raw(const std::string &path, const Buffer<float> &b) {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char *>(b.data()),
+               static_cast<std::streamsize>(b.number_of_elements() * sizeof(float)));
+}
+
+/** PyTorch's side of the comparison, run by python3: reads the inputs and
+ * Loom's output from raw float32 files, times scaled_dot_product_attention
+ * on them (median of reps, after a warm-up) and prints its time and its
+ * largest difference from Loom's output. Prints "no torch" without it. */
+const char *kTorchScript = R"(
+import sys, time
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("no torch"); sys.exit(0)
+d, threads, H, S, D, causal, reps = sys.argv[1], *map(int, sys.argv[2:])
+torch.set_num_threads(threads)
+n = H * S * D
+q, k, v, loom = (torch.from_file(d + "/" + f, size=n, dtype=torch.float32).view(1, H, S, D)
+                 for f in ("q", "k", "v", "out"))
+sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+with torch.inference_mode():
+    out = sdpa()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter(); sdpa(); ts.append(time.perf_counter() - t0)
+ts.sort()
+print("torch", torch.__version__, torch.get_num_threads(), ts[len(ts) // 2],
+      (out - loom).abs().max().item())
+)";
+
+struct TorchResult {
+    bool ran = false;
+    std::string note;  // why not, or the version
+    int threads = 0;
+    double seconds = 0, max_diff = 0;
+};
+
+TorchResult time_torch(const Options &o, int threads, const Buffer<float> &q,
+                       const Buffer<float> &k, const Buffer<float> &v, const Buffer<float> &out) {
+    TorchResult r;
+    std::string tmpl = (std::filesystem::temp_directory_path() / "loom_demo_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+        r.note = "no temporary directory";
+        return r;
+    }
+    const std::string d = tmpl;
+    write_raw(d + "/q", q);
+    write_raw(d + "/k", k);
+    write_raw(d + "/v", v);
+    write_raw(d + "/out", out);
+    std::ofstream(d + "/sdpa.py") << kTorchScript;
+    const std::string cmd =
+        "python3 '" + d + "/sdpa.py' '" + d + "' " + std::to_string(threads) + " " +
+        std::to_string(o.heads) + " " + std::to_string(o.seq) + " " + std::to_string(o.head_dim) +
+        " " + (o.variant == Variant::Global ? "0 " : "1 ") + std::to_string(o.reps) + " 2>&1";
+    // The script's answer is its line starting with "torch " or "no torch";
+    // anything else it printed (warnings, a traceback) is kept for the note.
+    std::string answer, last;
+    if (FILE *f = popen(cmd.c_str(), "r")) {
+        char line[1024];
+        while (std::fgets(line, sizeof line, f)) {
+            std::string l(line);
+            if (!l.empty() && l.back() == '\n') l.pop_back();
+            if (l.rfind("torch ", 0) == 0 || l == "no torch") answer = l;
+            else if (!l.empty()) last = l;
+        }
+        pclose(f);
+    }
+    std::filesystem::remove_all(d);
+    char version[64] = {0};
+    if (std::sscanf(answer.c_str(), "torch %63s %d %lf %lf", version, &r.threads, &r.seconds,
+                    &r.max_diff) == 4) {
+        r.ran = true;
+        r.note = version;
+    } else if (answer == "no torch") {
+        r.note = "python3 cannot import torch";
+    } else {
+        r.note = "python3 failed: " + last;
+    }
+    return r;
+}
+
+std::string bytes_str(double b) {
+    char buf[32];
+    if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+    else std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024);
     return buf;
 }
 
-double max_relative_error(const RawBuffer &a, const RawBuffer &b) {
-    const auto *x = reinterpret_cast<const float16_t *>(a.host());
-    const auto *y = reinterpret_cast<const float16_t *>(b.host());
-    double worst = 0;
-    for (int64_t n = 0; n < a.number_of_elements(); n++) {
-        double u = static_cast<float>(x[n]), w = static_cast<float>(y[n]);
-        worst = std::max(worst, std::abs(u - w) / std::max(1e-3, std::abs(w)));
-    }
-    return worst;
+int usage(const char *argv0) {
+    std::fprintf(stderr,
+                 "usage: %s [--quick] [--global] [--seq N] [--heads N] [--head-dim N] [--reps N]\n"
+                 "          [--query-block N] [--key-tile N] [--no-torch] [--stmt FILE]\n",
+                 argv0);
+    return 2;
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-    bool quick = false;
-    std::string stmt_file = "attention.stmt";
+    Options o;
     for (int a = 1; a < argc; a++) {
-        if (!std::strcmp(argv[a], "--quick")) quick = true;
-        else if (!std::strcmp(argv[a], "--stmt") && a + 1 < argc) stmt_file = argv[++a];
+        const std::string s = argv[a];
+        auto next_int = [&]() { return a + 1 < argc ? std::max(1, std::atoi(argv[++a])) : -1; };
+        if (s == "--help" || s == "-h") {
+            usage(argv[0]);
+            return 0;
+        }
+        if (s == "--quick") o.quick = true;
+        else if (s == "--global") o.variant = Variant::Global;
+        else if (s == "--seq") o.seq = next_int();
+        else if (s == "--heads") o.heads = next_int();
+        else if (s == "--head-dim") o.head_dim = next_int();
+        else if (s == "--reps") o.reps = next_int();
+        else if (s == "--query-block") o.query_block = next_int();
+        else if (s == "--key-tile") o.key_tile = next_int();
+        else if (s == "--no-torch") o.torch = false;
+        else if (s == "--stmt" && a + 1 < argc) o.stmt_file = argv[++a];
+        else return usage(argv[0]);
+        if (o.seq < 0 || o.heads < 0 || o.head_dim <= 0 || o.reps < 0) return usage(argv[0]);
     }
+    // The default size is one where the fused schedule's gain is plain on 2
+    // cores and the whole demo takes about 10 s; --quick keeps CTest's run
+    // near a second (PyTorch's import alone takes seconds).
+    if (o.quick) o.torch = false;
+    if (o.heads == 0) o.heads = o.quick ? 2 : 4;
+    if (o.seq == 0) o.seq = o.quick ? 512 : 4096;
+    if (o.reps == 0) o.reps = o.quick ? 2 : 5;
     try {
-        attention::Attention attn(Float(16));
-        Schedule sch = attn.cpu_schedule();
-        // The same algorithm, FlashAttention-style: one pass over the keys
-        // per block of queries, in tiles of 64 keys.
-        Schedule flash;
-        schedules::flash_attention(
-            flash,
-            {attn.s, attn.p, attn.o, attn.out, attn.b, attn.h, attn.i, attn.j, attn.d, attn.r},
-            {16, 64, 8});
+        // The algorithm, fp32 in and out: plain attention with the variant's
+        // mask in its scores. Nothing in it says how to compute it.
+        AttentionVariant attn(o.variant, Float(32));
+        const schedules::AttentionChain chain = attn.chain();
+
+        // Fast math lets the score tile's sums be reassociated, as PyTorch's
+        // and Halide's kernels are; both schedules get it.
+        const Target target =
+            Target::host().with_feature(Target::FastMath).with_feature(Target::LLVMLoopOpt);
+        const int vector = std::max(8, target.vector_bytes() / 4);  // floats per vector
+        const int query_block = o.query_block, key_tile = o.key_tile;
+        Schedule materialized;
+        attn.schedule_materialized(materialized, query_block, vector);
+        // One call of the template: the kt, qk and qf of the chain are what
+        // let it stage the keys and compute each score tile with the head
+        // dimension outermost (apps/bench/README.md, finding 1).
+        Schedule fused;
+        schedules::flash_attention(fused, chain, {query_block, key_tile, vector});
+
         Pipeline pipe(attn.out);
-        std::mt19937 rng(std::random_device{}());
+        const int threads = loom_num_threads();
+        std::printf(
+            "Loom attention demo: %s, fp32, batch 1, %d heads, seq %d, head_dim %d, %d "
+            "threads\ntarget %s\n\n",
+            attention::variant_name(o.variant), o.heads, o.seq, o.head_dim, threads,
+            target.to_string().c_str());
 
-        // 1. Correctness on a small problem, against the interpreter.
-        const int B = 1, H = 2, S = 77, D = 32;
-        attn.q.set(random_half({B, H, S, D}, rng, 1));
-        attn.k.set(random_half({B, H, S, D}, rng, 1));
-        attn.v.set(random_half({B, H, S, D}, rng, 1));
-        attn.scale.set(1.0f / std::sqrt(static_cast<float>(D)));
-        RawBuffer expected = interpret(attn.out, {B, H, S, D});
-        for (const Schedule *s : {&sch, &flash}) {
-            RawBuffer actual = pipe.realize({B, H, S, D}, *s);
-            double err = max_relative_error(actual, expected);
-            std::printf(
-                "attention [%d, %d, %d, %d] fp16, %s: max relative error vs interpreter "
-                "%.3g\n",
-                B, H, S, D, s == &sch ? "materialized" : "flash", err);
-            if (!(err <= 2e-3)) {
-                std::printf("FAILED: the compiled kernel disagrees with the interpreter\n");
-                return 1;
-            }
+        double t0 = now_seconds();
+        CompiledPipeline mat_kernel = pipe.compile(materialized, target);
+        const double mat_compile = now_seconds() - t0;
+        t0 = now_seconds();
+        CompiledPipeline fused_kernel = pipe.compile(fused, target);
+        const double fused_compile = now_seconds() - t0;
+        std::printf(
+            "compiled: materialized %.2f s, fused %.2f s (of which deriving the repairs "
+            "%.1f ms)\n",
+            mat_compile, fused_compile, fused_kernel.fusion_seconds() * 1e3);
+        std::printf("what rolling_update derived (compile_log):\n");
+        for (const std::string &line : fused_kernel.compile_log()) {
+            std::printf("  %s\n", line.c_str());
         }
 
-        // 2. Timing on a larger problem.
-        const int TB = 1, TH = quick ? 4 : 8, TS = quick ? 256 : 1024, TD = 64;
-        attn.q.set(random_half({TB, TH, TS, TD}, rng, 1));
-        attn.k.set(random_half({TB, TH, TS, TD}, rng, 1));
-        attn.v.set(random_half({TB, TH, TS, TD}, rng, 1));
-        attn.scale.set(1.0f / std::sqrt(static_cast<float>(TD)));
-        RawBuffer out(Float(16), {TB, TH, TS, TD});
-        int reps = quick ? 2 : 5;
-        double flops = 4.0 * TB * TH * TS * static_cast<double>(TS) * TD;
-        double times[2];
-        for (int k = 0; k < 2; k++) {
-            CompiledPipeline kernel = pipe.compile(k == 0 ? sch : flash);
-            kernel.realize({out});  // warm up
-            double best = 1e30;
-            for (int r = 0; r < reps; r++) {
-                auto t0 = std::chrono::steady_clock::now();
-                kernel.realize({out});
-                best = std::min(
-                    best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        // 1. Correctness: every row of a small problem whose sizes are no
+        // multiple of the tiles, then the timed problem below.
+        const float tolerance = 2e-5f;  // fp32 against float64; a wrong repair is far off
+        auto bind = [&](const Buffer<float> &q, const Buffer<float> &k, const Buffer<float> &v,
+                        float scale) {
+            attn.q.set(q);
+            attn.k.set(k);
+            attn.v.set(v);
+            attn.scale.set(scale);
+        };
+        {
+            const int H = 2, S = 77, D = o.head_dim;
+            Buffer<float> q = random_buffer({1, H, S, D}, 1), k = random_buffer({1, H, S, D}, 2),
+                          v = random_buffer({1, H, S, D}, 3);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+            bind(q, k, v, scale);
+            std::vector<int> rows(S);
+            for (int i = 0; i < S; i++) rows[i] = i;
+            for (const CompiledPipeline *kernel : {&mat_kernel, &fused_kernel}) {
+                Buffer<float> out({1, H, S, D});
+                kernel->realize({out});
+                double err = error_vs_reference(o, q, k, v, out, scale, rows);
+                std::printf("\ncheck [1, %d, %d, %d], %-12s: max |a-b|/(1+|b|) vs float64 %.1e", H,
+                            S, D, kernel == &mat_kernel ? "materialized" : "fused", err);
+                if (!(err <= tolerance)) {
+                    std::printf("\nFAILED: the compiled kernel disagrees with the reference\n");
+                    return 1;
+                }
             }
-            times[k] = best;
-            std::printf(
-                "attention [%d, %d, %d, %d] fp16, %s: %.3f ms, %.2f GFLOP/s (best of %d), "
-                "compiled in %.2f s\n",
-                TB, TH, TS, TD, k == 0 ? "materialized" : "flash       ", best * 1e3,
-                flops / best * 1e-9, reps, kernel.compile_seconds());
-            if (k == 1) {
-                std::printf("what rolling_update derived:\n");
-                for (const std::string &line : kernel.compile_log())
-                    std::printf("  %s\n", line.c_str());
-            }
+            std::printf("\n");
         }
-        std::printf("flash / materialized time: %.2f\n", times[1] / times[0]);
 
-        pipe.compile_to_lowered_stmt(stmt_file, flash);
-        std::printf("lowered IR written to %s\n", std::filesystem::absolute(stmt_file).c_str());
+        const int H = o.heads, S = o.seq, D = o.head_dim;
+        const std::vector<int> shape = {1, H, S, D};
+        Buffer<float> q = random_buffer(shape, 4), k = random_buffer(shape, 5),
+                      v = random_buffer(shape, 6);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+        bind(q, k, v, scale);
+        Buffer<float> mat_out(shape), fused_out(shape);
+        mat_kernel.realize({mat_out});
+        fused_kernel.realize({fused_out});
+        // Rows at the tiles' edges, the middle and the end, in every head.
+        std::vector<int> rows = {0, 1, query_block - 1, key_tile, S / 2, S - 2, S - 1};
+        rows.erase(std::remove_if(rows.begin(), rows.end(), [&](int i) { return i >= S; }),
+                   rows.end());
+        const double mat_err = error_vs_reference(o, q, k, v, mat_out, scale, rows);
+        const double fused_err = error_vs_reference(o, q, k, v, fused_out, scale, rows);
+        double diff = 0;
+        for (int64_t n = 0; n < fused_out.number_of_elements(); n++) {
+            diff = std::max<double>(diff, std::abs(fused_out.data()[n] - mat_out.data()[n]));
+        }
+        std::printf(
+            "check [1, %d, %d, %d]: vs float64 on %zu rows per head: materialized %.1e, "
+            "fused %.1e; fused vs materialized, every element: max |diff| %.1e\n",
+            H, S, D, rows.size(), mat_err, fused_err, diff);
+        if (!(mat_err <= tolerance && fused_err <= tolerance)) {
+            std::printf("FAILED: a compiled kernel disagrees with the reference\n");
+            return 1;
+        }
+
+        // 2. Time, both Loom kernels interleaved (each has run once above).
+        std::vector<double> t = apps::round_robin_medians(
+            {[&] { mat_kernel.realize({mat_out}); }, [&] { fused_kernel.realize({fused_out}); }},
+            o.reps);
+        // Useful flops: two matrix products over the unmasked query-key pairs.
+        const double pairs = o.variant == Variant::Global ? double(S) * S : double(S) * (S + 1) / 2;
+        const double flops = 4.0 * H * D * pairs;
+        TorchResult torch;
+        if (o.torch) torch = time_torch(o, threads, q, k, v, fused_out);
+        std::printf("\ntime, median of %d runs (GFLOP/s: useful flops, masked pairs not counted)\n",
+                    o.reps);
+        std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s\n", "Loom, materialized", t[0] * 1e3,
+                    flops / t[0] * 1e-9);
+        std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s\n", "Loom, fused (flash_attention template)",
+                    t[1] * 1e3, flops / t[1] * 1e-9);
+        if (torch.ran) {
+            std::string name =
+                "PyTorch " + torch.note + " sdpa, " + std::to_string(torch.threads) + " threads";
+            std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s   (max |diff| from Loom's %.1e)\n",
+                        name.c_str(), torch.seconds * 1e3, flops / torch.seconds * 1e-9,
+                        torch.max_diff);
+        } else if (o.torch) {
+            std::printf("  PyTorch: skipped (%s)\n", torch.note.c_str());
+        } else {
+            std::printf("  PyTorch: skipped (%s)\n", o.quick ? "--quick" : "--no-torch");
+        }
+        std::printf("  fused / materialized time: %.2f (%.1fx faster)\n", t[1] / t[0], t[0] / t[1]);
+        if (torch.ran) {
+            std::printf("  fused / PyTorch time:      %.2f\n", t[1] / torch.seconds);
+        }
+
+        // 3. Memory: what each schedule stores besides q, k, v and out, from
+        // the schedules (apps/bench/README.md measures the same peaks).
+        const double f = sizeof(float);
+        const double full_scores = f * H * double(S) * S;
+        const double mat_rows = 2 * f * query_block * double(S);  // s and p, per task
+        const double tiles = 3 * f * query_block * key_tile;      // qk, s and p, per task
+        const double staged = f * H * double(S) * D;              // kt, k transposed once
+        std::printf("\nmemory stored besides q, k, v and out (%s each)\n",
+                    bytes_str(staged).c_str());
+        std::printf("  unfused softmax(q k^T) v: the score matrix, %d x %d x %d floats: %s\n", H, S,
+                    S, bytes_str(full_scores).c_str());
+        std::printf(
+            "  materialized: s and p of %d queries x %d keys, per thread: %s (%d threads: "
+            "%s)\n",
+            query_block, S, bytes_str(mat_rows).c_str(), threads,
+            bytes_str(mat_rows * threads).c_str());
+        std::printf(
+            "  fused: qk, s and p tiles of %d queries x %d keys, per thread, at any seq: %s "
+            "(%d threads: %s),\n         plus the keys staged transposed once (kt, the "
+            "size of k): %s\n",
+            query_block, key_tile, bytes_str(tiles).c_str(), threads,
+            bytes_str(tiles * threads).c_str(), bytes_str(staged).c_str());
+        const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+        std::printf("  scores per thread, materialized / fused: %.0fx", mat_rows / tiles);
+        if (l1 > 0) std::printf(" (L1 data cache here: %s)", bytes_str(double(l1)).c_str());
+        std::printf("\n");
+
+        if (!o.stmt_file.empty()) {
+            pipe.compile_to_lowered_stmt(o.stmt_file, fused, target);
+            std::printf("\nlowered IR of the fused schedule written to %s\n",
+                        std::filesystem::absolute(o.stmt_file).c_str());
+        }
         return 0;
     } catch (const loom::Error &e) {
         std::fprintf(stderr, "error: %s\n", e.what());

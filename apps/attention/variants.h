@@ -36,14 +36,10 @@ namespace attention {
 struct AttentionVariant : AttentionFuncs {
     Variant variant;
 
+    /** A compiled pipeline takes its arguments as q, k, v, scale (and
+     * window, for the sliding window): the order they are made in here. */
     AttentionVariant(Variant variant_, loom::Type input_type)
-        : AttentionFuncs(loom::BufferParam(input_type, 4, "q"),
-                         loom::BufferParam(input_type, 4, "k"),
-                         loom::BufferParam(input_type, 4, "v"), loom::Param<float>("scale"),
-                         loom::Param<int>("window")),
-          variant(variant_) {
-        define();
-    }
+        : AttentionVariant(variant_, Inputs(input_type)) {}
     /** Over parameters made elsewhere, e.g. a generator's Inputs. q, k and v
      * must have the same element type, which is also the output's. */
     AttentionVariant(Variant variant_, loom::BufferParam q_, loom::BufferParam k_,
@@ -57,6 +53,18 @@ struct AttentionVariant : AttentionFuncs {
     const char *name() const { return variant_name(variant); }
 
   private:
+    /** The inputs, made one after another (a constructor's arguments are
+     * evaluated in no fixed order, and parameters are numbered as made). */
+    struct Inputs {
+        loom::BufferParam q, k, v;
+        loom::Param<float> scale;
+        loom::Param<int> window;
+        explicit Inputs(loom::Type t)
+            : q(t, 4, "q"), k(t, 4, "k"), v(t, 4, "v"), scale("scale"), window("window") {}
+    };
+    AttentionVariant(Variant variant_, Inputs in)
+        : AttentionVariant(variant_, in.q, in.k, in.v, in.scale, in.window) {}
+
     void define() {
         switch (variant) {
         case Variant::Global: define_global(*this); break;

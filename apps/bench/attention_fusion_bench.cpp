@@ -57,6 +57,7 @@
 
 #include "../../schedules/flash_attention.h"
 #include "../attention/variants.h"
+#include "../bench_common.h"
 #include "dump_dir.h"
 
 #ifndef LOOM_HALIDE_VERSION
@@ -166,10 +167,7 @@ struct Options {
     int halide_causal_max_seq = 2048;
 };
 
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
+using apps::now_seconds;
 
 /** Median run time of each of `runs`, timed round-robin (A B C A B C ...) so
  * that noise from the rest of the machine hits all alike. Each has run once
@@ -190,22 +188,8 @@ std::vector<double> median_times(const std::vector<std::function<void()>> &runs,
     if (round_s < 1.0) {
         for (const auto &f : runs) f();
     }
-    std::vector<std::vector<double>> t(runs.size());
-    for (int r = 0; r < n; r++) {
-        for (size_t k = 0; k < runs.size(); k++) {
-            double t0 = now_seconds();
-            runs[k]();
-            t[k].push_back(now_seconds() - t0);
-        }
-    }
-    std::vector<double> med;
-    for (auto &v : t) {
-        std::sort(v.begin(), v.end());
-        const size_t h = v.size() / 2;
-        med.push_back(v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]));
-    }
     *rounds = n;
-    return med;
+    return apps::round_robin_medians(runs, n);
 }
 
 /** Peak memory of one run, above what was live before it. */
@@ -230,18 +214,7 @@ struct Problem {
     std::vector<int> kv_shape() const { return {1, heads, seq_k, head_dim}; }
 };
 
-/** Fills with uniform values in [-1, 1) from a fixed seed (xorshift: the
- * decode inputs are half a gigabyte). */
-void fill_uniform(loom::Buffer<float> &b, uint64_t seed) {
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    float *p = b.data();
-    for (int64_t n = 0; n < b.number_of_elements(); n++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[n] = static_cast<float>((x >> 40) * (1.0 / (1ull << 24)) * 2.0 - 1.0);
-    }
-}
+using apps::fill_uniform;
 
 Problem make_problem(Variant var, int heads, int seq_q, int seq_k, int head_dim) {
     Problem p;

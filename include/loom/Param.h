@@ -17,11 +17,9 @@ namespace loom {
 namespace internal {
 
 /** Parameters are numbered as they are created; a pipeline's arguments come in
- * that order. */
-inline uint64_t next_parameter_serial() {
-    static std::atomic<uint64_t> counter{0};
-    return counter++;
-}
+ * that order. Defined in libloom, so that every library creating Params
+ * (the Python extension, say) draws from the one counter. */
+uint64_t next_parameter_serial();
 
 struct ParameterContents {
     uint64_t serial = next_parameter_serial();

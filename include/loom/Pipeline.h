@@ -79,6 +79,9 @@ class CompiledPipeline {
     /** Seconds of compile_seconds() spent deriving repairs and rewriting
      * reduction chains. */
     double fusion_seconds() const;
+    /** Whether it was compiled for a GPU (a target with cuda, and GPU
+     * loops): its buffers may be device memory. */
+    bool uses_gpu() const;
 
     std::shared_ptr<internal::CompiledPipelineContents> contents;
 };

@@ -1,0 +1,15 @@
+"""The schedule templates of schedules/ (the same C++): flash_attention,
+flash_decoding, their GPU forms and the materialized baseline. Options are
+keyword arguments, e.g. flash_attention(sch, chain, query_block=32)."""
+from ._loom import schedules as _templates
+
+AttentionChain = _templates.AttentionChain
+FlashAttentionOptions = _templates.FlashAttentionOptions
+FlashDecodingOptions = _templates.FlashDecodingOptions
+FlashAttentionGpuOptions = _templates.FlashAttentionGpuOptions
+FlashDecodingGpuOptions = _templates.FlashDecodingGpuOptions
+flash_attention = _templates.flash_attention
+flash_decoding = _templates.flash_decoding
+flash_attention_gpu = _templates.flash_attention_gpu
+flash_decoding_gpu = _templates.flash_decoding_gpu
+materialized_attention = _templates.materialized_attention

@@ -1,0 +1,58 @@
+"""GPU pipelines from Python on the stand-in CUDA driver (test/fake_cuda),
+which runs the generated CUDA C++ on the CPU: host arrays given to a GPU
+pipeline are copied to the "GPU" and the outputs back. Runs in a
+subprocess, since the driver is chosen when the first GPU pipeline runs.
+LOOM_FAKE_CUDA_DRIVER names it (scripts/test.sh sets it)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+DRIVER = os.environ.get("LOOM_FAKE_CUDA_DRIVER", "")
+
+SCRIPT = r"""
+import numpy as np
+import loom
+from loom import attention, schedules
+
+rng = np.random.default_rng()
+# An elementwise kernel on a grid of blocks, with a Param.
+a = loom.BufferParam(loom.Float(32), 2, "a")
+g = loom.Param(loom.Float(32), "g")
+y, x, xo, xi = loom.Var("y"), loom.Var("x"), loom.Var("xo"), loom.Var("xi")
+f = loom.Func("f")
+f[y, x] = a[y, x] * g + 1.0
+sch = loom.Schedule()
+sch[f].gpu_tile(x, xo, xi, 32).gpu_blocks(xo, y)
+k = loom.Pipeline(f).compile(sch, "host-cuda-sm_90", output_shape=0)
+assert k.uses_gpu()
+v = rng.standard_normal((5, 77)).astype(np.float32)
+out = np.zeros_like(v)
+k(v, 3.0, out)                      # host arrays: copied in and back
+np.testing.assert_allclose(out, v * 3 + 1, rtol=1e-6)
+np.testing.assert_allclose(k(v, 2.0), v * 2 + 1, rtol=1e-6)
+
+# FlashAttention on CUDA cores, the template scheduling the causal variant.
+att = attention.AttentionVariant(attention.Variant.Causal, loom.Float(32))
+att.fix_head_dim(16)
+sch = loom.Schedule()
+schedules.flash_attention_gpu(sch, att.chain(), queries_per_block=32, head_dim=16)
+k = loom.Pipeline(att.out).compile(sch, "host-cuda-sm_90", output_shape=0)
+q, kk, vv = (rng.standard_normal((1, 2, 45, 16)).astype(np.float32) for _ in range(3))
+got = k(q, kk, vv, 0.25)
+s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), kk.astype(np.float64)) * 0.25
+s = np.where(np.arange(45)[None, :] <= np.arange(45)[:, None], s, -np.inf)
+p = np.exp(s - s.max(-1, keepdims=True))
+want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), vv.astype(np.float64))
+np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not DRIVER, reason="LOOM_FAKE_CUDA_DRIVER (the stand-in driver) not given")
+def test_gpu_pipelines_on_the_stand_in_driver():
+    env = dict(os.environ, LOOM_CUDA_DRIVER=DRIVER, LOOM_FAKE_CUDA_RUN_KERNELS="1")
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
