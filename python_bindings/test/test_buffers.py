@@ -13,7 +13,8 @@ needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 
 NUMPY_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                "float16", "float32", "float64"]
-TORCH_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16",
+TORCH_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "bfloat16",
                "float32", "float64"]
 
 

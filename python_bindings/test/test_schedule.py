@@ -1,0 +1,86 @@
+"""Every CPU scheduling directive from Python changes how, never what: each
+schedule's result equals the reference interpreter's."""
+import numpy as np
+import pytest
+
+import loom
+
+
+def blur():
+    a = loom.BufferParam(loom.Float(32), 2, "a")
+    y, x = loom.Var("y"), loom.Var("x")
+    bx, by = loom.Func("bx"), loom.Func("by")
+    bx[y, x] = a[y, x] + a[y, x + 1] * 2.0 + a[y, x + 2]
+    by[y, x] = bx[y, x] - bx[y + 1, x] * 0.5 + bx[y + 2, x]
+    return a, bx, by, y, x
+
+
+V = {n: loom.Var(n) for n in ("yo", "yi", "xo", "xi", "t", "c")}
+
+
+SCHEDULES = {
+    "split_reorder": lambda s, bx, by, y, x: s[by].split(x, V["xo"], V["xi"], 8)
+        .reorder(V["xi"], y, V["xo"]),
+    "tile_vectorize_parallel": lambda s, bx, by, y, x: s[by]
+        .tile(y, x, V["yo"], V["xo"], V["yi"], V["xi"], 4, 16).vectorize(V["xi"], 8)
+        .parallel(V["yo"]),
+    "fuse_parallel": lambda s, bx, by, y, x: s[by].fuse(y, x, V["t"]).parallel(V["t"], 64),
+    "unroll_rename_serial": lambda s, bx, by, y, x: s[by].split(x, V["xo"], V["xi"], 4)
+        .unroll(V["xi"]).rename(V["xo"], V["c"]).serial(y),
+    "compute_root": lambda s, bx, by, y, x: s[bx].compute_root().vectorize(x, 4),
+    "compute_at_store_root": lambda s, bx, by, y, x: (s[by].split(y, V["yo"], V["yi"], 4),
+                                                      s[bx].compute_at(by, V["yi"]).store_root()),
+    "store_at": lambda s, bx, by, y, x: (s[by].split(y, V["yo"], V["yi"], 4),
+                                         s[bx].compute_at(by, V["yi"]).store_at(by, V["yo"])),
+    "heap_and_shift_inwards": lambda s, bx, by, y, x: (
+        s[bx].compute_root().store_in(loom.MemoryType.Heap),
+        s[by].vectorize(x, 8, loom.TailStrategy.ShiftInwards)),
+    "inline_round_up": lambda s, bx, by, y, x: (
+        s[bx].compute_inline(), s[by].split(x, V["xo"], V["xi"], 5, tail=loom.TailStrategy.GuardWithIf)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_schedule_matches_interpreter(rng, name):
+    a, bx, by, y, x = blur()
+    v = rng.standard_normal((23, 41)).astype(np.float32)
+    a.set(loom.Buffer(v))
+    ref = np.asarray(loom.interpret(by, [21, 39]))
+    s = loom.Schedule()
+    SCHEDULES[name](s, bx, by, y, x)
+    got = loom.Pipeline(by).compile(s)(v, np.empty((21, 39), np.float32)) or None
+    out = np.empty((21, 39), np.float32)
+    loom.Pipeline(by).compile(s)(v, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
+    assert got is None
+    assert "by" in s[by].dump()
+
+
+def test_bound_and_update_stages(rng):
+    a = loom.BufferParam(loom.Float(32), 2, "a")
+    y, c = loom.Var("y"), loom.Var("c")
+    r = loom.RDom(0, a.dim(1).extent(), name="r")
+    f = loom.Func("f")
+    f[y, c] = 0.0
+    f[y, c] += a[y, r] * loom.cast(loom.Float(32), c + 1)
+    s = loom.Schedule()
+    s[f].bound(c, 0, 3).vectorize(c)
+    ro, ri = loom.RVar("ro"), loom.RVar("ri")
+    s[f].update(0).split(r, ro, ri, 4).unroll(c)
+    v = rng.standard_normal((9, 14)).astype(np.float32)
+    out = loom.Pipeline(f).compile(s, output_shape=(9, 3))(v)
+    np.testing.assert_allclose(out, v.astype(np.float64).sum(1, keepdims=True) * np.arange(1, 4),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(loom.RuntimeError, match="f"):
+        loom.Pipeline(f).compile(s)(v, np.empty((9, 4), np.float32))   # not exactly [0, 3)
+    g = loom.Func("g")
+    g[y, c] = a[y, c] + 1.0
+    s2 = loom.Schedule()
+    s2[g].bound_extent(c, 8)
+    s2.in_(a, [loom.Var("iy"), loom.Var("ic")]).compute_root()
+    out = np.empty((9, 8), np.float32)
+    loom.Pipeline(g).compile(s2)(v[:, :8].copy(), out)
+    np.testing.assert_array_equal(out, v[:, :8] + 1)
+    with pytest.raises(loom.CompileError):
+        s3 = loom.Schedule()
+        s3[f].update(0).parallel(r)   # r carries the update's dependence
