@@ -17,7 +17,7 @@ namespace loom {
 namespace internal {
 
 /** The memory a buffer and all its views share: the host allocation, one
- * GPU allocation, and what each view changed (src/Buffer.cpp). */
+ * GPU allocation, and what each view changed (src/lang/Buffer.cpp). */
 struct BufferStorage;
 
 /** The state behind one Buffer (or view): its descriptor, with its own

@@ -12,7 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "IRPrinter.h"
+#include "ir/IRPrinter.h"
 
 namespace loom::python {
 

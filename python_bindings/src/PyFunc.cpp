@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "IRPrinter.h"
+#include "ir/IRPrinter.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "NVRTC.h"
+#include "codegen/NVRTC.h"
 #include "gpu_test_pipelines.h"
 #include "test_util.h"
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <thread>
 
-#include "Function.h"
-#include "IRVisitor.h"
-#include "Util.h"
+#include "lang/Function.h"
+#include "ir/IRVisitor.h"
+#include "ir/Util.h"
 #include "test_util.h"
 
 using namespace loom;

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "Interpreter.h"
+#include "lang/Interpreter.h"
 #include "test_util.h"
 
 using namespace loom;

@@ -26,7 +26,7 @@
 #include <set>
 #include <sstream>
 
-#include "NVRTC.h"
+#include "codegen/NVRTC.h"
 #include "test_util.h"
 
 using namespace loom;

@@ -4,11 +4,11 @@
 // accesses of a loop that one test before it can stand for.
 #include <gtest/gtest.h>
 
-#include "AlignVectorAccesses.h"
-#include "IREquality.h"
-#include "IRPrinter.h"
-#include "IRVisitor.h"
-#include "InvariantAlignment.h"
+#include "lower/AlignVectorAccesses.h"
+#include "ir/IREquality.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "arith/InvariantAlignment.h"
 #include "loom/IROperator.h"
 
 using namespace loom;

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "Bounds.h"
-#include "IREquality.h"
-#include "IRPrinter.h"
-#include "Simplify.h"
-#include "Substitute.h"
+#include "arith/Bounds.h"
+#include "ir/IREquality.h"
+#include "ir/IRPrinter.h"
+#include "arith/Simplify.h"
+#include "ir/Substitute.h"
 #include "loom/IROperator.h"
 
 using namespace loom;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "JITModule.h"
-#include "LoweredFunc.h"
+#include "codegen/JITModule.h"
+#include "lower/LoweredFunc.h"
 #include "loom/IR.h"
 #include "loom/IROperator.h"
 #include "loom/Target.h"

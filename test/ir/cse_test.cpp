@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "CSE.h"
-#include "IREquality.h"
-#include "IRPrinter.h"
-#include "IRVisitor.h"
-#include "Simplify.h"
-#include "Substitute.h"
+#include "arith/CSE.h"
+#include "ir/IREquality.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "arith/Simplify.h"
+#include "ir/Substitute.h"
 #include "loom/IROperator.h"
 
 using namespace loom;

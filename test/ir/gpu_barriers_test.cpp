@@ -3,10 +3,10 @@
 // and nowhere else.
 #include <gtest/gtest.h>
 
-#include "CrossThreadReductions.h"
-#include "GpuBarriers.h"
-#include "IRPrinter.h"
-#include "IRVisitor.h"
+#include "gpu/CrossThreadReductions.h"
+#include "gpu/GpuBarriers.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
 #include "loom/IROperator.h"
 #include "loop_ir_eval.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "IRVisitor.h"
+#include "ir/IRVisitor.h"
 #include "loom/IR.h"
 #include "loom/IROperator.h"
 

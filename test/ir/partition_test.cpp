@@ -3,9 +3,9 @@
 // loop-IR interpreter, for computing what the original loop computes.
 #include <gtest/gtest.h>
 
-#include "IRPrinter.h"
-#include "PartitionLoops.h"
-#include "VectorizeLoops.h"
+#include "ir/IRPrinter.h"
+#include "lower/PartitionLoops.h"
+#include "lower/VectorizeLoops.h"
 #include "loom/IROperator.h"
 #include "loop_ir_eval.h"
 

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "IREquality.h"
-#include "IRPrinter.h"
-#include "Substitute.h"
+#include "ir/IREquality.h"
+#include "ir/IRPrinter.h"
+#include "ir/Substitute.h"
 #include "loom/IROperator.h"
 
 using namespace loom;

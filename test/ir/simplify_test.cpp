@@ -3,12 +3,12 @@
 #include <map>
 #include <random>
 
-#include "IREquality.h"
-#include "IRMutator.h"
-#include "IRPrinter.h"
-#include "IRVisitor.h"
-#include "Simplify.h"
-#include "Substitute.h"
+#include "ir/IREquality.h"
+#include "ir/IRMutator.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "arith/Simplify.h"
+#include "ir/Substitute.h"
 #include "loom/IROperator.h"
 
 using namespace loom;

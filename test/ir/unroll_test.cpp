@@ -2,7 +2,7 @@
 // constants, errors for extents that are not constant, and same results.
 #include <gtest/gtest.h>
 
-#include "UnrollLoops.h"
+#include "lower/UnrollLoops.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 #include "loop_ir_eval.h"

@@ -3,14 +3,14 @@
 // computes what the scalar loop computes.
 #include <gtest/gtest.h>
 
-#include "HoistVectorReductions.h"
-#include "IRPrinter.h"
-#include "IRVisitor.h"
-#include "JITModule.h"
-#include "LoweredFunc.h"
-#include "PartitionLoops.h"
-#include "UnrollLoops.h"
-#include "VectorizeLoops.h"
+#include "lower/HoistVectorReductions.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "codegen/JITModule.h"
+#include "lower/LoweredFunc.h"
+#include "lower/PartitionLoops.h"
+#include "lower/UnrollLoops.h"
+#include "lower/VectorizeLoops.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 #include "loom/runtime/loom_runtime.h"

@@ -1,0 +1,30 @@
+// The CUDA C++ that generated kernels build on, kept as real .cuh files in
+// src/codegen/cuda/ and embedded into libloom at build time
+// (embed_sources.cmake). CodeGen_CUDA copies each into a module's source
+// only when its kernels use it:
+//  - prelude: Loom's integer division, modulo and shifts, and readonly
+//    loads; every module.
+//  - vectors: vectors from vectorized loops inside a kernel, small arrays
+//    in registers; each operation applies its scalar form lane by lane, and
+//    dense loads and stores of whole 16-, 8- or 4-byte words become single
+//    wide memory instructions when the address is aligned (checked at run
+//    time: a view's base need not be).
+//  - block_reduce: reductions across a block's threads, warp shuffles
+//    within each warp, then the warps' totals through shared memory. Every
+//    thread of the block calls them and gets the total; the order of
+//    combination is fixed, so results repeat from run to run.
+// Instruction families the tile layer emits (mma, ldmatrix, cp.async) are to
+// be further files here, one per family.
+#pragma once
+
+#include <string>
+
+namespace loom {
+namespace internal {
+
+/** The text of src/codegen/cuda/<name>.cuh. An InternalError for an
+ * unknown name. */
+const char *cuda_source(const std::string &name);
+
+}  // namespace internal
+}  // namespace loom
