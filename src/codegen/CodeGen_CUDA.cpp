@@ -23,6 +23,7 @@
 #include "gpu/CrossThreadReductions.h"
 #include "gpu/GPULoops.h"
 #include "gpu/GpuBarriers.h"
+#include "gpu/KernelFreeNames.h"
 #include "ir/IRMutator.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -52,13 +53,6 @@ int64_t max_shared_bytes(const Target &target) {
 /** Where the next piece of a kernel's shared memory starts after `bytes`
  * of it: each piece starts on 16 bytes, as its widest words need. */
 int64_t next_shared_offset(int64_t bytes) { return (bytes + 15) / 16 * 16; }
-
-/** s with every character that cannot be in a C identifier replaced by _. */
-std::string c_identifier(const std::string &s) {
-    std::string c;
-    for (char ch : s) c += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
-    return c;
-}
 
 }  // namespace
 
@@ -186,9 +180,6 @@ class KernelPrinter : public IRVisitor {
                                       : kernel.shared_bytes;
     }
     int64_t reduce_scratch_offset() const { return next_shared_offset(kernel.shared_bytes); }
-    /** Allocations outside the thread loops that are private to each
-     * thread (the partials of reductions across threads). */
-    std::set<std::string> per_thread;
     /** KernelFinder::start_alignment. */
     const std::map<std::string, int> *buffer_start_alignment = nullptr;
 
@@ -1043,7 +1034,8 @@ class KernelPrinter : public IRVisitor {
     }
 
     void visit(const Allocate *op) override {
-        const bool shared = at_block_level() && !per_thread.count(op->name);
+        // lower_gpu_kernels made the block's per-thread storage Register.
+        const bool shared = at_block_level() && op->memory_type != MemoryType::Register;
         int64_t size = 1;
         Expr dynamic_size;  // a shared allocation's size known only at launch
         for (const Expr &e : op->extents) {
@@ -1083,33 +1075,6 @@ class KernelPrinter : public IRVisitor {
             return;
         }
         const int64_t bytes = size * op->type.bytes();
-        const char *asked = op->memory_type == MemoryType::Shared     ? "Shared"
-                            : op->memory_type == MemoryType::Register ? "Register"
-                            : op->memory_type == MemoryType::Stack    ? "Stack"
-                            : op->memory_type == MemoryType::Heap     ? "Heap"
-                            : op->memory_type == MemoryType::Global   ? "Global"
-                                                                      : nullptr;
-        // (Global storage inside a kernel was moved out of it, to the host,
-        // by hoist_kernel_allocations.)
-        user_assert(op->memory_type != MemoryType::Global && op->memory_type != MemoryType::Heap)
-            << "Func " << op->name << " is stored in MemoryType::" << asked
-            << " inside the GPU kernel " << kernel.name
-            << "; the CPU's heap is not a GPU's. Use Global for device memory, or Shared or "
-               "Register.";
-        user_assert(!at_block_level() || per_thread.count(op->name) ||
-                    op->memory_type == MemoryType::Auto || op->memory_type == MemoryType::Shared)
-            << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
-            << kernel.name
-            << " computes it at a block loop, outside the thread loops, where the block's "
-               "threads share it: that is MemoryType::Shared. Compute it inside the thread loops "
-               "for per-thread storage.";
-        user_assert(shared || op->memory_type == MemoryType::Auto ||
-                    op->memory_type == MemoryType::Register || op->memory_type == MemoryType::Stack)
-            << "Func " << op->name << " is stored in MemoryType::" << asked << ", but kernel "
-            << kernel.name
-            << " computes it inside the thread loops, once per thread. Compute it at a block "
-               "loop (compute_at(consumer, xo), with gpu_threads on its loops) to share it in "
-               "the block's shared memory.";
         int64_t offset = 0;
         if (shared) {
             // Computed at the block level: one copy per block, written by
@@ -1254,68 +1219,6 @@ class KernelPrinter : public IRVisitor {
     std::set<std::string> used;
 };
 
-/** The free names of a kernel: scalars read and buffers loaded or stored
- * that the kernel does not define. */
-struct FreeNames : IRVisitor {
-    Scope<int> defined;
-    std::map<std::string, Type> scalars;
-    struct Use {
-        Type type;
-        bool read = false, written = false;
-    };
-    std::map<std::string, Use> buffers;
-    std::vector<std::string> order;  // first use
-
-    using IRVisitor::visit;
-    void note(const std::string &n) {
-        if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
-    }
-    void visit(const Variable *op) override {
-        if (defined.contains(op->name)) return;
-        scalars[op->name] = op->type;
-        note(op->name);
-    }
-    void visit(const Load *op) override {
-        IRVisitor::visit(op);
-        if (defined.contains(op->name)) return;
-        auto &b = buffers[op->name];
-        b.type = op->type.element_of();
-        b.read = true;
-        note(op->name);
-    }
-    void visit(const Store *op) override {
-        IRVisitor::visit(op);
-        if (defined.contains(op->name)) return;
-        auto &b = buffers[op->name];
-        b.type = op->value.type().element_of();
-        b.written = true;
-        note(op->name);
-    }
-    void visit(const Let *op) override {
-        op->value.accept(this);
-        ScopedBinding<int> bind(defined, op->name, 0);
-        op->body.accept(this);
-    }
-    void visit(const LetStmt *op) override {
-        op->value.accept(this);
-        ScopedBinding<int> bind(defined, op->name, 0);
-        op->body.accept(this);
-    }
-    void visit(const For *op) override {
-        op->min.accept(this);
-        // A GPU loop's extent is the launch's business (grid size, or the
-        // block's threads), not the kernel's.
-        if (!is_gpu_loop(op->for_type)) op->extent.accept(this);
-        ScopedBinding<int> bind(defined, op->name, 0);
-        op->body.accept(this);
-    }
-    void visit(const Allocate *op) override {
-        for (const Expr &e : op->extents) e.accept(this);
-        ScopedBinding<int> bind(defined, op->name, 0);
-        op->body.accept(this);
-    }
-};
-
 /** Finds the kernels (outermost block loops), prints each, and leaves the
  * rest of the statement to the host. */
 class KernelFinder : public IRVisitor {
@@ -1331,8 +1234,6 @@ class KernelFinder : public IRVisitor {
     /** The blocks per SM each Func's kernels ask for, and the Funcs that
      * made a kernel. */
     std::map<std::string, int> blocks_per_sm_of;
-    /** LoweredFunc::replicated_registers. */
-    std::set<std::string> replicated_registers;
     std::set<std::string> blocks_per_sm_used;
 
     using IRVisitor::visit;
@@ -1354,11 +1255,8 @@ class KernelFinder : public IRVisitor {
 
     void emit_kernel(const For *op) {
         CudaKernel k;
-        std::string n = prefix + "_" + c_identifier(func_of_loop(op->name));
-        k.name = n;
+        k.name = next_kernel_name(prefix, op->name, &kernel_names);
         k.loop_name = op->name;
-        for (int i = 1; kernel_names.count(k.name); i++) k.name = n + "_" + std::to_string(i);
-        kernel_names.insert(k.name);
 
         Stmt body(op);
         const bool has_threads = gpu_loop_chain_depth(body, ForType::GPUThread) > 0;
@@ -1405,25 +1303,12 @@ class KernelFinder : public IRVisitor {
             loop = next.found;
         }
 
-        // What the block's threads do together: stores outside the thread
-        // loops by one thread, reductions across threads.
-        BlockLevelKernel lowered = lower_block_level_code(body, k.name, replicated_registers);
-        body = lowered.body;
-
         // Parameters: buffers first (pointers), then scalars, by name.
-        FreeNames free;
+        KernelFreeNames free;
         body.accept(&free);
-        // The threads share their block's storage and what the kernel both
-        // reads and writes of device memory: barriers order their accesses.
-        std::set<std::string> read_and_written;
-        for (const auto &b : free.buffers) {
-            if (b.second.read && b.second.written) read_and_written.insert(b.first);
-        }
-        body = insert_gpu_barriers(body, lowered.per_thread, read_and_written);
         std::map<std::string, std::string> c_names;
         KernelPrinter printer(k, c_names, target);
         printer.has_threads = has_threads;
-        printer.per_thread = lowered.per_thread;
         printer.buffer_start_alignment = &start_alignment;
         for (const auto &b : free.buffers) {
             CudaKernel::Param p;
@@ -1526,7 +1411,6 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     allocations.alignment = &finder.start_alignment;
     f.body.accept(&allocations);
     finder.blocks_per_sm_of = f.gpu_blocks_per_sm;
-    finder.replicated_registers = f.replicated_registers;
     f.body.accept(&finder);
     for (const auto &[func, blocks] : f.gpu_blocks_per_sm) {
         user_assert(finder.blocks_per_sm_used.count(func))

@@ -23,6 +23,15 @@ const char *gpu_directive(ForType t) {
 
 }  // namespace
 
+std::string next_kernel_name(const std::string &prefix, const std::string &loop,
+                             std::set<std::string> *taken) {
+    const std::string n = prefix + "_" + c_identifier(func_of_loop(loop));
+    std::string name = n;
+    for (int i = 1; taken->count(name); i++) name = n + "_" + std::to_string(i);
+    taken->insert(name);
+    return name;
+}
+
 bool is_gpu_loop(ForType t) { return t == ForType::GPUBlock || t == ForType::GPUThread; }
 
 /** Each stage's thread loops in a kernel, as "f: 10 x 128 (y, x)", x

@@ -2,6 +2,7 @@
 // shapes, and the check that refuses GPU loops no kernel can hold.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "ir/Util.h"
@@ -10,6 +11,12 @@
 
 namespace loom {
 namespace internal {
+
+/** The name of the kernel whose outermost block loop is `loop` in the
+ * pipeline `prefix`: prefix_<func>, numbered when the name is taken
+ * already (kernels are named in the order they appear). Adds it to taken. */
+std::string next_kernel_name(const std::string &prefix, const std::string &loop,
+                             std::set<std::string> *taken);
 
 /** Whether t is a GPU block or thread loop. */
 bool is_gpu_loop(ForType t);

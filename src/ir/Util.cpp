@@ -32,6 +32,12 @@ bool ends_with(const std::string &s, const std::string &suffix) {
            s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+std::string c_identifier(const std::string &s) {
+    std::string c;
+    for (char ch : s) c += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+    return c;
+}
+
 std::string join(const std::vector<std::string> &parts, const std::string &sep) {
     std::string r;
     for (size_t i = 0; i < parts.size(); i++) {

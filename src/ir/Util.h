@@ -21,6 +21,9 @@ bool ends_with(const std::string &s, const std::string &suffix);
 /** Joins the strings with a separator: join({"a", "b"}, ", ") == "a, b". */
 std::string join(const std::vector<std::string> &parts, const std::string &sep);
 
+/** s with every character that cannot be in a C identifier replaced by _. */
+std::string c_identifier(const std::string &s);
+
 /** Where each Func the compiler made comes from, by name: which directive
  * made it for which of the user's Funcs, and how the user places it. */
 using FuncOrigins = std::map<std::string, std::string>;

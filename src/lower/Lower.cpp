@@ -17,6 +17,7 @@
 #include "gpu/GPULoops.h"
 #include "gpu/HoistKernelAllocations.h"
 #include "gpu/HoistKernelChecks.h"
+#include "gpu/LowerGPUKernels.h"
 #include "gpu/ThreadOwnedStorage.h"
 #include "ir/IRMutator.h"
 #include "ir/IRPrinter.h"
@@ -169,8 +170,11 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = log("common_subexpression_elimination", common_subexpression_elimination(s));
     s = log("align_vector_accesses", align_vector_accesses(s, promised_congruences(promising)));
 
+    // GPU kernels: the block's own code, memory and barriers.
+    s = log("lower_gpu_kernels", lower_gpu_kernels(s, name, replicated_registers));
+
     LoweringResult result;
-    result.func = make_lowered_func(name, s, params, outputs, env, replicated_registers);
+    result.func = make_lowered_func(name, s, params, outputs, env);
     result.arguments = public_arguments(result.func);
     result.params = params;
     result.notes = env.fusion_log;

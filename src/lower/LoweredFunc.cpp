@@ -9,12 +9,10 @@ namespace internal {
 
 LoweredFunc make_lowered_func(const std::string &name, const Stmt &body,
                               const std::vector<ParameterPtr> &params,
-                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env,
-                              const std::set<std::string> &replicated_registers) {
+                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env) {
     LoweredFunc f;
     f.name = name;
     f.body = body;
-    f.replicated_registers = replicated_registers;
     for (const auto &[func, fs] : env.schedules) {
         if (fs.gpu_blocks_per_sm > 0) f.gpu_blocks_per_sm[func] = fs.gpu_blocks_per_sm;
     }

@@ -65,19 +65,13 @@ struct LoweredFunc {
      * (Stage::gpu_blocks_per_sm), by the Func whose loops are the
      * kernel's blocks. */
     std::map<std::string, int> gpu_blocks_per_sm;
-    /** The buffers at the block level of GPU kernels of which every thread
-     * keeps a whole copy in registers (privatize_thread_owned_storage):
-     * each thread makes the stores to them, and folds the block's total
-     * of a reduction across its threads into its copy. */
-    std::set<std::string> replicated_registers;
 };
 
 /** The LoweredFunc of a lowered body: its arguments are the inputs, in
  * order, then one buffer per output of each output Func. */
 LoweredFunc make_lowered_func(const std::string &name, const Stmt &body,
                               const std::vector<ParameterPtr> &params,
-                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env,
-                              const std::set<std::string> &replicated_registers);
+                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env);
 
 /** The arguments of f as CompiledPipeline::arguments() lists them. */
 std::vector<Argument> public_arguments(const LoweredFunc &f);
