@@ -1,0 +1,110 @@
+// The tile IR: block-level programs whose values are whole tiles (1-D or
+// 2-D, with an element type, a memory space and a layout), one program
+// instance per GPU block. Operations: load and store (global memory, with
+// the tile's origin and the bounds past which elements are masked, for
+// ragged edges), elementwise map, broadcast, reduce along an axis, dot
+// (C + A B), layout conversion, and the asynchronous copies into shared
+// memory with their commit groups and waits, and barriers. A loop (the
+// K loop of a GEMM, the key loop of attention) holds a list of operations;
+// values are single-assignment, and a loop's carried values are named by
+// the value they update (`%acc = dot %a, %b, %acc`).
+//
+// Values are named; the verifier checks that each operand is defined
+// before it is used and that shapes agree, and the printer writes the
+// program as text with each value's type and layout, so that a test or a
+// user reads the layouts the compiler chose (docs/tile.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/Expr.h"
+#include "tile/Layout.h"
+
+namespace loom {
+namespace internal {
+namespace tile {
+
+enum class MemorySpace { Registers, Shared };
+
+/** A tile value's type. The layout is null until the compiler assigns it;
+ * layout_name says which kind it is ("blocked", "mma_accumulator",
+ * "mma_a", "mma_b", "swizzled"), for printing. */
+struct TileType {
+    Type elem;
+    std::vector<int> shape;
+    MemorySpace space = MemorySpace::Registers;
+    std::shared_ptr<const LinearLayout> layout;
+    std::string layout_name;
+    int64_t elements() const;
+};
+
+enum class TileOpKind {
+    Zeros,          // a tile of zeros (an accumulator's start)
+    Load,           // from a global buffer
+    Store,          // to a global buffer
+    Map,            // an elementwise function of same-shaped tiles
+    Broadcast,      // a 1-D tile repeated along `axis` of a 2-D one
+    Reduce,         // along `axis`
+    Dot,            // operands a, b, c: c + a b
+    ConvertLayout,  // the same values in `type`'s layout or space
+    AsyncCopy,      // global -> shared, 16 bytes per thread and step
+    AsyncCommit,    // closes the group of async copies issued so far
+    AsyncWait,      // waits until at most `pending` groups are in flight
+    Barrier,        // the block's threads meet
+};
+
+struct TileOp {
+    TileOpKind kind;
+    std::string result;  // empty for ops that make no value
+    TileType type;       // the result's type
+    std::vector<std::string> operands;
+    /** Load, Store, AsyncCopy: the global buffer, the coordinates of the
+     * tile's first element in it, and its extents: elements at or past
+     * them are masked (not read: zero; not written). */
+    std::string buffer;
+    std::vector<Expr> origin, bounds;
+    /** Map: a scalar Expr of the Variables _0, _1, ... (the operands'
+     * elements), of the result's element type. */
+    Expr fn;
+    int axis = -1;          // Broadcast, Reduce
+    std::string reduction;  // Reduce: "sum", "max" or "min"
+    int pending = 0;        // AsyncWait
+};
+
+struct TileLoop;
+
+/** An operation or a loop. */
+struct TileStmt {
+    std::shared_ptr<TileOp> op;
+    std::shared_ptr<TileLoop> loop;
+};
+
+/** for var in [min, min + extent): body. Values defined in the body are
+ * visible after the loop (their last iteration's value). */
+struct TileLoop {
+    std::string var;
+    Expr min, extent;
+    std::vector<TileStmt> body;
+};
+
+struct TileProgram {
+    std::string name;
+    int num_warps = 4;
+    /** The program instance's coordinates: one GPU block each. */
+    std::vector<std::string> grid;
+    std::vector<TileStmt> body;
+};
+
+/** Checks that every operand is defined before use and that the shapes
+ * and types of each operation agree; an InternalError naming the value
+ * and the mismatch otherwise (tile programs are made by the compiler). */
+void verify(const TileProgram &p);
+
+/** The program as text. */
+std::string to_string(const TileProgram &p);
+
+}  // namespace tile
+}  // namespace internal
+}  // namespace loom
