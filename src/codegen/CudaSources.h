@@ -13,7 +13,10 @@
 //    within each warp, then the warps' totals through shared memory. Every
 //    thread of the block calls them and gets the total; the order of
 //    combination is fixed, so results repeat from run to run.
-// Instruction families the tile layer emits (mma, ldmatrix, cp.async) are to
+//  - mma: mma.sync.aligned.m16n8k16 with f16 and bf16 operands and f32
+//    accumulation (sm_80+), as inline PTX; on the tests' stand-in driver,
+//    its warp-collective emulation (test/fake_cuda/cuda_on_cpu.h).
+// The tile layer's other instruction families (ldmatrix, cp.async) are to
 // be further files here, one per family.
 #pragma once
 

@@ -90,6 +90,11 @@ struct Block {
     char *stacks = nullptr;
     // Each lane's value in a shuffle, up to 8 bytes.
     unsigned char slots[kMaxThreads][8];
+    // Each lane's fragments in an mma.sync: a, b (packed halves) and c.
+    struct MmaFragments {
+        uint32_t a[4], b[2];
+        float c[4];
+    } mma[kMaxThreads];
     const char *error = nullptr;
     char message[512];
 };
@@ -153,6 +158,68 @@ template <typename T> T shuffle_from(unsigned mask, T v, int source) {
     if (source < 32 && from < block->count) memcpy(&r, block->slots[from], sizeof(T));
     sync_warp(mask);  // before a later shuffle overwrites the slots
     return r;
+}
+
+/** A half (f16, or bf16 when `bf16`) as a float. */
+inline float half_bits_to_float(uint16_t h, bool bf16) {
+    if (bf16) {
+        uint32_t w = uint32_t(h) << 16;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    const uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 31, mantissa = h & 1023;
+    float f;
+    if (exponent == 0) {
+        f = ldexpf(float(mantissa), -24);  // subnormal (or zero)
+    } else if (exponent == 31) {
+        f = mantissa ? NAN : INFINITY;
+    } else {
+        f = ldexpf(float(mantissa | 1024), int(exponent) - 25);
+    }
+    uint32_t w;
+    memcpy(&w, &f, 4);
+    w |= sign;
+    memcpy(&f, &w, 4);
+    return f;
+}
+
+/** mma.sync.aligned.m16n8k16.row.col.f32 with f16 (or bf16) operands, as
+ * the warp's 32 lanes execute it together: each deposits its fragments,
+ * the warp meets, and each computes its own accumulator registers from
+ * everyone's fragments, read through the PTX ISA's layouts
+ * (src/codegen/cuda/mma.cuh). A lane laying out its fragments wrongly
+ * makes other lanes' results wrong, as on a GPU. */
+inline void mma_m16n8k16(float *d, const uint32_t *a, const uint32_t *b, const float *c,
+                         bool bf16) {
+    const int lane = current->linear & 31, base = current->linear - lane;
+    if (base + 32 > block->count) fail("mma.sync needs every lane of a whole warp");
+    Block::MmaFragments &mine = block->mma[current->linear];
+    memcpy(mine.a, a, sizeof(mine.a));
+    memcpy(mine.b, b, sizeof(mine.b));
+    memcpy(mine.c, c, sizeof(mine.c));
+    sync_warp(0xffffffffu);
+    auto half = [&](uint32_t word, int i) {
+        return half_bits_to_float(uint16_t(i % 2 ? word >> 16 : word & 0xffff), bf16);
+    };
+    auto A = [&](int r, int k) {
+        const int i = k % 2 + 2 * (r / 8) + 4 * (k / 8);
+        return half(block->mma[base + (r % 8) * 4 + (k % 8) / 2].a[i / 2], i);
+    };
+    auto B = [&](int k, int n) {
+        const int i = k % 2 + 2 * (k / 8);
+        return half(block->mma[base + n * 4 + (k % 8) / 2].b[i / 2], i);
+    };
+    const int g = lane / 4, t = lane % 4;
+    float out[4];
+    for (int i = 0; i < 4; i++) {
+        const int r = g + 8 * (i / 2), n = 2 * t + i % 2;
+        float acc = mine.c[i];
+        for (int k = 0; k < 16; k++) acc += A(r, k) * B(k, n);
+        out[i] = acc;
+    }
+    sync_warp(0xffffffffu);  // before a later mma overwrites the fragments
+    memcpy(d, out, sizeof(out));
 }
 
 template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
