@@ -14,23 +14,9 @@
 
 #include "codegen/CudaSources.h"
 #include "codegen/NVRTC.h"
+#include "driver_api.h"
 #include "fake_cuda.h"
 #include "loom/loom.h"
-
-extern "C" {
-int cuInit(unsigned);
-int cuDevicePrimaryCtxRetain(void **ctx, int dev);
-int cuCtxSetCurrent(void *ctx);
-int cuCtxSynchronize(void);
-int cuMemAlloc_v2(unsigned long long *p, size_t bytes);
-int cuMemFree_v2(unsigned long long p);
-int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes);
-int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t bytes);
-int cuModuleLoadData(void **module, const void *image);
-int cuModuleGetFunction(void **function, void *module, const char *name);
-int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned shared, void *stream, void **args, void **extra);
-}
 
 namespace {
 
