@@ -16,8 +16,11 @@
 //  - mma: mma.sync.aligned.m16n8k16 with f16 and bf16 operands and f32
 //    accumulation (sm_80+), as inline PTX; on the tests' stand-in driver,
 //    its warp-collective emulation (test/fake_cuda/cuda_on_cpu.h).
-// The tile layer's other instruction families (ldmatrix, cp.async) are to
-// be further files here, one per family.
+//  - ldmatrix: ldmatrix.sync.aligned.m8n8 x4, x4.trans and x2.trans (the
+//    mma fragments from shared memory), emulated as a warp-collective step.
+//  - cp_async: cp.async.cg of 16 bytes (zero-filled past a source size),
+//    commit and wait groups; the emulation lands a copy only when its group
+//    is waited for, so a missing wait reads stale shared memory.
 #pragma once
 
 #include <string>

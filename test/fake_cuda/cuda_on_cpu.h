@@ -73,11 +73,23 @@ constexpr unsigned char kSharedGuardPattern = 0xa5;
 
 enum class ThreadState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
 
+/** A cp.async copy issued and not yet landed. */
+struct PendingCopy {
+    void *dst;
+    unsigned char bytes[16];
+    int group;  // the commit group it belongs to (-1: not yet committed)
+};
+constexpr int kMaxPendingCopies = 64;
+
 struct Thread {
     ucontext_t context;
     uint3 index;
     int linear;
     ThreadState state;
+    // This thread's cp.async copies in flight, and its groups committed.
+    PendingCopy pending[kMaxPendingCopies];
+    int pending_count;
+    int groups_committed;
     unsigned warp_mask;  // of the warp barrier it waits at
 };
 
@@ -222,6 +234,76 @@ inline void mma_m16n8k16(float *d, const uint32_t *a, const uint32_t *b, const f
     memcpy(d, out, sizeof(out));
 }
 
+/** ldmatrix.sync.aligned.m8n8.x{count}[.trans].b16, as the warp executes
+ * it together: each lane deposits its row address, the warp meets, and
+ * each lane reads its registers from the rows the others gave
+ * (src/codegen/cuda/ldmatrix.cuh). */
+inline void ldmatrix(uint32_t *r, int count, bool trans, const void *row) {
+    const int lane = current->linear & 31, base = current->linear - lane;
+    if (base + 32 > block->count) fail("ldmatrix needs every lane of a whole warp");
+    const unsigned char *lo = loom_shared_memory, *hi = loom_shared_memory + kMaxSharedBytes;
+    const unsigned char *p = static_cast<const unsigned char *>(row);
+    if (lane < 8 * count && (p < lo || p + 16 > hi || (p - lo) % 16 != 0)) {
+        fail("ldmatrix: a row address that is not 16-byte aligned shared memory");
+    }
+    memcpy(block->slots[current->linear], &row, sizeof(row));
+    sync_warp(0xffffffffu);
+    auto element = [&](int matrix, int r8, int c8) {
+        const void *address;
+        memcpy(&address, block->slots[base + 8 * matrix + r8], sizeof(address));
+        uint16_t v;
+        memcpy(&v, static_cast<const unsigned char *>(address) + 2 * c8, 2);
+        return uint32_t(v);
+    };
+    const int g = lane / 4, t = lane % 4;
+    for (int j = 0; j < count; j++) {
+        r[j] = trans ? element(j, 2 * t, g) | element(j, 2 * t + 1, g) << 16
+                     : element(j, g, 2 * t) | element(j, g, 2 * t + 1) << 16;
+    }
+    sync_warp(0xffffffffu);  // before a later shuffle overwrites the slots
+}
+
+/** cp.async: the 16 bytes are read now (the source must not change before
+ * the wait, on a GPU either) and land in shared memory only when their
+ * group is waited for (src/codegen/cuda/cp_async.cuh). */
+inline void cp_async_16(void *dst, const void *src, int bytes) {
+    const unsigned char *lo = loom_shared_memory, *hi = loom_shared_memory + kMaxSharedBytes;
+    const unsigned char *d = static_cast<const unsigned char *>(dst);
+    if (d < lo || d + 16 > hi || (d - lo) % 16 != 0) {
+        fail("cp.async: a destination that is not 16-byte aligned shared memory");
+    }
+    if (bytes < 0 || bytes > 16) fail("cp.async: a source size outside [0, 16]");
+    if (current->pending_count == kMaxPendingCopies) fail("cp.async: too many copies in flight");
+    PendingCopy &c = current->pending[current->pending_count++];
+    c.dst = dst;
+    memset(c.bytes, 0, 16);
+    if (bytes > 0) memcpy(c.bytes, src, bytes);
+    c.group = -1;
+}
+
+inline void cp_async_commit() {
+    for (int i = 0; i < current->pending_count; i++) {
+        if (current->pending[i].group < 0) current->pending[i].group = current->groups_committed;
+    }
+    current->groups_committed++;
+}
+
+/** Lands every copy of this thread's groups but the newest `n`; copies not
+ * committed yet form no group and stay in flight. */
+inline void cp_async_wait(int n) {
+    const int landed_before = current->groups_committed - n;
+    int kept = 0;
+    for (int i = 0; i < current->pending_count; i++) {
+        PendingCopy &c = current->pending[i];
+        if (c.group >= 0 && c.group < landed_before) {
+            memcpy(c.dst, c.bytes, 16);
+        } else {
+            current->pending[kept++] = c;
+        }
+    }
+    current->pending_count = kept;
+}
+
 template <typename T> T shuffle_down(unsigned mask, T v, int offset) {
     return shuffle_from(mask, v, (current->linear & 31) + offset);
 }
@@ -291,6 +373,8 @@ inline bool run_block(bool reversed) {
         th.index = {t % block_dim.x, (t / block_dim.x) % block_dim.y,
                     t / (block_dim.x * block_dim.y)};
         th.state = ThreadState::Runnable;
+        th.pending_count = 0;
+        th.groups_committed = 0;
         getcontext(&th.context);
         th.context.uc_stack.ss_sp = block->stacks + t * kStackBytes;
         th.context.uc_stack.ss_size = kStackBytes;
