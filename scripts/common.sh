@@ -80,6 +80,11 @@ loom_install_python_deps() {
     for p in "${wanted[@]}"; do
         python3 -c "import ${p//-/_}" >/dev/null 2>&1 || missing+=("$p")
     done
+    # nvdisasm, for the tests that read the SASS of tensor-core kernels.
+    if ! command -v nvdisasm >/dev/null 2>&1 &&
+        ! python3 -c "import glob, nvidia, sys; sys.exit(not glob.glob(nvidia.__path__[0] + '/cu*/bin/nvdisasm'))" >/dev/null 2>&1; then
+        missing+=(nvidia-cuda-nvdisasm)
+    fi
     if [ "${#missing[@]}" -gt 0 ]; then
         loom_log "installing missing Python packages: ${missing[*]}"
         python3 -m pip install -q "${missing[@]}"
