@@ -1,8 +1,13 @@
 // The CUDA driver entry points the stand-in's tests call directly
-// (test/fake_cuda implements them).
+// (test/fake_cuda implements them), and a session with it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstddef>
+#include <vector>
+
+#include "fake_cuda.h"
 
 extern "C" {
 int cuInit(unsigned);
@@ -19,3 +24,33 @@ int cuFuncSetAttribute(void *function, int attribute, int value);
 int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *stream, void **args, void **extra);
 }
+
+/** A test's session with the stand-in driver running kernels on the CPU: a
+ * current context, and the device memory it allocated freed at the end.
+ * Fixtures derive from it and ::testing::Test (or TestWithParam). */
+class StandInSession {
+  protected:
+    std::vector<unsigned long long> allocations;
+
+    void start_session() {
+        fake_cuda_reset(1, 90);
+        fake_cuda_run_kernels(1);
+        void *ctx = nullptr;
+        ASSERT_EQ(cuInit(0), 0);
+        ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), 0);
+        ASSERT_EQ(cuCtxSetCurrent(ctx), 0);
+    }
+    void end_session() {
+        for (unsigned long long p : allocations) cuMemFree_v2(p);
+        allocations.clear();
+        fake_cuda_reset(1, 90);
+    }
+    /** `bytes` of device memory, holding a copy of `host` if given. */
+    unsigned long long device(const void *host, size_t bytes) {
+        unsigned long long p = 0;
+        EXPECT_EQ(cuMemAlloc_v2(&p, bytes), 0);
+        if (host) EXPECT_EQ(cuMemcpyHtoD_v2(p, host, bytes), 0);
+        allocations.push_back(p);
+        return p;
+    }
+};

@@ -75,29 +75,18 @@ extern "C" __global__ void __launch_bounds__(1) underrun(int *__restrict__ out_)
 }
 )";
 
-class KernelsOnCpu : public ::testing::Test {
+class KernelsOnCpu : public ::testing::Test, public StandInSession {
   protected:
     void *module = nullptr;
-    std::vector<unsigned long long> allocations;
 
     void SetUp() override {
-        fake_cuda_reset(1, 90);
-        fake_cuda_run_kernels(1);
-        void *ctx = nullptr;
-        ASSERT_EQ(cuInit(0), 0);
-        ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), 0);
-        ASSERT_EQ(cuCtxSetCurrent(ctx), 0);
+        start_session();
         ASSERT_EQ(cuModuleLoadData(&module, kKernels), 0) << fake_cuda_kernel_error();
     }
-    void TearDown() override {
-        for (unsigned long long p : allocations) cuMemFree_v2(p);
-        fake_cuda_reset(1, 90);
-    }
+    void TearDown() override { end_session(); }
 
     unsigned long long device_ints(size_t n) {
-        unsigned long long p = 0;
-        EXPECT_EQ(cuMemAlloc_v2(&p, n * sizeof(int)), 0);
-        allocations.push_back(p);
+        unsigned long long p = device(nullptr, n * sizeof(int));
         return p;
     }
     std::vector<int> host_ints(unsigned long long p, size_t n) {

@@ -139,31 +139,15 @@ float from_half(uint16_t h, bool bf16) {
     return bf16 ? float(loom::bfloat16_t::from_bits(h)) : float(loom::float16_t::from_bits(h));
 }
 
-class MmaOnCpu : public ::testing::Test {
+class MmaOnCpu : public ::testing::Test, public StandInSession {
   protected:
     void *module = nullptr;
-    std::vector<unsigned long long> allocations;
     void SetUp() override {
-        fake_cuda_reset(1, 90);
-        fake_cuda_run_kernels(1);
-        void *ctx = nullptr;
-        ASSERT_EQ(cuInit(0), 0);
-        ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), 0);
-        ASSERT_EQ(cuCtxSetCurrent(ctx), 0);
+        start_session();
         const std::string source = module_source();
         ASSERT_EQ(cuModuleLoadData(&module, source.c_str()), 0) << fake_cuda_kernel_error();
     }
-    void TearDown() override {
-        for (unsigned long long p : allocations) cuMemFree_v2(p);
-        fake_cuda_reset(1, 90);
-    }
-    unsigned long long device_copy(const void *host, size_t bytes) {
-        unsigned long long p = 0;
-        EXPECT_EQ(cuMemAlloc_v2(&p, bytes), 0);
-        if (host) EXPECT_EQ(cuMemcpyHtoD_v2(p, host, bytes), 0);
-        allocations.push_back(p);
-        return p;
-    }
+    void TearDown() override { end_session(); }
     /** Runs `kernel` with `threads` threads on random A and B; returns the
      * largest error against float64 relative to the sum of |terms|. */
     double max_error(const char *kernel, bool bf16, unsigned threads = 32, int *status = nullptr,
@@ -173,9 +157,8 @@ class MmaOnCpu : public ::testing::Test {
         std::vector<uint16_t> a(16 * 16), b(16 * 8);
         for (auto &x : a) x = to_half(normal(rng), bf16);
         for (auto &x : b) x = to_half(normal(rng), bf16);
-        unsigned long long A = device_copy(a.data(), a.size() * 2),
-                           B = device_copy(b.data(), b.size() * 2),
-                           D = device_copy(nullptr, 16 * 8 * 4);
+        unsigned long long A = device(a.data(), a.size() * 2), B = device(b.data(), b.size() * 2),
+                           D = device(nullptr, 16 * 8 * 4);
         void *f = nullptr;
         EXPECT_EQ(cuModuleGetFunction(&f, module, kernel), 0);
         void *args[] = {&A, &B, &D, &wait};
