@@ -14,6 +14,7 @@
 #include "driver_api.h"
 #include "fake_cuda.h"
 #include "loom/loom.h"
+#include "sass.h"
 #include "tile/TileCodeGen_CUDA.h"
 #include "tile_programs.h"
 
@@ -119,11 +120,21 @@ INSTANTIATE_TEST_SUITE_P(All, TileGemmOnCpu,
 TEST(TileGemmThroughNvrtc, CompilesForSm80WithTensorCores) {
     std::string why;
     if (!internal::nvrtc_available(&why)) GTEST_SKIP() << why;
-    internal::CudaBinary bin =
-        internal::compile_cuda(kernel_source({Float(16), true}), "tile_gemm", "sm_80");
+    internal::CudaBinary bin = internal::compile_cuda(kernel_source({Float(16), true}), "tile_gemm",
+                                                      "sm_80", {"--ptxas-options=-v"});
     for (const char *instruction :
          {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
           "ldmatrix.sync.aligned.m8n8.x2.trans", "cp.async.cg.shared.global"}) {
         EXPECT_NE(bin.ptx.find(instruction), std::string::npos) << instruction;
+    }
+    // ptxas: no spills, no stack.
+    EXPECT_NE(bin.log.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
+              std::string::npos)
+        << bin.log;
+    const std::string nvdisasm = find_nvdisasm();
+    if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (pip install nvidia-cuda-nvdisasm)";
+    const std::string sass = sass_of(bin.cubin, nvdisasm);
+    for (const char *op : {"HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.MT88.2", "LDGSTS"}) {
+        EXPECT_NE(sass.find(op), std::string::npos) << "no " << op;
     }
 }
