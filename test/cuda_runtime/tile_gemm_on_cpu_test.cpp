@@ -16,6 +16,7 @@
 #include "loom/loom.h"
 #include "sass.h"
 #include "tile/TileCodeGen_CUDA.h"
+#include "tile/TileInterpreter.h"
 #include "tile_programs.h"
 
 namespace {
@@ -107,6 +108,19 @@ TEST_P(TileGemmOnCpu, MatchesFloat64AtRaggedSizes) {
     }
     // f32 accumulation of exact products; an f16 result adds its rounding.
     EXPECT_LT(worst, c.f16_out ? 2e-3 : 1e-5) << source;
+    // The translation keeps the program's meaning: the host interpreter
+    // accumulates in the same order and type, so every element agrees to the bit.
+    std::vector<unsigned char> meant(out.size(), 0);
+    const Type out_type = c.f16_out ? Float(16) : Float(32);
+    Expr epilogue = c.f16_out ? cast(Float(16), Variable::make(Float(32), "_0")) : Expr();
+    interpret_tile_program(
+        gemm_program(c.in, epilogue),
+        {{"A", c.in, a.data(), sa}, {"B", c.in, b.data(), sb}, {"C", out_type, meant.data(), sc}},
+        {{"M", M}, {"N", N}, {"K", K}}, {(M + 15) / 16, (N + 7) / 8});
+    for (int i = 0; i < M; i++) {
+        EXPECT_EQ(memcmp(&out[i * sc * out_bytes], &meant[i * sc * out_bytes], N * out_bytes), 0)
+            << "row " << i << " differs from the interpreter's";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TileGemmOnCpu,
