@@ -1357,6 +1357,19 @@ void interpret_functions(const std::vector<FunctionPtr> &outputs,
     }
 }
 
+double load_element(Type t, const uint8_t *p) {
+    const Val v = load_elem(t, p);
+    return t.is_float() ? v.f : t.is_int() ? static_cast<double>(v.i) : static_cast<double>(v.u);
+}
+
+void store_element(Type t, uint8_t *p, double x) {
+    Val v;
+    if (t.is_float()) v.f = x;
+    else if (t.is_int()) v.i = static_cast<int64_t>(x);
+    else v.u = static_cast<uint64_t>(x);
+    store_elem(t, p, v);
+}
+
 Expr evaluate_expr(const Expr &e, const std::map<std::string, Expr> &env) {
     user_assert(e.defined()) << "evaluate_expr of an undefined Expr.";
     Interp interp;

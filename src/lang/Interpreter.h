@@ -25,5 +25,12 @@ void interpret_functions(const std::vector<FunctionPtr> &outputs,
  * simplifier and for constant folding. */
 Expr evaluate_expr(const Expr &e, const std::map<std::string, Expr> &env = {});
 
+/** The element of type t at p, as a double, read as the interpreter reads
+ * buffers. */
+double load_element(Type t, const uint8_t *p);
+/** Writes x at p as an element of type t, rounded (or wrapped) as the
+ * interpreter's stores round it. */
+void store_element(Type t, uint8_t *p, double x);
+
 }  // namespace internal
 }  // namespace loom

@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "arith/Simplify.h"
 #include "ir/IRPrinter.h"
-#include "ir/Substitute.h"
+#include "lang/Interpreter.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -23,51 +22,15 @@ struct HostTile {
     std::vector<double> v;
 };
 
+/** x rounded to an element of type t, as the interpreter stores it. */
 double round_to(Type t, double x) {
-    if (t == Float(32)) return double(float(x));
-    if (t == Float(16)) return double(float(float16_t(float(x))));
-    if (t == BFloat(16)) return double(float(bfloat16_t(float(x))));
-    if (t == Float(64)) return x;
-    internal_error << "tile interpreter: element type " << type_to_string(t);
-    return 0;
+    uint8_t bits[8];
+    store_element(t, bits, x);
+    return load_element(t, bits);
 }
 
-double read_element(const TileHostBuffer &b, int64_t index) {
-    const unsigned char *p = static_cast<const unsigned char *>(b.data) + index * b.elem.bytes();
-    if (b.elem == Float(32)) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    if (b.elem == Float(64)) {
-        double d;
-        memcpy(&d, p, 8);
-        return d;
-    }
-    uint16_t h;
-    memcpy(&h, p, 2);
-    if (b.elem == Float(16)) return float(float16_t::from_bits(h));
-    if (b.elem == BFloat(16)) return float(bfloat16_t::from_bits(h));
-    internal_error << "tile interpreter: buffer " << b.name << " of " << type_to_string(b.elem);
-    return 0;
-}
-
-void write_element(const TileHostBuffer &b, int64_t index, double x) {
-    unsigned char *p = static_cast<unsigned char *>(b.data) + index * b.elem.bytes();
-    if (b.elem == Float(32)) {
-        const float f = float(x);
-        memcpy(p, &f, 4);
-    } else if (b.elem == Float(64)) {
-        memcpy(p, &x, 8);
-    } else if (b.elem == Float(16)) {
-        const uint16_t h = float16_t(float(x)).bits;
-        memcpy(p, &h, 2);
-    } else if (b.elem == BFloat(16)) {
-        const uint16_t h = bfloat16_t(float(x)).bits;
-        memcpy(p, &h, 2);
-    } else {
-        internal_error << "tile interpreter: buffer " << b.name << " of " << type_to_string(b.elem);
-    }
+uint8_t *element_address(const TileHostBuffer &b, int64_t index) {
+    return static_cast<uint8_t *>(b.data) + index * b.elem.bytes();
 }
 
 class Instance {
@@ -96,9 +59,8 @@ class Instance {
     std::map<std::string, HostTile> tiles;
 
     int64_t integer(const Expr &e) {
-        Expr v = simplify(substitute(env, e));
-        const int64_t *i = as_const_int(v);
-        internal_assert(i) << "tile interpreter: " << e << " is not known (" << v << ")";
+        const int64_t *i = as_const_int(evaluate_expr(e, env));
+        internal_assert(i) << "tile interpreter: " << e << " is not an integer";
         return *i;
     }
 
@@ -131,8 +93,9 @@ class Instance {
             for (int r = 0; r < t.shape[0]; r++) {
                 for (int c = 0; c < t.shape[1]; c++) {
                     if (r0 + r < rows && c0 + c < cols) {
-                        h.v[r * t.shape[1] + c] =
-                            round_to(t.elem, read_element(b, (r0 + r) * b.stride + c0 + c));
+                        h.v[r * t.shape[1] + c] = round_to(
+                            t.elem,
+                            load_element(b.elem, element_address(b, (r0 + r) * b.stride + c0 + c)));
                     }
                 }
             }
@@ -168,7 +131,7 @@ class Instance {
                     const HostTile &in = tile(o.operands[k]);
                     args["_" + std::to_string(k)] = internal::make_const(in.elem, in.v[i]);
                 }
-                Expr v = simplify(substitute(args, o.fn));
+                Expr v = evaluate_expr(o.fn, args);
                 const double *f = as_const_float(v);
                 internal_assert(f) << "tile interpreter: map " << o.result << " gave " << v;
                 h.v[i] = round_to(t.elem, *f);
@@ -214,7 +177,8 @@ class Instance {
             for (int r = 0; r < v.shape[0]; r++) {
                 for (int c = 0; c < v.shape[1]; c++) {
                     if (r0 + r < rows && c0 + c < cols) {
-                        write_element(b, (r0 + r) * b.stride + c0 + c, v.v[r * v.shape[1] + c]);
+                        store_element(b.elem, element_address(b, (r0 + r) * b.stride + c0 + c),
+                                      v.v[r * v.shape[1] + c]);
                     }
                 }
             }
