@@ -627,6 +627,13 @@ struct RegisterGenerator {
 };
 }  // namespace internal
 
+/** What Generator::emit writes, for a pipeline built elsewhere (a
+ * generator written in Python, say): `dir/basename.<suffix>` for each kind
+ * of Generator::emit_kinds(), with the C function `function_name`. */
+void emit_pipeline(const Pipeline &p, const Schedule &schedule, const Target &target,
+                   const std::string &dir, const std::string &basename,
+                   const std::string &function_name, const std::vector<std::string> &kinds);
+
 /** Runs the generator driver on a command line (args[0] is the program
  * name), writing messages to `out` and errors to `err`. Returns the exit
  * status: 0 on success. The usage text lists the options. */

@@ -20,7 +20,7 @@ from ._loom import (  # noqa: F401  (the public API)
     Param, Pipeline, RDom, RVar, RuntimeError, Schedule, Stage, TailStrategy, Target, Tuple,
     Type, UInt, Var, abs, argmax, argmin, cast, ceil, clamp, cos, erf, exp, floor, interpret,
     interpret_into, interpret_tuple, log, max, maximum, min, minimum, pow, product,
-    reinterpret, round, rsqrt, select, sin, sqrt, sum, tanh, type_max, type_min, type_of)
+    reinterpret, round, rsqrt, emit_kinds, select, sin, sqrt, sum, tanh, type_max, type_min, type_of)
 from . import _buffers, _pipeline  # noqa: F401  (Buffer.numpy, kernel(...) calls)
 from . import schedules, attention  # noqa: F401
 from ._generator import Generator, GeneratorParam, Input, Output  # noqa: F401

@@ -20,7 +20,6 @@ The generated function takes the inputs in declaration order, then the
 outputs: brighten(input, gain, output).
 """
 import itertools
-import os
 import re
 
 from . import _loom
@@ -212,45 +211,11 @@ class Generator:
         """JIT-compiles for the target param."""
         return self.pipeline().compile(self.sched, self.target, output_shape=output_shape)
 
-    EMIT_KINDS = {"static_library": ".a", "h": ".h", "object": ".o", "assembly": ".s",
-                  "llvm_ir": ".ll", "stmt": ".stmt", "cuda": ".cu"}
-
     def emit(self, directory, basename, function_name, kinds=("static_library",)):
-        """Writes directory/basename.<suffix> for each kind, as C++'s
-        Generator::emit."""
-        for k in kinds:
-            if k not in self.EMIT_KINDS:
-                raise _loom.CompileError(f'Unknown emit kind "{k}"; valid kinds are: '
-                                         f'{", ".join(self.EMIT_KINDS)}.')
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", function_name):
-            raise _loom.CompileError(f'The function name "{function_name}" is not a C '
-                                     f'identifier; use letters, digits and underscores.')
-        if not basename or "/" in basename:
-            raise _loom.CompileError(f'The file base name "{basename}" must be a plain file '
-                                     f'name, not a path.')
-        p = self.pipeline()
-        os.makedirs(directory, exist_ok=True)
-        base = os.path.join(directory, basename)
-        s, t = self.sched, self.target
-        for kind in self.EMIT_KINDS:
-            if kind not in kinds:
-                continue
-            suffix = self.EMIT_KINDS[kind]
-            if kind == "static_library":
-                p.compile_to_static_library(base, function_name, s, t)
-            elif kind == "h" and "static_library" not in kinds:
-                p.compile_to_header(base + suffix, function_name, s, t)
-            elif kind == "object":
-                p.compile_to_object(base + suffix, function_name, s, t)
-            elif kind == "assembly":
-                p.compile_to_assembly(base + suffix, function_name, s, t)
-            elif kind == "llvm_ir":
-                p.compile_to_llvm_ir(base + suffix, function_name, s, t)
-            elif kind == "stmt":
-                with open(base + suffix, "w") as f:
-                    f.write(p.compile_to_lowered_stmt(s, t))
-            elif kind == "cuda":
-                p.compile_to_cuda(s, t, base)
+        """Writes directory/basename.<suffix> for each kind of
+        loom.emit_kinds(), as C++'s Generator::emit (the same code)."""
+        _loom._emit_pipeline(self.pipeline(), self.sched, self.target, directory, basename,
+                             function_name, list(kinds))
 
 
 def registered_generators():

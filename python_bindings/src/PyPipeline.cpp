@@ -3,6 +3,7 @@
 // and the GPU stream pipelines run on.
 #include "PyLoom.h"
 
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -240,6 +241,11 @@ void define_pipeline(nb::module_ &m) {
             interpret_into(fs, r);
         },
         arg("outputs"), arg("buffers"));
+
+    m.def("emit_kinds", &Generator::emit_kinds,
+          "The kinds of file a generator emits, with their suffixes: (kind, suffix) pairs.");
+    m.def("_emit_pipeline", &emit_pipeline, arg("pipeline"), arg("schedule"), arg("target"),
+          arg("directory"), arg("basename"), arg("function_name"), arg("kinds"));
 
     m.def("_set_cuda_stream",
           [](uintptr_t stream) { loom_cuda_set_stream(reinterpret_cast<void *>(stream)); });

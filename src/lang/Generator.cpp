@@ -422,10 +422,14 @@ const std::vector<std::pair<std::string, std::string>> &Generator::emit_kinds() 
     return kinds;
 }
 
-void Generator::emit(const std::string &dir, const std::string &basename,
-                     const std::string &function_name, const std::vector<std::string> &kinds) {
+namespace {
+
+/** The kinds asked for, checked with the function and file names. */
+std::set<std::string> checked_emit_request(const std::string &basename,
+                                           const std::string &function_name,
+                                           const std::vector<std::string> &kinds) {
     std::vector<std::string> valid;
-    for (const auto &k : emit_kinds()) valid.push_back(k.first);
+    for (const auto &k : Generator::emit_kinds()) valid.push_back(k.first);
     std::set<std::string> wanted;
     for (const std::string &k : kinds) {
         bool ok = false;
@@ -439,15 +443,17 @@ void Generator::emit(const std::string &dir, const std::string &basename,
         << "\" is not a C identifier; use letters, digits and underscores.";
     user_assert(!basename.empty() && basename.find('/') == std::string::npos)
         << "The file base name \"" << basename << "\" must be a plain file name, not a path.";
-    build();
+    return wanted;
+}
 
+void write_emitted_files(const Pipeline &p, const Schedule &sched, const Target &t,
+                         const std::string &dir, const std::string &basename,
+                         const std::string &function_name, const std::set<std::string> &wanted) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     user_assert(!ec) << "Cannot create the output directory " << dir << ": " << ec.message();
     const std::string base = (std::filesystem::path(dir) / basename).string();
-    const Target &t = get_target();
-    const Pipeline &p = *pipeline_;
-    for (const auto &[kind, suffix] : emit_kinds()) {
+    for (const auto &[kind, suffix] : Generator::emit_kinds()) {
         if (!wanted.count(kind)) continue;
         if (kind == "static_library") {
             p.compile_to_static_library(base, function_name, sched, t);
@@ -468,6 +474,22 @@ void Generator::emit(const std::string &dir, const std::string &basename,
             p.compile_to_cuda(base, sched, t);
         }
     }
+}
+
+}  // namespace
+
+void Generator::emit(const std::string &dir, const std::string &basename,
+                     const std::string &function_name, const std::vector<std::string> &kinds) {
+    const std::set<std::string> wanted = checked_emit_request(basename, function_name, kinds);
+    build();
+    write_emitted_files(*pipeline_, sched, get_target(), dir, basename, function_name, wanted);
+}
+
+void emit_pipeline(const Pipeline &p, const Schedule &sched, const Target &t,
+                   const std::string &dir, const std::string &basename,
+                   const std::string &function_name, const std::vector<std::string> &kinds) {
+    write_emitted_files(p, sched, t, dir, basename, function_name,
+                        checked_emit_request(basename, function_name, kinds));
 }
 
 // ---------------------------------------------------------------------------
