@@ -161,14 +161,6 @@ void define_expr(nb::module_ &m) {
         .def("__repr__", [](const Expr &e) { return "<loom.Expr " + expr_repr(e) + ">"; })
         .def("__str__", &expr_repr);
     add_operators(e);
-    nb::implicitly_convertible<nb::int_, Expr>();
-    nb::implicitly_convertible<nb::float_, Expr>();
-    nb::implicitly_convertible<nb::bool_, Expr>();
-    nb::implicitly_convertible<Var, Expr>();
-    nb::implicitly_convertible<RVar, Expr>();
-    nb::implicitly_convertible<RDom, Expr>();
-    nb::implicitly_convertible<FuncRef, Expr>();
-    nb::implicitly_convertible<PyParam, Expr>();
 
     auto unary = [&](const char *name, Expr (*f)(Expr), const char *doc) {
         m.def(

@@ -149,7 +149,6 @@ class Emitter {
     std::ostringstream body;
     std::map<std::string, TileType> values;
     int64_t shared_bytes = 0;
-    int block_id = 0;
 
     void collect(const std::vector<TileStmt> &ss, FreeVariables *free,
                  std::set<std::string> *bound) {
@@ -263,7 +262,6 @@ class Emitter {
             shared_bytes += (bytes + 15) / 16 * 16;
         }
         const int64_t chunks = o.type.elements() / 8;
-        const std::string id = std::to_string(block_id++);
         body << pad << "for (int ch = lane; ch < " << chunks << "; ch += " << 32 * program.num_warps
              << ") {\n";
         const std::string in = pad + "    ";
@@ -276,7 +274,6 @@ class Emitter {
         body << in << "loom_cp_async_16(s_" << o.result << " + ch * 8, left ? " << b.name
              << " + gr * " << b.name << "_stride + gc : " << b.name << ", left * 2);\n";
         body << pad << "}\n";
-        (void)id;
     }
 
     void convert(const TileOp &o, const std::string &pad) {
