@@ -47,8 +47,12 @@ std::vector<RawBuffer> raw_buffers(const std::vector<PyBuffer> &bs) {
 void call(const CompiledPipeline &p, nb::list args) {
     const std::vector<Argument> &formal = p.arguments();
     std::vector<ArgValue> values;
-    // (The count is CompiledPipeline::call's to check.)
-    for (size_t i = 0; i < formal.size() && i < args.size(); i++) {
+    for (size_t i = 0; i < args.size(); i++) {
+        if (i >= formal.size()) {
+            // Extra arguments: CompiledPipeline::call counts them and says so.
+            values.emplace_back(0);
+            continue;
+        }
         const Argument &a = formal[i];
         std::string who = "Argument " + std::to_string(i) + " (" + a.name + ")";
         nb::handle v = args[i];
