@@ -17,6 +17,13 @@ int64_t TileType::elements() const {
     return n;
 }
 
+std::vector<int> access_axes(const TileOp &o, size_t tile_rank) {
+    if (!o.axes.empty()) return o.axes;
+    std::vector<int> identity(tile_rank);
+    for (size_t i = 0; i < tile_rank; i++) identity[i] = int(i);
+    return identity;
+}
+
 namespace {
 
 const char *kind_name(TileOpKind k) {
@@ -46,6 +53,7 @@ std::string shape_string(const std::vector<int> &shape) {
 std::string type_string(const TileType &t) {
     std::string s = type_to_string(t.elem) + "[" + shape_string(t.shape) + "]";
     if (t.space == MemorySpace::Shared) s += " shared";
+    if (t.slots > 1) s += " x" + std::to_string(t.slots) + " slots";
     if (!t.layout_name.empty()) s += " #" + t.layout_name;
     return s;
 }
@@ -83,14 +91,22 @@ class Verifier {
         case TileOpKind::Load:
         case TileOpKind::AsyncCopy:
         case TileOpKind::Store: {
-            const size_t dims =
+            const size_t rank =
                 o.kind == TileOpKind::Store ? operand(o, 0).shape.size() : shape.size();
-            internal_assert(!o.buffer.empty() && o.origin.size() == dims && o.bounds.size() == dims)
-                << what << ": a buffer, and an origin and bounds per dimension";
+            const std::vector<int> axes = access_axes(o, rank);
+            internal_assert(!o.buffer.empty() && o.origin.size() == axes.size() &&
+                            o.bounds.size() == axes.size())
+                << what << ": a buffer, and an origin and bounds per buffer dimension";
+            std::vector<int> uses(rank, 0);
+            for (int a : axes) {
+                internal_assert(a >= -1 && a < int(rank) && (a < 0 || uses[a]++ == 0))
+                    << what << ": buffer dimensions follow distinct tile axes";
+            }
             if (o.kind == TileOpKind::AsyncCopy) {
                 internal_assert(o.type.space == MemorySpace::Shared)
                     << what << ": async copies write shared memory";
             }
+            internal_assert(o.type.slots >= 1) << what << ": " << o.type.slots << " slots";
             break;
         }
         case TileOpKind::Map:
@@ -131,6 +147,8 @@ class Verifier {
         case TileOpKind::ConvertLayout:
             internal_assert(operand(o, 0).shape == shape && operand(o, 0).elem == o.type.elem)
                 << what << ": a layout conversion keeps shape and type";
+            internal_assert(!o.slot.defined() || operand(o, 0).space == MemorySpace::Shared)
+                << what << ": only a shared value has slots to read";
             break;
         default: break;
         }
@@ -175,7 +193,13 @@ class Printer {
             exprs(o.origin);
             out << "]";
         }
+        if (!o.axes.empty()) {
+            out << " axes(";
+            for (size_t i = 0; i < o.axes.size(); i++) out << (i ? ", " : "") << o.axes[i];
+            out << ")";
+        }
         for (size_t i = 0; i < o.operands.size(); i++) out << (i ? ", %" : " %") << o.operands[i];
+        if (o.slot.defined()) out << " slot " << o.slot;
         if (o.axis >= 0) out << " axis " << o.axis;
         if (o.kind == TileOpKind::AsyncWait) out << " " << o.pending;
         if (!o.bounds.empty()) {

@@ -37,6 +37,10 @@ struct TileType {
     MemorySpace space = MemorySpace::Registers;
     std::shared_ptr<const LinearLayout> layout;
     std::string layout_name;
+    /** Shared tiles only: how many copies of the tile the value holds (a
+     * ring of buffers for multistage pipelining; copies and conversions
+     * name the slot they write or read). */
+    int slots = 1;
     int64_t elements() const;
 };
 
@@ -60,11 +64,20 @@ struct TileOp {
     std::string result;  // empty for ops that make no value
     TileType type;       // the result's type
     std::vector<std::string> operands;
-    /** Load, Store, AsyncCopy: the global buffer, the coordinates of the
-     * tile's first element in it, and its extents: elements at or past
-     * them are masked (not read: zero; not written). */
+    /** Load, Store, AsyncCopy: the global buffer, the coordinates (one per
+     * buffer dimension, from the buffer's first element) of the tile's
+     * element (0, 0), and the coordinates at or past which elements are
+     * masked (not read: zero; not written). `axes` says which tile axis
+     * each buffer dimension follows (-1: none, the coordinate stays at the
+     * origin's); empty means buffer dimension d is tile axis d. So a
+     * transposed operand, a row of bias broadcast down a tile, or one
+     * matrix of a batch are each one access. */
     std::string buffer;
     std::vector<Expr> origin, bounds;
+    std::vector<int> axes;
+    /** AsyncCopy: the slot of its shared value it writes; ConvertLayout
+     * from a shared value: the slot it reads. Undefined: slot 0. */
+    Expr slot;
     /** Map: a scalar Expr of the Variables _0, _1, ... (the operands'
      * elements), of the result's element type. */
     Expr fn;
@@ -96,6 +109,10 @@ struct TileProgram {
     std::vector<std::string> grid;
     std::vector<TileStmt> body;
 };
+
+/** The tile axis each buffer dimension of an access follows: o.axes, or
+ * the identity when it is empty. */
+std::vector<int> access_axes(const TileOp &o, size_t tile_rank);
 
 /** Checks that every operand is defined before use and that the shapes
  * and types of each operation agree; an InternalError naming the value
