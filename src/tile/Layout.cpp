@@ -215,6 +215,17 @@ LinearLayout LinearLayout::compose_after(const LinearLayout &first) const {
     return LinearLayout(new_ins, outs_);
 }
 
+bool LinearLayout::operator==(const LinearLayout &o) const {
+    if (ins_.size() != o.ins_.size() || outs_.size() != o.outs_.size()) return false;
+    for (size_t d = 0; d < ins_.size(); d++) {
+        if (ins_[d].name != o.ins_[d].name || ins_[d].bases != o.ins_[d].bases) return false;
+    }
+    for (size_t d = 0; d < outs_.size(); d++) {
+        if (outs_[d].name != o.outs_[d].name || outs_[d].size != o.outs_[d].size) return false;
+    }
+    return true;
+}
+
 std::string LinearLayout::to_string() const {
     std::ostringstream s;
     for (size_t d = 0; d < ins_.size(); d++) {
@@ -259,23 +270,74 @@ LinearLayout blocked_layout(int rows, int cols, int vector, int warps) {
     return LinearLayout({reg, lane, warp}, {{"row", rows}, {"col", cols}});
 }
 
-LinearLayout mma_m16n8k16_accumulator() {
+namespace {
+
+/** The lane bits of every m16n8k16 fragment, g = lane / 4 and t = lane %
+ * 4 along the fragment's rows (A, the accumulator) or columns (B). */
+LinearLayout::InDim fragment_lanes(bool g_along_rows) {
+    if (g_along_rows) return {"lane", {col_bit(1), col_bit(2), row_bit(0), row_bit(1), row_bit(2)}};
+    return {"lane", {row_bit(1), row_bit(2), col_bit(0), col_bit(1), col_bit(2)}};
+}
+
+/** Warp bits: the low log2(warps_n) of them take the columns above
+ * `col_from` (none: the operand is the same for them), the high
+ * log2(warps_m) the rows above `row_from`. */
+LinearLayout::InDim block_warps(int warps_m, int warps_n, int row_from, int col_from) {
+    LinearLayout::InDim warp{"warp", {}};
+    for (int b = 0; b < log2_exact(warps_n); b++) {
+        warp.bases.push_back(col_from < 0 ? std::vector<int>{0, 0} : col_bit(col_from + b));
+    }
+    for (int b = 0; b < log2_exact(warps_m); b++) {
+        warp.bases.push_back(row_from < 0 ? std::vector<int>{0, 0} : row_bit(row_from + b));
+    }
+    return warp;
+}
+
+void check_block(const char *what, int rows, int cols, int warps_m, int warps_n, int frag_rows,
+                 int frag_cols) {
+    internal_assert(warps_m > 0 && warps_n > 0 && rows % (warps_m * frag_rows) == 0 &&
+                    cols % (warps_n * frag_cols) == 0)
+        << what << ": a " << rows << " x " << cols << " tile is not whole " << frag_rows << " x "
+        << frag_cols << " fragments for " << warps_m << " x " << warps_n << " warps";
+    for (int n : {rows, cols, warps_m, warps_n}) log2_exact(n);
+}
+
+}  // namespace
+
+LinearLayout mma_accumulator_layout(int rows, int cols, int warps_m, int warps_n) {
+    check_block("mma_accumulator_layout", rows, cols, warps_m, warps_n, 16, 8);
+    const int warp_rows = log2_exact(rows / warps_m), warp_cols = log2_exact(cols / warps_n);
     LinearLayout::InDim reg{"register", {col_bit(0), row_bit(3)}};
-    LinearLayout::InDim lane{"lane", {col_bit(1), col_bit(2), row_bit(0), row_bit(1), row_bit(2)}};
-    return LinearLayout({reg, lane}, {{"row", 16}, {"col", 8}});
+    for (int b = 3; b < warp_cols; b++) reg.bases.push_back(col_bit(b));  // ni
+    for (int b = 4; b < warp_rows; b++) reg.bases.push_back(row_bit(b));  // mi
+    return LinearLayout(
+        {reg, fragment_lanes(true), block_warps(warps_m, warps_n, warp_rows, warp_cols)},
+        {{"row", rows}, {"col", cols}});
 }
 
-LinearLayout mma_m16n8k16_a() {
+LinearLayout mma_a_layout(int rows, int k, int warps_m, int warps_n) {
+    check_block("mma_a_layout", rows, k, warps_m, 1, 16, 16);
+    const int warp_rows = log2_exact(rows / warps_m);
     LinearLayout::InDim reg{"register", {col_bit(0), row_bit(3), col_bit(3)}};
-    LinearLayout::InDim lane{"lane", {col_bit(1), col_bit(2), row_bit(0), row_bit(1), row_bit(2)}};
-    return LinearLayout({reg, lane}, {{"row", 16}, {"col", 16}});
+    for (int b = 4; b < log2_exact(k); b++) reg.bases.push_back(col_bit(b));  // ki
+    for (int b = 4; b < warp_rows; b++) reg.bases.push_back(row_bit(b));      // mi
+    return LinearLayout({reg, fragment_lanes(true), block_warps(warps_m, warps_n, warp_rows, -1)},
+                        {{"row", rows}, {"col", k}});
 }
 
-LinearLayout mma_m16n8k16_b() {
+LinearLayout mma_b_layout(int k, int cols, int warps_m, int warps_n) {
+    check_block("mma_b_layout", k, cols, 1, warps_n, 16, 8);
+    const int warp_cols = log2_exact(cols / warps_n);
     LinearLayout::InDim reg{"register", {row_bit(0), row_bit(3)}};
-    LinearLayout::InDim lane{"lane", {row_bit(1), row_bit(2), col_bit(0), col_bit(1), col_bit(2)}};
-    return LinearLayout({reg, lane}, {{"row", 16}, {"col", 8}});
+    for (int b = 3; b < warp_cols; b++) reg.bases.push_back(col_bit(b));      // ni
+    for (int b = 4; b < log2_exact(k); b++) reg.bases.push_back(row_bit(b));  // ki
+    return LinearLayout({reg, fragment_lanes(false), block_warps(warps_m, warps_n, -1, warp_cols)},
+                        {{"row", k}, {"col", cols}});
 }
+
+LinearLayout mma_m16n8k16_accumulator() { return mma_accumulator_layout(16, 8, 1, 1); }
+LinearLayout mma_m16n8k16_a() { return mma_a_layout(16, 16, 1, 1); }
+LinearLayout mma_m16n8k16_b() { return mma_b_layout(16, 8, 1, 1); }
 
 LinearLayout swizzled_shared_layout(int rows, int cols, int elem_bytes) {
     internal_assert(16 % elem_bytes == 0) << "elements of " << elem_bytes << " bytes";
@@ -299,6 +361,14 @@ LinearLayout swizzled_shared_layout(int rows, int cols, int elem_bytes) {
         if (k >= 0 && k < swizzle_bits) base[1] = 1 << (chunk_bits + k);
         offset.bases.push_back(base);
     }
+    return LinearLayout({offset}, {{"row", rows}, {"col", cols}});
+}
+
+LinearLayout swizzled_shared_layout_transposed(int rows, int cols, int elem_bytes) {
+    const LinearLayout l = swizzled_shared_layout(cols, rows, elem_bytes);
+    LinearLayout::InDim offset{"offset", {}};
+    for (const std::vector<int> &base : l.ins()[0].bases)
+        offset.bases.push_back({base[1], base[0]});
     return LinearLayout({offset}, {{"row", rows}, {"col", cols}});
 }
 

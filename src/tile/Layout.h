@@ -69,6 +69,9 @@ class LinearLayout {
      * inputs, matched by name and size. */
     LinearLayout compose_after(const LinearLayout &first) const;
 
+    bool operator==(const LinearLayout &o) const;
+    bool operator!=(const LinearLayout &o) const { return !(*this == o); }
+
     /** "register: [0,1] [0,2]; lane: [0,4] ... -> row 16, col 8". */
     std::string to_string() const;
 
@@ -100,10 +103,30 @@ LinearLayout blocked_layout(int rows, int cols, int vector, int warps);
  *  - the f16/bf16 A operand (16 x 16, 8 halves): a_i at (g + 8 * (i / 2 %
  *    2), 2 t + i % 2 + 8 * (i / 4));
  *  - the f16/bf16 B operand (16 x 8, k x n, 4 halves): b_i at (2 t + i % 2
- *    + 8 * (i / 2), g). */
+ *    + 8 * (i / 2), g).
+ * These are the one-warp, one-fragment cases of the block layouts below
+ * (whose warp input then has no bits). */
 LinearLayout mma_m16n8k16_accumulator();
 LinearLayout mma_m16n8k16_a();
 LinearLayout mma_m16n8k16_b();
+
+/** A block's tiles for mma.sync m16n8k16 computed by warps_m x warps_n
+ * warps (inputs register, lane, warp; all sizes powers of two). Warp
+ * w = wn + warps_n * wm owns the (rows / warps_m) x (cols / warps_n) block
+ * of the accumulator at (wm * rows / warps_m, wn * cols / warps_n), as
+ * 16 x 8 fragments: register 4 * (ni + NF * mi) + c holds c_c of fragment
+ * (mi, ni), NF = cols / warps_n / 8. */
+LinearLayout mma_accumulator_layout(int rows, int cols, int warps_m, int warps_n);
+/** The A operand (rows x k) of that product: warp wm's rows, all of k,
+ * the same in each of the warps_n warps (their warp bits map to nothing:
+ * a broadcast); register 8 * (ki + k / 16 * mi) + a holds a_a of
+ * fragment (mi, ki). Registers count halves: word j packs 2j and 2j + 1,
+ * as mma.sync takes them. */
+LinearLayout mma_a_layout(int rows, int k, int warps_m, int warps_n);
+/** The B operand (k x cols): warp wn's columns, all of k, the same in each
+ * of the warps_m warps; register 4 * (ni + NF * ki) + b holds b_b of
+ * fragment (ki, ni). */
+LinearLayout mma_b_layout(int k, int cols, int warps_m, int warps_n);
 
 /** A row-major rows x cols tile of elem_bytes-sized elements in shared
  * memory, swizzled (as CUTLASS's and Triton's are) so that the 8 rows one
@@ -114,6 +137,12 @@ LinearLayout mma_m16n8k16_b();
  * most 8). Input "offset" (elements), outputs "row" and "col"; the inverse
  * maps an element to its offset. */
 LinearLayout swizzled_shared_layout(int rows, int cols, int elem_bytes);
+/** The same with the roles of rows and columns exchanged: each column's
+ * elements contiguous (16-byte chunks along the column), swizzled by the
+ * column. The shared layout of an operand whose global rows run down the
+ * tile's columns (a transposed B), so that it is still copied in 16-byte
+ * chunks and read by ldmatrix without .trans. */
+LinearLayout swizzled_shared_layout_transposed(int rows, int cols, int elem_bytes);
 
 }  // namespace tile
 }  // namespace internal

@@ -1,6 +1,7 @@
 // Tile programs to CUDA C++ (see the header).
 #include "tile/TileCodeGen_CUDA.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "codegen/CudaSources.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 
@@ -19,91 +21,170 @@ namespace {
 
 std::string c_type(Type t) {
     if (t == Float(32)) return "float";
+    if (t == Float(64)) return "double";
     if (t == Float(16)) return "__half";
     if (t == BFloat(16)) return "__nv_bfloat16";
     if (t == Int(32)) return "int";
+    if (t == Int(64)) return "long long";
+    if (t == UInt(32)) return "unsigned";
+    if (t == Bool()) return "bool";
     internal_error << "tile codegen: no C type for " << type_to_string(t);
     return "";
 }
 
-/** The C of the scalar Exprs tile programs hold: indices (Loom's integer
- * division and modulo, through the prelude), and maps' arithmetic. */
-std::string c_expr(const Expr &e) {
-    if (const IntImm *i = e.as<IntImm>()) return std::to_string(i->value);
-    if (const FloatImm *f = e.as<FloatImm>()) {
-        std::ostringstream s;
-        s.precision(9);
-        s << "float(" << f->value << ")";
-        return s.str();
-    }
-    if (const Variable *v = e.as<Variable>()) return v->name;
-    auto bin = [&](const Expr &a, const Expr &b, const char *op) {
-        return "(" + c_expr(a) + " " + op + " " + c_expr(b) + ")";
-    };
-    if (const Add *o = e.as<Add>()) return bin(o->a, o->b, "+");
-    if (const Sub *o = e.as<Sub>()) return bin(o->a, o->b, "-");
-    if (const Mul *o = e.as<Mul>()) return bin(o->a, o->b, "*");
-    if (const Div *o = e.as<Div>()) {
-        if (o->type.is_float()) return bin(o->a, o->b, "/");
-        return "loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-    }
-    if (const Mod *o = e.as<Mod>()) return "loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-    if (const Min *o = e.as<Min>()) return "loom_min(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-    if (const Max *o = e.as<Max>()) return "loom_max(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-    if (const Cast *c = e.as<Cast>()) {
-        const Type from = c->value.type(), to = c->type;
-        const std::string v = c_expr(c->value);
-        if (to == Float(16) && from == Float(32)) return "__float2half_rn(" + v + ")";
-        if (to == BFloat(16) && from == Float(32)) return "__float2bfloat16_rn(" + v + ")";
-        if (to == Float(32) && from == Float(16)) return "__half2float(" + v + ")";
-        if (to == Float(32) && from == BFloat(16)) return "__bfloat162float(" + v + ")";
-        return "((" + c_type(to) + ")(" + v + "))";
-    }
-    internal_error << "tile codegen: cannot print " << e;
-    return "";
+/** An integer's C, as a literal. */
+std::string str(int64_t v) { return std::to_string(v); }
+
+/** 16-bit floats are kept two to a 32-bit register, as mma.sync and
+ * ldmatrix take them. */
+bool packed(Type t) { return t == Float(16) || t == BFloat(16); }
+
+/** The C of `v` (of type `from`) converted to `to`. */
+std::string convert(const std::string &v, Type from, Type to) {
+    if (from == to) return v;
+    if (to == Float(16) && from == Float(32)) return "__float2half_rn(" + v + ")";
+    if (to == BFloat(16) && from == Float(32)) return "__float2bfloat16_rn(" + v + ")";
+    if (to == Float(32) && from == Float(16)) return "__half2float(" + v + ")";
+    if (to == Float(32) && from == BFloat(16)) return "__bfloat162float(" + v + ")";
+    internal_assert(!packed(to) && !packed(from))
+        << "tile codegen: no conversion from " << type_to_string(from) << " to "
+        << type_to_string(to);
+    return "((" + c_type(to) + ")(" + v + "))";
 }
 
-/** The free variables of the Exprs of a program: its scalar parameters. */
+/** A map's operand variables: _0, _1, ... */
+bool is_operand_variable(const std::string &name) {
+    return name.size() > 1 && name[0] == '_' &&
+           std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/** The free variables of Exprs, with their types. */
 struct FreeVariables : IRVisitor {
-    std::set<std::string> names;
+    std::map<std::string, Type> types;
     using IRVisitor::visit;
-    void visit(const Variable *op) override { names.insert(op->name); }
+    void visit(const Variable *op) override {
+        if (is_operand_variable(op->name)) return;  // a map's own, typed per map
+        auto [it, fresh] = types.emplace(op->name, op->type);
+        internal_assert(fresh || it->second == op->type)
+            << "tile codegen: variable " << op->name << " is read as " << type_to_string(it->second)
+            << " and as " << type_to_string(op->type);
+    }
 };
 
-/** Code that sets `outs` (declared ints) to the layout's outputs at these
- * inputs: a constant for a constant input, else the XOR of the bases of
- * the runtime index's set bits. */
-std::string apply_layout(const LinearLayout &l, const std::map<std::string, std::string> &runtime,
-                         const std::map<std::string, int> &constant,
-                         const std::vector<std::string> &outs, const std::string &pad) {
-    std::vector<int> start(l.outs().size(), 0);
-    for (const auto &in : l.ins()) {
-        auto c = constant.find(in.name);
-        if (c == constant.end()) continue;
-        for (size_t b = 0; b < in.bases.size(); b++) {
-            if ((c->second >> b) & 1) {
-                for (size_t o = 0; o < start.size(); o++) start[o] ^= in.bases[b][o];
-            }
+/** The C identifiers of the program's names, each distinct, none a C++
+ * keyword or in the translation's own prefix (loom_). */
+class CNames {
+  public:
+    std::string add(const std::string &name) {
+        std::string c = c_identifier(name);
+        static const std::set<std::string> reserved = {
+            "auto",    "bool",      "break",     "case",     "char",     "const",  "continue",
+            "default", "do",        "double",    "else",     "extern",   "false",  "float",
+            "for",     "goto",      "if",        "inline",   "int",      "long",   "return",
+            "short",   "signed",    "sizeof",    "static",   "struct",   "switch", "template",
+            "this",    "true",      "typedef",   "union",    "unsigned", "void",   "volatile",
+            "while",   "threadIdx", "blockIdx",  "blockDim", "gridDim",  "asm",    "new",
+            "delete",  "class",     "namespace", "operator", "private",  "public", "using"};
+        if (c.empty() || (c[0] >= '0' && c[0] <= '9') || reserved.count(c) ||
+            c.compare(0, 5, "loom_") == 0 || is_operand_variable(c)) {
+            c = "p_" + c;
+        }
+        std::string unique = c;
+        for (int n = 1; used.count(unique); n++) unique = c + "_" + std::to_string(n);
+        used.insert(unique);
+        return unique;
+    }
+
+  private:
+    std::set<std::string> used;
+};
+
+/** The C expression of output `out` of layout `l` at the inputs given (by
+ * input name) as C expressions, inputs not given being 0: the XOR of the
+ * bases of the inputs' set bits. With a constant input (a register index
+ * in an unrolled loop) every term of it folds. */
+std::string layout_expr(const LinearLayout &l, size_t out,
+                        const std::map<std::string, std::string> &inputs) {
+    std::string s;
+    for (const LinearLayout::InDim &d : l.ins()) {
+        auto it = inputs.find(d.name);
+        if (it == inputs.end()) continue;
+        for (size_t b = 0; b < d.bases.size(); b++) {
+            const int base = d.bases[b][out];
+            if (!base) continue;
+            s += (s.empty() ? "" : " ^ ") +
+                 ("((" + it->second + ") >> " + str(b) + " & 1) * " + str(base));
         }
     }
-    std::ostringstream s;
-    for (size_t o = 0; o < outs.size(); o++) s << pad << outs[o] << " = " << start[o] << ";\n";
-    for (const auto &in : l.ins()) {
-        auto r = runtime.find(in.name);
-        if (r == runtime.end()) continue;
-        for (size_t b = 0; b < in.bases.size(); b++) {
-            s << pad << "if ((" << r->second << ") & " << (1 << b) << ") {";
-            for (size_t o = 0; o < outs.size(); o++) {
-                if (in.bases[b][o]) s << " " << outs[o] << " ^= " << in.bases[b][o] << ";";
-            }
-            s << " }\n";
-        }
-    }
-    return s.str();
+    return s.empty() ? "0" : "(" + s + ")";
 }
 
-bool same_layout(const TileType &t, const LinearLayout &l) {
-    return t.layout && t.layout->to_string() == l.to_string();
+/** The bits of output `out` that the given bits of inputs can set (by
+ * input name: a mask of its bits). */
+int reachable_bits(const LinearLayout &l, size_t out,
+                   const std::map<std::string, int> &input_bits) {
+    int mask = 0;
+    for (const LinearLayout::InDim &d : l.ins()) {
+        auto it = input_bits.find(d.name);
+        if (it == input_bits.end()) continue;
+        for (size_t b = 0; b < d.bases.size(); b++) {
+            if ((it->second >> b) & 1) mask |= d.bases[b][out];
+        }
+    }
+    return mask;
+}
+
+/** runtime ^ constant, where runtime only has bits of `mask`: the bits of
+ * the constant outside the mask are added, so that an address's constant
+ * part folds into the instruction's immediate offset. */
+std::string xor_then_add(const std::string &runtime, const std::string &constant, int mask) {
+    if (constant == "0") return runtime;
+    if (mask == 0) return "(" + runtime + " + " + constant + ")";
+    return "((" + runtime + " ^ (" + constant + " & " + str(mask) + ")) + (" + constant + " & ~" +
+           str(mask) + "))";
+}
+
+/** Which tile axis the 16-byte chunks of a shared layout run along: offset
+ * bits 0 .. chunk_bits - 1 are that axis's bits 0 .. chunk_bits - 1, and no
+ * other offset bit touches them (each chunk is whole and aligned). -1 if
+ * none does. */
+int chunk_axis(const LinearLayout &shared, int chunk_bits) {
+    if (shared.ins().size() != 1 || shared.ins()[0].name != "offset") return -1;
+    const std::vector<std::vector<int>> &bases = shared.ins()[0].bases;
+    if (int(bases.size()) < chunk_bits) return -1;
+    for (size_t axis = 0; axis < shared.outs().size(); axis++) {
+        bool ok = true;
+        for (int b = 0; b < int(bases.size()) && ok; b++) {
+            for (size_t o = 0; o < shared.outs().size() && ok; o++) {
+                const int low = bases[b][o] & ((1 << chunk_bits) - 1);
+                if (b < chunk_bits) {
+                    ok = bases[b][o] == (o == axis ? 1 << b : 0);
+                } else if (o == axis) {
+                    ok = low == 0;
+                }
+            }
+        }
+        if (ok) return int(axis);
+    }
+    return -1;
+}
+
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+/** Whether a rows x cols tile is whole fragments of frag_rows x frag_cols
+ * for warps_m x warps_n warps, as the mma block layouts need. */
+bool whole_fragments(int rows, int cols, int frag_rows, int frag_cols, int warps_m, int warps_n) {
+    return power_of_two(rows) && power_of_two(cols) && rows % (frag_rows * warps_m) == 0 &&
+           cols % (frag_cols * warps_n) == 0;
+}
+
+/** The warps (warps_m, warps_n) of an mma block layout: the factoring of
+ * num_warps for which `matches` holds; (0, 0) if none. */
+template <typename F> std::pair<int, int> mma_warps(int num_warps, F matches) {
+    for (int wm = 1; wm <= num_warps; wm *= 2) {
+        if (num_warps % wm == 0 && matches(wm, num_warps / wm)) return {wm, num_warps / wm};
+    }
+    return {0, 0};
 }
 
 class Emitter {
@@ -111,44 +192,149 @@ class Emitter {
     Emitter(const TileProgram &p, const std::vector<TileBuffer> &buffers)
         : program(p), buffers(buffers) {}
 
-    std::string kernel() {
-        internal_assert(program.num_warps == 1)
-            << "tile codegen: " << program.name << " has " << program.num_warps
-            << " warps; one per program is translated today";
-        internal_assert(program.grid.size() <= 3) << "tile codegen: a grid of more than 3 dims";
-        // Scalars: what the Exprs read, less the grid and loop variables.
+    TileKernelSource kernel() {
+        internal_assert(program.grid.size() <= 3)
+            << "tile codegen: " << program.name << " has a grid of more than 3 dimensions";
+        internal_assert(program.num_warps >= 1 && program.num_warps <= 32)
+            << "tile codegen: " << program.name << " has " << program.num_warps << " warps";
+        TileKernelSource k;
+        k.threads = 32 * program.num_warps;
+        // What the program reads: its values and its scalars.
         FreeVariables free;
         std::set<std::string> bound(program.grid.begin(), program.grid.end());
         collect(program.body, &free, &bound);
-        for (const std::string &b : bound) free.names.erase(b);
-        std::ostringstream head;
-        head << "extern \"C\" __global__ void __launch_bounds__(" << 32 * program.num_warps << ") "
-             << program.name << "(";
-        std::vector<std::string> params;
         for (const TileBuffer &b : buffers) {
-            params.push_back(std::string(b.written ? "" : "const ") + c_type(b.elem) +
-                             " *__restrict__ " + b.name);
+            internal_assert(b.dims >= 1)
+                << "tile codegen: buffer " << b.name << " of no dimensions";
+            TileKernelParam param{b.name, names.add(b.name), b.elem, true, b.written};
+            buffer_c[b.name] = param.c_name;
+            k.params.push_back(param);
         }
-        for (const TileBuffer &b : buffers) params.push_back("const int " + b.name + "_stride");
-        for (const std::string &s : free.names) params.push_back("const int " + s);
-        for (size_t i = 0; i < params.size(); i++) head << (i ? ",\n    " : "") << params[i];
+        for (const TileBuffer &b : buffers) {
+            for (int d = 0; d + 1 < b.dims; d++) {
+                const std::string name = b.name + ".stride." + std::to_string(d);
+                TileKernelParam param{name, names.add(name), Int(32)};
+                variable_c[name] = param.c_name;
+                k.params.push_back(param);
+                auto it = free.types.find(name);
+                internal_assert(it == free.types.end() || it->second == Int(32))
+                    << "tile codegen: " << name << " is read as " << type_to_string(it->second);
+            }
+        }
+        for (const auto &[name, type] : free.types) {
+            if (bound.count(name) || variable_c.count(name) || is_operand_variable(name)) continue;
+            TileKernelParam param{name, names.add(name), type};
+            variable_c[name] = param.c_name;
+            k.params.push_back(param);
+        }
+        for (const std::string &g : program.grid) variable_c[g] = names.add(g);
+        for (const auto &[name, t] : value_types) {
+            value_c[name] = names.add((t.space == MemorySpace::Shared ? "s_" : "v_") + name);
+        }
+        std::map<std::string, int> uses, defs;
+        count(program.body, &uses, &defs);
+        find_fused(program.body, uses, defs);
+
+        std::ostringstream head;
+        head << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ") "
+             << c_identifier(program.name) << "(";
+        for (size_t i = 0; i < k.params.size(); i++) {
+            const TileKernelParam &p = k.params[i];
+            head << (i ? ",\n    " : "");
+            if (p.is_buffer) {
+                head << (p.written ? "" : "const ") << c_type(p.type) << " *__restrict__ "
+                     << p.c_name;
+            } else {
+                head << "const " << c_type(p.type) << " " << p.c_name;
+            }
+        }
         head << ") {\n";
         head << "    extern __shared__ __align__(16) unsigned char loom_shared_memory[];\n";
-        head << "    const int lane = threadIdx.x % 32;\n";
+        head << "    const int loom_tid = threadIdx.x, loom_lane = loom_tid % 32, loom_warp = "
+                "loom_tid / 32;\n";
         const char *axes[] = {"x", "y", "z"};
         for (size_t i = 0; i < program.grid.size(); i++) {
-            head << "    const int " << program.grid[i] << " = blockIdx." << axes[i] << ";\n";
+            head << "    const int " << variable_c.at(program.grid[i]) << " = blockIdx." << axes[i]
+                 << ";\n";
+        }
+        // Every value's storage up front: a loop's values live after it.
+        for (const auto &[name, t] : value_types) {
+            if (fused.count(name)) continue;
+            const std::string c = value_c.at(name);
+            if (t.space == MemorySpace::Shared) {
+                head << "    " << c_type(t.elem) << " *const " << c << " = reinterpret_cast<"
+                     << c_type(t.elem) << " *>(loom_shared_memory + " << k.shared_bytes << ");\n";
+                const int64_t bytes = int64_t(t.slots) * t.elements() * t.elem.bytes();
+                k.shared_bytes += (bytes + 127) / 128 * 128;  // the swizzle's lines aligned
+            } else {
+                head << "    " << (packed(t.elem) ? "unsigned" : c_type(t.elem)) << " " << c << "["
+                     << storage_count(t) << "];\n";
+            }
         }
         stmts(program.body, 1);
-        return head.str() + body.str() + "}\n";
+        k.source = head.str() + body.str() + "}\n";
+        return k;
     }
 
   private:
     const TileProgram &program;
     const std::vector<TileBuffer> &buffers;
     std::ostringstream body;
-    std::map<std::string, TileType> values;
-    int64_t shared_bytes = 0;
+    CNames names;
+    std::map<std::string, std::string> buffer_c, variable_c, value_c;
+    std::map<std::string, TileType> value_types;
+    /** Register values computed element by element where they are used
+     * (find_fused), by their defining op. */
+    std::map<std::string, const TileOp *> fused;
+    int loops = 0, temporaries = 0;
+
+    /** Loads and maps whose one use is a map or store later in the same
+     * list, with only loads and maps between that redefine none of their
+     * operands: fused into that use, so that an epilogue's operands (a
+     * bias, a residual) and results never occupy a tile of registers. */
+    void find_fused(const std::vector<TileStmt> &ss, const std::map<std::string, int> &uses,
+                    const std::map<std::string, int> &defs) {
+        for (size_t i = 0; i < ss.size(); i++) {
+            if (ss[i].loop) {
+                find_fused(ss[i].loop->body, uses, defs);
+                continue;
+            }
+            const TileOp &o = *ss[i].op;
+            if ((o.kind != TileOpKind::Load && o.kind != TileOpKind::Map) ||
+                o.type.space != MemorySpace::Registers || uses.count(o.result) == 0 ||
+                uses.at(o.result) != 1 || defs.at(o.result) != 1) {
+                continue;
+            }
+            for (size_t j = i + 1; j < ss.size() && !ss[j].loop; j++) {
+                const TileOp &next = *ss[j].op;
+                const bool uses_it = std::find(next.operands.begin(), next.operands.end(),
+                                               o.result) != next.operands.end();
+                if (uses_it) {
+                    if (next.kind == TileOpKind::Map || next.kind == TileOpKind::Store) {
+                        fused[o.result] = &o;
+                    }
+                    break;
+                }
+                const bool redefines = std::find(o.operands.begin(), o.operands.end(),
+                                                 next.result) != o.operands.end();
+                if ((next.kind != TileOpKind::Load && next.kind != TileOpKind::Map) || redefines) {
+                    break;
+                }
+            }
+        }
+    }
+
+    void count(const std::vector<TileStmt> &ss, std::map<std::string, int> *uses,
+               std::map<std::string, int> *defs) {
+        for (const TileStmt &s : ss) {
+            if (s.loop) {
+                count(s.loop->body, uses, defs);
+                continue;
+            }
+            for (const std::string &operand : s.op->operands) (*uses)[operand]++;
+            if (!s.op->result.empty()) (*defs)[s.op->result]++;
+        }
+    }
 
     void collect(const std::vector<TileStmt> &ss, FreeVariables *free,
                  std::set<std::string> *bound) {
@@ -158,11 +344,87 @@ class Emitter {
                 s.loop->min.accept(free);
                 s.loop->extent.accept(free);
                 collect(s.loop->body, free, bound);
+                continue;
+            }
+            const TileOp &o = *s.op;
+            for (const Expr &e : o.origin) e.accept(free);
+            for (const Expr &e : o.bounds) e.accept(free);
+            if (o.slot.defined()) o.slot.accept(free);
+            if (o.fn.defined()) o.fn.accept(free);
+            if (o.result.empty()) continue;
+            const std::string what = "tile codegen: " + o.result;
+            auto it = value_types.find(o.result);
+            if (it == value_types.end()) {
+                internal_assert(o.type.layout) << what << " has no layout";
+                value_types[o.result] = o.type;
             } else {
-                for (const Expr &e : s.op->origin) e.accept(free);
-                for (const Expr &e : s.op->bounds) e.accept(free);
+                const TileType &t = it->second;
+                internal_assert(t.elem == o.type.elem && t.space == o.type.space &&
+                                t.slots == o.type.slots && o.type.layout &&
+                                *t.layout == *o.type.layout)
+                    << what << " is redefined with another type or layout";
             }
         }
+    }
+
+    std::string c_var(const std::string &name) {
+        auto it = variable_c.find(name);
+        internal_assert(it != variable_c.end()) << "tile codegen: no variable " << name;
+        return it->second;
+    }
+
+    /** The C of a scalar Expr: indices (Loom's integer division and
+     * modulo, through the prelude) and maps' arithmetic. */
+    std::string c_expr(const Expr &e) {
+        if (const IntImm *i = e.as<IntImm>()) return std::to_string(i->value);
+        if (const UIntImm *u = e.as<UIntImm>()) {
+            return u->type.is_bool() ? (u->value ? "true" : "false")
+                                     : std::to_string(u->value) + "u";
+        }
+        if (const FloatImm *f = e.as<FloatImm>()) {
+            std::ostringstream s;
+            s.precision(17);
+            s << c_type(f->type.bits == 64 ? Float(64) : Float(32)) << "(" << f->value << ")";
+            return convert(s.str(), f->type.bits == 64 ? Float(64) : Float(32), f->type);
+        }
+        if (const Variable *v = e.as<Variable>()) {
+            return is_operand_variable(v->name) ? v->name : c_var(v->name);
+        }
+        auto bin = [&](const Expr &a, const Expr &b, const char *op) {
+            return "(" + c_expr(a) + " " + op + " " + c_expr(b) + ")";
+        };
+        if (const Add *o = e.as<Add>()) return bin(o->a, o->b, "+");
+        if (const Sub *o = e.as<Sub>()) return bin(o->a, o->b, "-");
+        if (const Mul *o = e.as<Mul>()) return bin(o->a, o->b, "*");
+        if (const Div *o = e.as<Div>()) {
+            if (o->type.is_float()) return bin(o->a, o->b, "/");
+            return "loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+        }
+        if (const Mod *o = e.as<Mod>()) {
+            if (o->type.is_float()) return "loom_fmod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+            return "loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+        }
+        if (const Min *o = e.as<Min>())
+            return "loom_min(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+        if (const Max *o = e.as<Max>())
+            return "loom_max(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+        if (const EQ *o = e.as<EQ>()) return bin(o->a, o->b, "==");
+        if (const NE *o = e.as<NE>()) return bin(o->a, o->b, "!=");
+        if (const LT *o = e.as<LT>()) return bin(o->a, o->b, "<");
+        if (const LE *o = e.as<LE>()) return bin(o->a, o->b, "<=");
+        if (const GT *o = e.as<GT>()) return bin(o->a, o->b, ">");
+        if (const GE *o = e.as<GE>()) return bin(o->a, o->b, ">=");
+        if (const And *o = e.as<And>()) return bin(o->a, o->b, "&&");
+        if (const Or *o = e.as<Or>()) return bin(o->a, o->b, "||");
+        if (const Not *o = e.as<Not>()) return "(!" + c_expr(o->a) + ")";
+        if (const Select *o = e.as<Select>()) {
+            return "(" + c_expr(o->condition) + " ? " + c_expr(o->true_value) + " : " +
+                   c_expr(o->false_value) + ")";
+        }
+        if (const Cast *c = e.as<Cast>())
+            return convert(c_expr(c->value), c->value.type(), c->type);
+        internal_error << "tile codegen: cannot print " << e;
+        return "";
     }
 
     const TileBuffer &buffer(const std::string &name) {
@@ -173,13 +435,39 @@ class Emitter {
         return buffers[0];
     }
 
+    const TileType &value(const std::string &name) { return value_types.at(name); }
+
+    static int64_t register_count(const TileType &t) { return t.layout->in_size("register"); }
+    static int64_t storage_count(const TileType &t) {
+        const int64_t n = register_count(t);
+        return packed(t.elem) ? (n + 1) / 2 : n;
+    }
+
+    /** Element `i` (a C expression) of a register value, and the statement
+     * that sets it to x. */
+    std::string read(const std::string &name, const std::string &i) {
+        const TileType &t = value(name);
+        if (!packed(t.elem)) return value_c.at(name) + "[" + i + "]";
+        return "loom_tile_get<" + c_type(t.elem) + ">(" + value_c.at(name) + "[(" + i +
+               ") >> 1], (" + i + ") & 1)";
+    }
+    std::string write(const std::string &name, const std::string &i, const std::string &x) {
+        const TileType &t = value(name);
+        const std::string &c = value_c.at(name);
+        if (!packed(t.elem)) return c + "[" + i + "] = " + x + ";";
+        const std::string word = c + "[(" + i + ") >> 1]";
+        return word + " = loom_tile_set(" + word + ", (" + i + ") & 1, " + x + ");";
+    }
+
     void stmts(const std::vector<TileStmt> &ss, int depth) {
         const std::string pad(4 * depth, ' ');
         for (const TileStmt &s : ss) {
             if (s.loop) {
-                body << pad << "for (int " << s.loop->var << " = " << c_expr(s.loop->min) << "; "
-                     << s.loop->var << " < " << c_expr(s.loop->min + s.loop->extent) << "; "
-                     << s.loop->var << "++) {\n";
+                const std::string var = names.add(s.loop->var), end = "loom_end" + str(loops++);
+                variable_c[s.loop->var] = var;
+                body << pad << "for (int " << var << " = " << c_expr(s.loop->min) << ", " << end
+                     << " = " << var << " + " << c_expr(s.loop->extent) << "; " << var << " < "
+                     << end << "; " << var << "++) {\n";
                 stmts(s.loop->body, depth + 1);
                 body << pad << "}\n";
             } else {
@@ -188,157 +476,425 @@ class Emitter {
         }
     }
 
-    /** Declares the registers of a value the first time it is defined. */
-    void registers(const TileOp &o, const std::string &c_elem, int count, const std::string &pad) {
-        if (values.count(o.result)) return;
-        body << pad << c_elem << " v_" << o.result << "[" << count << "];\n";
-    }
-
-    int register_count(const TileType &t) {
-        internal_assert(t.layout) << "tile codegen: a value without a layout";
-        return t.layout->in_size("register");
-    }
-
     void op(const TileOp &o, const std::string &pad) {
-        const std::string what = o.result.empty() ? "an op" : o.result;
+        if (fused.count(o.result)) return;  // computed where it is used
         switch (o.kind) {
         case TileOpKind::Zeros: {
-            const int n = register_count(o.type);
-            registers(o, c_type(o.type.elem), n, pad);
-            body << pad << "for (int i = 0; i < " << n << "; i++) v_" << o.result << "[i] = 0;\n";
+            body << pad << "#pragma unroll\n"
+                 << pad << "for (int loom_i = 0; loom_i < " << storage_count(o.type)
+                 << "; loom_i++) " << value_c.at(o.result) << "[loom_i] = 0;\n";
             break;
         }
+        case TileOpKind::Load: load(o, pad); break;
+        case TileOpKind::Store: store(o, pad); break;
+        case TileOpKind::Map: map(o, pad); break;
         case TileOpKind::AsyncCopy: async_copy(o, pad); break;
         case TileOpKind::AsyncCommit: body << pad << "loom_cp_async_commit();\n"; break;
         case TileOpKind::AsyncWait:
             body << pad << "loom_cp_async_wait<" << o.pending << ">();\n";
             break;
         case TileOpKind::Barrier: body << pad << "__syncthreads();\n"; break;
-        case TileOpKind::ConvertLayout: convert(o, pad); break;
-        case TileOpKind::Dot: {
-            const TileType &a = values.at(o.operands[0]);
-            internal_assert(same_layout(a, mma_m16n8k16_a()) &&
-                            same_layout(values.at(o.operands[1]), mma_m16n8k16_b()) &&
-                            same_layout(o.type, mma_m16n8k16_accumulator()) &&
-                            o.type.elem == Float(32))
-                << "tile codegen: dot " << what
-                << " needs mma.sync fragments and an f32 accumulator";
-            registers(o, "float", 4, pad);
-            body << pad
-                 << (a.elem == BFloat(16) ? "loom_mma_m16n8k16_bf16(" : "loom_mma_m16n8k16_f16(")
-                 << "v_" << o.result << ", v_" << o.operands[0] << ", v_" << o.operands[1] << ", v_"
-                 << o.operands[2] << ");\n";
-            break;
-        }
-        case TileOpKind::Map: {
-            const int n = register_count(o.type);
-            registers(o, c_type(o.type.elem), n, pad);
-            body << pad << "for (int i = 0; i < " << n << "; i++) {\n";
-            for (size_t k = 0; k < o.operands.size(); k++) {
-                body << pad << "    const auto _" << k << " = v_" << o.operands[k] << "[i];\n";
-            }
-            body << pad << "    v_" << o.result << "[i] = " << c_expr(o.fn) << ";\n"
-                 << pad << "}\n";
-            break;
-        }
-        case TileOpKind::Store: store(o, pad); break;
+        case TileOpKind::ConvertLayout: convert_layout(o, pad); break;
+        case TileOpKind::Dot: dot(o, pad); break;
         default:
-            internal_error << "tile codegen: " << what << " is an op the CUDA translation lacks";
+            internal_error << "tile codegen: " << (o.result.empty() ? "an op" : o.result)
+                           << " is an op the CUDA translation lacks";
         }
-        if (!o.result.empty()) values[o.result] = o.type;
     }
 
-    void async_copy(const TileOp &o, const std::string &pad) {
-        internal_assert(o.type.elem.bits == 16 && o.type.shape.size() == 2 && o.type.layout &&
-                        o.type.layout->ins().size() == 1 &&
-                        o.type.layout->ins()[0].name == "offset")
-            << "tile codegen: async_copy " << o.result
-            << " copies 2-D tiles of 16-bit elements into a layout of shared offsets";
-        const TileBuffer &b = buffer(o.buffer);
-        const int64_t bytes = o.type.elements() * 2;
-        if (!values.count(o.result)) {
-            body << pad << c_type(o.type.elem) << " *s_" << o.result << " = reinterpret_cast<"
-                 << c_type(o.type.elem) << " *>(loom_shared_memory + " << shared_bytes << ");\n";
-            shared_bytes += (bytes + 15) / 16 * 16;
-        }
-        const int64_t chunks = o.type.elements() / 8;
-        body << pad << "for (int ch = lane; ch < " << chunks << "; ch += " << 32 * program.num_warps
-             << ") {\n";
-        const std::string in = pad + "    ";
-        body << in << "int r_ = 0, c_ = 0;\n"
-             << apply_layout(*o.type.layout, {{"offset", "ch * 8"}}, {}, {"r_", "c_"}, in);
-        body << in << "const int gr = " << c_expr(o.origin[0])
-             << " + r_, gc = " << c_expr(o.origin[1]) << " + c_;\n";
-        body << in << "const int left = gr < " << c_expr(o.bounds[0])
-             << " ? loom_max(0, loom_min(8, " << c_expr(o.bounds[1]) << " - gc)) : 0;\n";
-        body << in << "loom_cp_async_16(s_" << o.result << " + ch * 8, left ? " << b.name
-             << " + gr * " << b.name << "_stride + gc : " << b.name << ", left * 2);\n";
-        body << pad << "}\n";
-    }
-
-    void convert(const TileOp &o, const std::string &pad) {
-        const TileType &from = values.at(o.operands[0]);
-        internal_assert(from.space == MemorySpace::Shared && from.layout)
-            << "tile codegen: convert_layout " << o.result
-            << " reads shared memory into fragments (register-to-register conversions are not "
-               "translated yet)";
-        const LinearLayout where = from.layout->invert();  // (row, col) -> offset
-        std::string call;
-        int regs = 0;
-        std::string row, col;
-        if (same_layout(o.type, mma_m16n8k16_a())) {
-            // Lane l gives row l % 8 of matrix l / 8: (rows, cols) blocks
-            // (0, 0), (8, 0), (0, 8), (8, 8) as the fragment's a0..a3.
-            call = "loom_ldmatrix_x4";
-            regs = 4;
-            row = "(lane / 8 % 2) * 8 + lane % 8";
-            col = "(lane / 16) * 8";
-        } else if (same_layout(o.type, mma_m16n8k16_b())) {
-            // B's rows are k: lane l gives row l % 16; .trans makes the
-            // columns the fragment's.
-            call = "loom_ldmatrix_x2_trans";
-            regs = 2;
-            row = "lane % 16";
-            col = "0";
-        } else {
-            internal_error << "tile codegen: convert_layout " << o.result
-                           << " to a layout other than the mma.sync A or B fragment";
-        }
-        if (!values.count(o.result))
-            body << pad << "unsigned v_" << o.result << "[" << regs << "];\n";
+    /** Opens a loop over a register value's registers (loom_i), with each
+     * element's tile coordinates in loom_t0, loom_t1, ...: the lane's and
+     * warp's part computed once, the register's folded. */
+    void open_register_loop(const LinearLayout &l, const std::string &pad) {
+        const size_t rank = l.outs().size();
         body << pad << "{\n";
-        const std::string in = pad + "    ";
-        body << in << "int off_ = 0;\n"
-             << apply_layout(where, {{"row", row}, {"col", col}}, {}, {"off_"}, in);
-        body << in << call << "(v_" << o.result << ", s_" << o.operands[0] << " + off_);\n";
-        body << pad << "}\n";
+        for (size_t a = 0; a < rank; a++) {
+            body << pad << "    const int loom_r" << a << " = "
+                 << layout_expr(l, a, {{"lane", "loom_lane"}, {"warp", "loom_warp"}}) << ";\n";
+        }
+        body << pad << "    #pragma unroll\n"
+             << pad << "    for (int loom_i = 0; loom_i < " << l.in_size("register")
+             << "; loom_i++) {\n";
+        for (size_t a = 0; a < rank; a++) {
+            const int mask = reachable_bits(l, a, {{"lane", -1}, {"warp", -1}});
+            body << pad << "        const int loom_k" << a << " = "
+                 << layout_expr(l, a, {{"register", "loom_i"}}) << ";\n"
+                 << pad << "        const int loom_t" << a << " = "
+                 << xor_then_add("loom_r" + str(a), "loom_k" + str(a), mask) << ";\n";
+        }
+    }
+    void close_register_loop(const std::string &pad) { body << pad << "    }\n" << pad << "}\n"; }
+
+    /** The global side of an access from inside a loop whose tile
+     * coordinates are loom_t<axis>: sets `inside` (all coordinates within
+     * the bounds) and `offset` (elements from the buffer's start). */
+    void global_access(const TileOp &o, size_t rank, const std::string &pad) {
+        const TileBuffer &b = buffer(o.buffer);
+        const std::vector<int> axes = access_axes(o, rank);
+        internal_assert(int(axes.size()) == b.dims)
+            << "tile codegen: an access of " << axes.size() << " dimensions to " << b.name
+            << ", which has " << b.dims;
+        std::string inside, offset;
+        for (size_t d = 0; d < axes.size(); d++) {
+            const std::string g = "loom_g" + str(d);
+            body << pad << "const int " << g << " = " << c_expr(o.origin[d])
+                 << (axes[d] >= 0 ? " + loom_t" + str(axes[d]) : "") << ";\n";
+            inside += (d ? " && " : "") + g + " < " + c_expr(o.bounds[d]);
+            offset += (d ? " + " : "") + g +
+                      (int(d) + 1 < b.dims ? " * " + c_var(b.name + ".stride." + str(d)) : "");
+        }
+        body << pad << "const bool loom_inside = " << inside << ";\n"
+             << pad << "const int loom_offset = " << offset << ";\n";
+    }
+
+    const TileType &register_operand(const TileOp &o, size_t i) {
+        const TileType &t = value(o.operands[i]);
+        internal_assert(t.space == MemorySpace::Registers)
+            << "tile codegen: " << (o.result.empty() ? "a store" : o.result) << " reads "
+            << o.operands[i] << " from shared memory";
+        return t;
+    }
+
+    /** Element loom_i of a load, at tile coordinates loom_t*, masked. */
+    std::string loaded_element(const TileOp &o, const std::string &pad) {
+        const TileBuffer &b = buffer(o.buffer);
+        internal_assert(o.type.space == MemorySpace::Registers)
+            << "tile codegen: load " << o.result << " into shared memory";
+        global_access(o, o.type.shape.size(), pad);
+        const std::string zero = packed(b.elem) ? "loom_tile_get<" + c_type(b.elem) + ">(0u, 0)"
+                                                : "(" + c_type(b.elem) + ")0";
+        return convert("(loom_inside ? " + buffer_c.at(b.name) + "[loom_offset] : " + zero + ")",
+                       b.elem, o.type.elem);
+    }
+
+    /** The C of element loom_i of a register value (at coordinates loom_t*
+     * of its layout); a value fused into its one use is computed here, by
+     * statements in a block of its own. */
+    std::string element(const std::string &name, const std::string &pad) {
+        auto fused_op = fused.find(name);
+        if (fused_op == fused.end()) return read(name, "loom_i");
+        const TileOp &o = *fused_op->second;
+        const std::string e = "loom_e" + str(temporaries++), in = pad + "    ";
+        body << pad << c_type(o.type.elem) << " " << e << ";\n" << pad << "{\n";
+        const std::string x =
+            o.kind == TileOpKind::Load ? loaded_element(o, in) : mapped_element(o, in);
+        body << in << e << " = " << x << ";\n" << pad << "}\n";
+        return e;
+    }
+
+    void load(const TileOp &o, const std::string &pad) {
+        const std::string in = pad + "        ";
+        if (packed(o.type.elem)) zero_words(o.result, pad);
+        open_register_loop(*o.type.layout, pad);
+        body << in << write(o.result, "loom_i", loaded_element(o, in)) << "\n";
+        close_register_loop(pad);
     }
 
     void store(const TileOp &o, const std::string &pad) {
-        const TileType &v = values.at(o.operands[0]);
+        const TileType &v = register_operand(o, 0);
         const TileBuffer &b = buffer(o.buffer);
-        internal_assert(v.layout && v.space == MemorySpace::Registers && v.elem == b.elem)
-            << "tile codegen: store to " << o.buffer << " of a register tile of its type";
-        const int n = register_count(v);
-        for (int i = 0; i < n; i++) {
-            body << pad << "{\n";
-            const std::string in = pad + "    ";
-            body << in << "int r_ = 0, c_ = 0;\n"
-                 << apply_layout(*v.layout, {{"lane", "lane"}}, {{"register", i}}, {"r_", "c_"},
-                                 in);
-            body << in << "const int gr = " << c_expr(o.origin[0])
-                 << " + r_, gc = " << c_expr(o.origin[1]) << " + c_;\n";
-            body << in << "if (gr < " << c_expr(o.bounds[0]) << " && gc < " << c_expr(o.bounds[1])
-                 << ") " << b.name << "[gr * " << b.name << "_stride + gc] = v_" << o.operands[0]
-                 << "[" << i << "];\n";
-            body << pad << "}\n";
+        internal_assert(b.written)
+            << "tile codegen: a store to " << b.name << ", which is not a written buffer";
+        const std::string in = pad + "        ";
+        open_register_loop(*v.layout, pad);
+        const std::string x = element(o.operands[0], in);
+        global_access(o, v.shape.size(), in);
+        body << in << "if (loom_inside) " << buffer_c.at(b.name)
+             << "[loom_offset] = " << convert(x, v.elem, b.elem) << ";\n";
+        close_register_loop(pad);
+    }
+
+    /** Halves are set one at a time: their words start defined. */
+    void zero_words(const std::string &name, const std::string &pad) {
+        body << pad << "#pragma unroll\n"
+             << pad << "for (int loom_i = 0; loom_i < " << storage_count(value(name))
+             << "; loom_i++) " << value_c.at(name) << "[loom_i] = 0;\n";
+    }
+
+    void map(const TileOp &o, const std::string &pad) {
+        const bool in_place =
+            std::find(o.operands.begin(), o.operands.end(), o.result) != o.operands.end();
+        if (packed(o.type.elem) && !in_place) zero_words(o.result, pad);
+        const std::string in = pad + "        ";
+        open_register_loop(*o.type.layout, pad);
+        body << in << write(o.result, "loom_i", mapped_element(o, in)) << "\n";
+        close_register_loop(pad);
+    }
+
+    /** Element loom_i of a map: its operands' elements as _0, _1, ... */
+    std::string mapped_element(const TileOp &o, const std::string &pad) {
+        for (size_t k = 0; k < o.operands.size(); k++) {
+            const TileType &t = register_operand(o, k);
+            internal_assert(*t.layout == *o.type.layout)
+                << "tile codegen: map " << o.result << " reads " << o.operands[k]
+                << " in another layout than its result's (a conversion is missing)";
         }
+        std::vector<std::string> xs;
+        for (const std::string &operand : o.operands) xs.push_back(element(operand, pad));
+        for (size_t k = 0; k < o.operands.size(); k++) {
+            body << pad << "const " << c_type(value(o.operands[k]).elem) << " _" << k << " = "
+                 << xs[k] << ";\n";
+        }
+        return c_expr(o.fn);
+    }
+
+    void async_copy(const TileOp &o, const std::string &pad) {
+        const TileType &t = o.type;
+        const TileBuffer &b = buffer(o.buffer);
+        const std::string what = "tile codegen: async_copy " + o.result;
+        internal_assert(t.elem.bits == 16 && t.shape.size() == 2 && b.elem == t.elem)
+            << what << " copies 2-D tiles of 16-bit elements of its buffer's type";
+        const LinearLayout &l = *t.layout;
+        internal_assert(l.ins().size() == 1 && l.ins()[0].name == "offset" && l.is_bijective())
+            << what << " writes a layout of shared offsets, each element once";
+        const std::vector<int> axes = access_axes(o, 2);
+        const int threads = 32 * program.num_warps;
+        const std::string dst =
+            value_c.at(o.result) + " + " +
+            (o.slot.defined() ? "(" + c_expr(o.slot) + ") * " + str(t.elements()) : "0");
+        const std::string in = pad + "        ";
+        body << pad << "{\n"
+             << pad << "    " << c_type(t.elem) << " *const loom_dst = " << dst << ";\n";
+        const int fast = chunk_axis(l, 3);
+        if (fast >= 0 && axes.back() == fast) {
+            // 16-byte chunks, contiguous in the tile's layout and in the
+            // buffer's dense dimension; the block's threads take turns.
+            const int64_t chunks = t.elements() / 8, steps = (chunks + threads - 1) / threads;
+            const bool whole = chunks % threads == 0, split = (threads & (threads - 1)) == 0;
+            for (size_t a = 0; a < 2; a++) {
+                body << pad << "    const int loom_r" << a << " = "
+                     << layout_expr(l, a, {{"offset", split ? "loom_tid * 8" : "0"}}) << ";\n";
+            }
+            body << pad << "    #pragma unroll\n"
+                 << pad << "    for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
+                 << in << "const int loom_chunk = loom_tid + loom_i * " << threads << ";\n";
+            if (!whole) body << in << "if (loom_chunk < " << chunks << ") {\n";
+            // A thread's bits and a step's are disjoint when the threads
+            // are a power of two: the step's part folds.
+            const std::string step = split ? "loom_i * " + str(threads * 8) : "loom_chunk * 8";
+            for (size_t a = 0; a < 2; a++) {
+                const std::string k = "loom_k" + str(a), r = "loom_r" + str(a);
+                body << in << "const int " << k << " = " << layout_expr(l, a, {{"offset", step}})
+                     << ";\n"
+                     << in << "const int loom_t" << a << " = "
+                     << (split ? xor_then_add(
+                                     r, k, reachable_bits(l, a, {{"offset", (threads - 1) << 3}}))
+                               : r + " ^ " + k)
+                     << ";\n";
+            }
+            std::string inside, offset;
+            for (size_t d = 0; d < axes.size(); d++) {
+                const std::string g = "loom_g" + str(d);
+                body << in << "const int " << g << " = " << c_expr(o.origin[d])
+                     << (axes[d] >= 0 ? " + loom_t" + str(axes[d]) : "") << ";\n";
+                if (d + 1 < axes.size()) {
+                    inside += (inside.empty() ? "" : " && ") + g + " < " + c_expr(o.bounds[d]);
+                }
+                offset += (d ? " + " : "") + g +
+                          (d + 1 < axes.size() ? " * " + c_var(b.name + ".stride." + str(d)) : "");
+            }
+            const std::string last = "loom_g" + str(axes.size() - 1);
+            const std::string left =
+                "loom_max(0, loom_min(8, " + c_expr(o.bounds.back()) + " - " + last + "))";
+            body << in << "const int loom_left = "
+                 << (inside.empty() ? left : inside + " ? " + left + " : 0") << ";\n";
+            body << in << "loom_cp_async_16(loom_dst + loom_chunk * 8, loom_left ? "
+                 << buffer_c.at(b.name) << " + (" << offset << ") : " << buffer_c.at(b.name)
+                 << ", loom_left * 2);\n";
+            if (!whole) body << in << "}\n";
+            body << pad << "    }\n";
+        } else {
+            // The buffer's dense dimension runs across the layout's chunks
+            // (a transposed source): element by element, plain loads and
+            // stores, consecutive threads along the buffer's rows.
+            const LinearLayout where = l.invert();  // (row, col) -> offset
+            const int dense = axes.back() >= 0 ? axes.back() : 1, other = 1 - dense;
+            const int64_t n = t.elements(), steps = (n + threads - 1) / threads;
+            body << pad << "    #pragma unroll 4\n"
+                 << pad << "    for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
+                 << in << "const int loom_e = loom_tid + loom_i * " << threads << ";\n";
+            if (n % threads) body << in << "if (loom_e < " << n << ") {\n";
+            body << in << "const int loom_t" << dense << " = loom_e % " << t.shape[dense]
+                 << ", loom_t" << other << " = loom_e / " << t.shape[dense] << ";\n";
+            global_access(o, 2, in);
+            const std::string raw = "reinterpret_cast<const unsigned short *>(" +
+                                    buffer_c.at(b.name) + ")[loom_offset]";
+            body << in << "reinterpret_cast<unsigned short *>(loom_dst)["
+                 << layout_expr(where, 0, {{"row", "loom_t0"}, {"col", "loom_t1"}})
+                 << "] = loom_inside ? " << raw << " : (unsigned short)0;\n";
+            if (n % threads) body << in << "}\n";
+            body << pad << "    }\n";
+        }
+        body << pad << "}\n";
+    }
+
+    /** Shared memory to the A or B operand of mma.sync, by ldmatrix: each
+     * lane gives the address of one 8-element row of one 8 x 8 matrix, the
+     * matrices of one (A) or two (B, x4) fragments at a time. */
+    void convert_layout(const TileOp &o, const std::string &pad) {
+        const TileType &from = value(o.operands[0]);
+        const std::string what = "tile codegen: convert_layout " + o.result;
+        internal_assert(from.space == MemorySpace::Shared && o.type.space == MemorySpace::Registers)
+            << what
+            << " reads shared memory into registers (register-to-register conversions "
+               "are not translated yet)";
+        internal_assert(packed(o.type.elem)) << what << ": ldmatrix moves 16-bit elements";
+        const int rows = o.type.shape[0], cols = o.type.shape[1], nw = program.num_warps;
+        const LinearLayout &to = *o.type.layout;
+        const auto a_warps = mma_warps(nw, [&](int m, int n) {
+            return whole_fragments(rows, cols, 16, 16, m, 1) &&
+                   to == mma_a_layout(rows, cols, m, n);
+        });
+        const auto b_warps = mma_warps(nw, [&](int m, int n) {
+            return whole_fragments(rows, cols, 16, 8, 1, n) && to == mma_b_layout(rows, cols, m, n);
+        });
+        const bool is_a = a_warps.first > 0;
+        internal_assert(is_a || b_warps.first > 0)
+            << what << " converts to a layout other than mma_a_layout or mma_b_layout for " << nw
+            << " warps";
+        const auto [wm, wn] = is_a ? a_warps : b_warps;
+        const int fast = chunk_axis(*from.layout, 3);
+        internal_assert(fast >= 0 && from.layout->is_bijective())
+            << what << ": ldmatrix reads 16-byte rows, which the layout of " << o.operands[0]
+            << " does not keep whole";
+        const LinearLayout where = from.layout->invert();  // (row, col) -> offset
+        // The axis along which each lane holds pairs of a fragment (k for
+        // both): ldmatrix's rows run along it, or .trans makes them.
+        const int pairs_axis = is_a ? 1 : 0, slow = 1 - fast;
+        const bool trans = fast != pairs_axis;
+        // Fragments: A 16 x 16 (mi, ki); B 16 x 8 (ki, ni), two at a time
+        // when there are two (x4).
+        const int warp_rows = is_a ? rows / wm : rows, warp_cols = is_a ? cols : cols / wn;
+        const int frag_rows = 16;
+        const int count = is_a ? 4 : (warp_cols / 8 >= 2 ? 4 : 2);
+        const int step_cols = is_a ? 16 : 8 * (count / 2);
+        const std::string slot =
+            o.slot.defined() ? "(" + c_expr(o.slot) + ") * " + str(from.elements()) : "0";
+        // Lane l addresses row l % 8 of matrix j = l / 8 % count: A's
+        // matrices (0, 0), (8, 0), (0, 8), (8, 8) (a0..a3); B's (0, 0), (8,
+        // 0) (b0, b1), then (0, 8), (8, 8) for the next fragment.
+        std::string lane_coord[2];
+        const std::string j = "(loom_lane / 8 % " + str(count) + ")";
+        lane_coord[0] = "(" + j + " % 2) * 8";
+        lane_coord[1] = "(" + j + " / 2) * 8";
+        lane_coord[slow] += " + loom_lane % 8";
+        const std::string warp_coord =
+            is_a ? "(loom_warp / " + str(wn) + " % " + str(wm) + ") * " + str(warp_rows)
+                 : "(loom_warp % " + str(wn) + ") * " + str(warp_cols);
+        (is_a ? lane_coord[0] : lane_coord[1]) += " + " + warp_coord;
+        const std::string in = pad + "    ";
+        body << pad << "{\n"
+             << in << "const int loom_row = " << lane_coord[0] << ", loom_col = " << lane_coord[1]
+             << ";\n"
+             << in
+             << "const unsigned short *const loom_base = reinterpret_cast<const unsigned "
+                "short *>("
+             << value_c.at(o.operands[0]) << " + " << slot << ");\n"
+             << in << "const int loom_off = "
+             << layout_expr(where, 0, {{"row", "loom_row"}, {"col", "loom_col"}}) << ";\n";
+        const int frags_r = warp_rows / frag_rows, frags_c = warp_cols / step_cols;
+        // The coordinate bits the lane and the warp set: a fragment's
+        // offset bits beyond what they reach are added, not XORed.
+        int runtime_bits[2] = {8, count == 4 ? 8 : 0};
+        runtime_bits[slow] |= 7;
+        if (is_a) runtime_bits[0] |= (rows - 1) & ~(warp_rows - 1);
+        else runtime_bits[1] |= (cols - 1) & ~(warp_cols - 1);
+        const int runtime_mask =
+            reachable_bits(where, 0, {{"row", runtime_bits[0]}, {"col", runtime_bits[1]}});
+        body << in << "#pragma unroll\n"
+             << in << "for (int loom_fr = 0; loom_fr < " << frags_r << "; loom_fr++) {\n"
+             << in << "    #pragma unroll\n"
+             << in << "    for (int loom_fc = 0; loom_fc < " << frags_c << "; loom_fc++) {\n";
+        // The fragment's words: A (mi, ki) at 4 (ki + KF mi); B (ki, ni) at
+        // 2 (ni + NF ki), ni = loom_fc * count / 2.
+        const std::string words =
+            is_a ? "4 * (loom_fc + " + str(cols / 16) + " * loom_fr)"
+                 : "2 * (loom_fc * " + str(count / 2) + " + " + str(warp_cols / 8) + " * loom_fr)";
+        const std::string frag_offset = layout_expr(
+            where, 0,
+            {{"row", "loom_fr * " + str(frag_rows)}, {"col", "loom_fc * " + str(step_cols)}});
+        body << in << "        const int loom_k = " << frag_offset << ";\n"
+             << in << "        loom_ldmatrix_x" << count << (trans ? "_trans" : "") << "(&"
+             << value_c.at(o.result) << "[" << words << "], loom_base + "
+             << xor_then_add("loom_off", "loom_k", runtime_mask) << ");\n"
+             << in << "    }\n"
+             << in << "}\n"
+             << pad << "}\n";
+    }
+
+    void dot(const TileOp &o, const std::string &pad) {
+        const TileType &a = register_operand(o, 0), &b = register_operand(o, 1),
+                       &c = register_operand(o, 2);
+        const int M = o.type.shape[0], N = o.type.shape[1], K = a.shape[1];
+        const auto [wm, wn] = mma_warps(program.num_warps, [&](int m, int n) {
+            return whole_fragments(M, N, 16, 8, m, n) && whole_fragments(M, K, 16, 16, m, 1) &&
+                   whole_fragments(K, N, 16, 8, 1, n) &&
+                   *o.type.layout == mma_accumulator_layout(M, N, m, n) &&
+                   *a.layout == mma_a_layout(M, K, m, n) && *b.layout == mma_b_layout(K, N, m, n) &&
+                   *c.layout == *o.type.layout;
+        });
+        internal_assert(wm > 0 && o.type.elem == Float(32) && a.elem == b.elem && packed(a.elem))
+            << "tile codegen: dot " << o.result
+            << " needs f16 or bf16 operands in mma_a_layout and mma_b_layout and an f32 "
+               "accumulator in mma_accumulator_layout, for "
+            << program.num_warps << " warps";
+        const std::string acc = value_c.at(o.result);
+        if (o.operands[2] != o.result) {
+            body << pad << "#pragma unroll\n"
+                 << pad << "for (int loom_i = 0; loom_i < " << storage_count(o.type)
+                 << "; loom_i++) " << acc << "[loom_i] = " << value_c.at(o.operands[2])
+                 << "[loom_i];\n";
+        }
+        const int MF = M / wm / 16, NF = N / wn / 8, KF = K / 16;
+        const std::string fn =
+            a.elem == BFloat(16) ? "loom_mma_m16n8k16_bf16" : "loom_mma_m16n8k16_f16";
+        // k outermost: each accumulator sums its products in order of k, as
+        // the interpreter does.
+        body << pad << "#pragma unroll\n"
+             << pad << "for (int loom_ki = 0; loom_ki < " << KF << "; loom_ki++) {\n"
+             << pad << "    #pragma unroll\n"
+             << pad << "    for (int loom_mi = 0; loom_mi < " << MF << "; loom_mi++) {\n"
+             << pad << "        #pragma unroll\n"
+             << pad << "        for (int loom_ni = 0; loom_ni < " << NF << "; loom_ni++) {\n"
+             << pad << "            float *const loom_c = &" << acc << "[4 * (loom_ni + " << NF
+             << " * loom_mi)];\n"
+             << pad << "            " << fn << "(loom_c, &" << value_c.at(o.operands[0])
+             << "[4 * (loom_ki + " << KF << " * loom_mi)], &" << value_c.at(o.operands[1])
+             << "[2 * (loom_ni + " << NF << " * loom_ki)], loom_c);\n"
+             << pad << "        }\n"
+             << pad << "    }\n"
+             << pad << "}\n";
     }
 };
 
+/** Reading and setting one of the two 16-bit floats a register packs
+ * (the low half first, as mma.sync and ldmatrix pack them). */
+const char *kPackedHalves =
+    R"(template <typename T> __device__ __forceinline__ T loom_tile_get(unsigned w, int h);
+template <> __device__ __forceinline__ __half loom_tile_get<__half>(unsigned w, int h) {
+    __half_raw r;
+    r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
+    return __half(r);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 loom_tile_get<__nv_bfloat16>(unsigned w, int h) {
+    __nv_bfloat16_raw r;
+    r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
+    return __nv_bfloat16(r);
+}
+__device__ __forceinline__ unsigned loom_tile_set(unsigned w, int h, __half x) {
+    const unsigned bits = __half_raw(x).x;
+    return h ? (w & 0xffffu) | (bits << 16) : (w & 0xffff0000u) | bits;
+}
+__device__ __forceinline__ unsigned loom_tile_set(unsigned w, int h, __nv_bfloat16 x) {
+    const unsigned bits = __nv_bfloat16_raw(x).x;
+    return h ? (w & 0xffffu) | (bits << 16) : (w & 0xffff0000u) | bits;
+}
+)";
+
 }  // namespace
 
-std::string tile_program_to_cuda(const TileProgram &p, const std::vector<TileBuffer> &buffers) {
+TileKernelSource tile_program_to_cuda(const TileProgram &p,
+                                      const std::vector<TileBuffer> &buffers) {
     verify(p);
     return Emitter(p, buffers).kernel();
 }
@@ -349,6 +905,7 @@ std::string tile_module_source(const std::vector<std::string> &kernels) {
     s += cuda_source("mma");
     s += cuda_source("ldmatrix");
     s += cuda_source("cp_async");
+    s += kPackedHalves;
     for (const std::string &k : kernels) s += k;
     return s;
 }

@@ -3,7 +3,9 @@
 // (mma, ldmatrix, cp_async). Where each thread's elements are comes from
 // the values' layouts alone: a linear layout is printed as the XOR of its
 // bases over the bits of the lane (and of the register, a constant), so the
-// code for any layout is the same few lines.
+// code for any layout is the same few lines. A register index is a
+// constant once the loops over registers are unrolled, so each thread's
+// tiles stay in registers.
 #pragma once
 
 #include <string>
@@ -15,29 +17,64 @@ namespace loom {
 namespace internal {
 namespace tile {
 
-/** A global buffer a tile program reads or writes: row-major 2-D, whose
- * row stride (in elements) is the kernel parameter `<name>_stride`. */
+/** A global buffer a tile program reads or writes: `dims` dimensions, the
+ * last dense (stride 1), the others' strides (in elements) kernel
+ * parameters `<name>.stride.<d>`. */
 struct TileBuffer {
     std::string name;
     Type elem;
+    int dims = 2;
     bool written = false;
 };
 
-/** The kernel `p.name`: its parameters are the buffers (in order), their
- * strides, then the scalars the program's expressions read (sorted by
- * name, as Int(32)). Its grid is p.grid on blockIdx.x, y, z; its block
- * 32 * num_warps threads. Needs the sources cuda_source("prelude"),
- * "mma", "ldmatrix" and "cp_async" before it (tile_module_source).
+/** A parameter of a tile kernel: a buffer (a pointer to `type`), a
+ * buffer's stride or a scalar the program reads (of `type`). `name` is the
+ * program's (it may hold dots, "C.stride.0"), `c_name` the C identifier
+ * the kernel calls it. */
+struct TileKernelParam {
+    std::string name;
+    std::string c_name;
+    Type type;
+    bool is_buffer = false;
+    bool written = false;
+};
+
+/** A kernel and what launching it takes: its parameters in order, the
+ * dynamic shared memory (bytes) and the threads of its block. */
+struct TileKernelSource {
+    std::string source;
+    std::vector<TileKernelParam> params;
+    int64_t shared_bytes = 0;
+    int threads = 0;
+};
+
+/** The kernel c_identifier(p.name). Its parameters: the buffers (in order), then each
+ * buffer's strides `<buffer>.stride.<d>` for d < dims - 1 (int), then the
+ * scalars the program reads (origins, bounds, loop bounds, slots, maps'
+ * functions; not the grid's or loops' variables) sorted by name, each of
+ * its Variable's type. Its grid is p.grid on blockIdx.x, y, z; its block
+ * 32 * num_warps threads (thread t is lane t % 32 of warp t / 32). Needs
+ * the sources tile_module_source puts before it.
  *
- * What it translates today, one warp per program: zeros; async_copy of a
- * 2-D 16-bit tile into shared memory in any layout of "offset" (16-byte
- * chunks, zero-filled past the bounds; the rows' global addresses must be
- * 16-byte aligned); async_commit, async_wait, barrier; convert_layout from
- * shared memory to the mma.sync A or B fragment (ldmatrix); dot on those
- * fragments into an f32 accumulator (mma.sync); map, register by register;
- * and store from any register layout, masked past the bounds. Anything
- * else is an InternalError naming the op. */
-std::string tile_program_to_cuda(const TileProgram &p, const std::vector<TileBuffer> &buffers);
+ * Translated: zeros; load into any register layout and store from any (a
+ * thread reads or writes each element its registers hold, masked past the
+ * bounds; an element held by several threads is written by each); map
+ * register by register (operands in one layout); async_copy of a 2-D
+ * 16-bit tile into a shared layout of offsets with `slots` copies, by
+ * 16-byte cp.async chunks shared by the block's threads when the layout's
+ * chunks run along the tile axis the buffer's dense dimension follows
+ * (zero-filled past the bounds; the chunks' global addresses must be
+ * 16-byte aligned), element by element with plain loads and stores
+ * otherwise (a transposed source into a row-major layout); async_commit,
+ * async_wait, barrier; convert_layout from a shared slot to the A or B
+ * operand of mma_a_layout / mma_b_layout (ldmatrix, .trans when the
+ * shared layout's chunks run along the fragment's other axis); dot of
+ * those into mma_accumulator_layout (mma.sync per fragment, f16 or bf16 in,
+ * f32 accumulator). A load or map whose one use is a map or store just
+ * after it (only loads and maps between) is computed element by element
+ * there, so an epilogue's operands never take a tile of registers.
+ * Anything else is an InternalError naming the op. */
+TileKernelSource tile_program_to_cuda(const TileProgram &p, const std::vector<TileBuffer> &buffers);
 
 /** A whole module: the headers and sources a tile kernel needs, then the
  * kernels. */

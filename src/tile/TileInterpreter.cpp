@@ -2,6 +2,7 @@
 #include "tile/TileInterpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ir/IRPrinter.h"
@@ -24,6 +25,7 @@ struct HostTile {
 
 /** x rounded to an element of type t, as the interpreter stores it. */
 double round_to(Type t, double x) {
+    if (t == Float(32)) return double(float(x));
     uint8_t bits[8];
     store_element(t, bits, x);
     return load_element(t, bits);
@@ -56,7 +58,8 @@ class Instance {
   private:
     const std::vector<TileHostBuffer> &buffers;
     std::map<std::string, Expr> env;
-    std::map<std::string, HostTile> tiles;
+    /** Each value's tiles, one per slot (registers: one). */
+    std::map<std::string, std::vector<HostTile>> tiles;
 
     int64_t integer(const Expr &e) {
         const int64_t *i = as_const_int(evaluate_expr(e, env));
@@ -72,45 +75,92 @@ class Instance {
         return buffers[0];
     }
 
-    HostTile &tile(const std::string &name) {
+    HostTile &tile(const std::string &name, int64_t slot = 0) {
         auto it = tiles.find(name);
         internal_assert(it != tiles.end()) << "tile interpreter: no value " << name;
-        return it->second;
+        internal_assert(slot >= 0 && slot < int64_t(it->second.size()))
+            << "tile interpreter: slot " << slot << " of " << name << ", which has "
+            << it->second.size();
+        return it->second[slot];
+    }
+
+    int64_t slot_of(const TileOp &o) { return o.slot.defined() ? integer(o.slot) : 0; }
+
+    static HostTile blank(const TileType &t, double fill = 0) {
+        return {t.elem, t.shape, std::vector<double>(t.elements(), fill)};
+    }
+
+    /** Calls f(element index in the tile, offset in the buffer) for each
+     * element of a tile of `shape` that o's masks let through. */
+    template <typename F>
+    void for_each_access(const TileOp &o, const std::vector<int> &shape, F f) {
+        const TileHostBuffer &b = buffer(o.buffer);
+        const std::vector<int> axes = access_axes(o, shape.size());
+        internal_assert(b.strides.size() == axes.size())
+            << "tile interpreter: buffer " << b.name << " has " << b.strides.size()
+            << " dimensions, its access " << axes.size();
+        std::vector<int64_t> origin, bounds;
+        for (size_t d = 0; d < axes.size(); d++) {
+            origin.push_back(integer(o.origin[d]));
+            bounds.push_back(integer(o.bounds[d]));
+        }
+        int64_t n = 1;
+        for (int e : shape) n *= e;
+        std::vector<int> index(shape.size(), 0);
+        for (int64_t e = 0; e < n; e++) {
+            for (int64_t rest = e, a = int64_t(shape.size()) - 1; a >= 0; a--) {
+                index[a] = int(rest % shape[a]);
+                rest /= shape[a];
+            }
+            bool inside = true;
+            int64_t offset = 0;
+            for (size_t d = 0; d < axes.size(); d++) {
+                const int64_t coordinate = origin[d] + (axes[d] < 0 ? 0 : index[axes[d]]);
+                inside = inside && coordinate < bounds[d];
+                offset += coordinate * b.strides[d];
+            }
+            if (inside) f(e, offset);
+        }
     }
 
     void op(const TileOp &o) {
         const TileType &t = o.type;
         switch (o.kind) {
-        case TileOpKind::Zeros:
-            tiles[o.result] = {t.elem, t.shape, std::vector<double>(t.elements())};
+        case TileOpKind::Zeros: tiles[o.result] = {blank(t)}; break;
+        case TileOpKind::Load: {
+            const TileHostBuffer &b = buffer(o.buffer);
+            HostTile h = blank(t);
+            for_each_access(o, t.shape, [&](int64_t e, int64_t offset) {
+                h.v[e] = round_to(t.elem, load_element(b.elem, element_address(b, offset)));
+            });
+            tiles[o.result] = {h};
             break;
-        case TileOpKind::Load:
+        }
         case TileOpKind::AsyncCopy: {
             const TileHostBuffer &b = buffer(o.buffer);
-            const int64_t r0 = integer(o.origin[0]), c0 = integer(o.origin[1]);
-            const int64_t rows = integer(o.bounds[0]), cols = integer(o.bounds[1]);
-            HostTile h{t.elem, t.shape, std::vector<double>(t.elements())};
-            for (int r = 0; r < t.shape[0]; r++) {
-                for (int c = 0; c < t.shape[1]; c++) {
-                    if (r0 + r < rows && c0 + c < cols) {
-                        h.v[r * t.shape[1] + c] = round_to(
-                            t.elem,
-                            load_element(b.elem, element_address(b, (r0 + r) * b.stride + c0 + c)));
-                    }
-                }
-            }
-            tiles[o.result] = h;
+            std::vector<HostTile> &slots = tiles[o.result];
+            // A slot no copy wrote holds NaNs: reading it is the program's bug.
+            if (int(slots.size()) != t.slots) slots.assign(t.slots, blank(t, NAN));
+            const int64_t slot = slot_of(o);
+            internal_assert(slot >= 0 && slot < t.slots)
+                << "tile interpreter: async_copy " << o.result << " into slot " << slot << " of "
+                << t.slots;
+            HostTile h = blank(t);
+            for_each_access(o, t.shape, [&](int64_t e, int64_t offset) {
+                h.v[e] = round_to(t.elem, load_element(b.elem, element_address(b, offset)));
+            });
+            slots[slot] = h;
             break;
         }
         case TileOpKind::AsyncCommit:
         case TileOpKind::AsyncWait:
         case TileOpKind::Barrier: break;  // no threads here: nothing is in flight
-        case TileOpKind::ConvertLayout: tiles[o.result] = tile(o.operands[0]); break;
+        case TileOpKind::ConvertLayout: tiles[o.result] = {tile(o.operands[0], slot_of(o))}; break;
         case TileOpKind::Dot: {
             const HostTile a = tile(o.operands[0]), b = tile(o.operands[1]),
                            c = tile(o.operands[2]);
             const int M = a.shape[0], K = a.shape[1], N = b.shape[1];
-            HostTile d{t.elem, t.shape, std::vector<double>(t.elements())};
+            HostTile d = blank(t);
             for (int i = 0; i < M; i++) {
                 for (int j = 0; j < N; j++) {
                     double acc = c.v[i * N + j];
@@ -120,13 +170,14 @@ class Instance {
                     d.v[i * N + j] = acc;
                 }
             }
-            tiles[o.result] = d;
+            tiles[o.result] = {d};
             break;
         }
         case TileOpKind::Map: {
-            HostTile h{t.elem, t.shape, std::vector<double>(t.elements())};
+            HostTile h = blank(t);
+            // The function may read the program's scalars besides _0, _1, ...
+            std::map<std::string, Expr> args = env;
             for (int64_t i = 0; i < t.elements(); i++) {
-                std::map<std::string, Expr> args;
                 for (size_t k = 0; k < o.operands.size(); k++) {
                     const HostTile &in = tile(o.operands[k]);
                     args["_" + std::to_string(k)] = internal::make_const(in.elem, in.v[i]);
@@ -136,13 +187,13 @@ class Instance {
                 internal_assert(f) << "tile interpreter: map " << o.result << " gave " << v;
                 h.v[i] = round_to(t.elem, *f);
             }
-            tiles[o.result] = h;
+            tiles[o.result] = {h};
             break;
         }
         case TileOpKind::Reduce: {
             const HostTile &in = tile(o.operands[0]);
             const int R = in.shape[0], C = in.shape[1];
-            HostTile h{t.elem, t.shape, std::vector<double>(t.elements())};
+            HostTile h = blank(t);
             for (int i = 0; i < t.shape[0]; i++) {
                 double acc = 0;
                 const int n = o.axis == 1 ? C : R;
@@ -155,33 +206,26 @@ class Instance {
                 }
                 h.v[i] = acc;
             }
-            tiles[o.result] = h;
+            tiles[o.result] = {h};
             break;
         }
         case TileOpKind::Broadcast: {
             const HostTile &in = tile(o.operands[0]);
-            HostTile h{t.elem, t.shape, std::vector<double>(t.elements())};
+            HostTile h = blank(t);
             for (int r = 0; r < t.shape[0]; r++) {
                 for (int c = 0; c < t.shape[1]; c++) {
                     h.v[r * t.shape[1] + c] = round_to(t.elem, in.v[o.axis == 1 ? r : c]);
                 }
             }
-            tiles[o.result] = h;
+            tiles[o.result] = {h};
             break;
         }
         case TileOpKind::Store: {
             const HostTile &v = tile(o.operands[0]);
             const TileHostBuffer &b = buffer(o.buffer);
-            const int64_t r0 = integer(o.origin[0]), c0 = integer(o.origin[1]);
-            const int64_t rows = integer(o.bounds[0]), cols = integer(o.bounds[1]);
-            for (int r = 0; r < v.shape[0]; r++) {
-                for (int c = 0; c < v.shape[1]; c++) {
-                    if (r0 + r < rows && c0 + c < cols) {
-                        store_element(b.elem, element_address(b, (r0 + r) * b.stride + c0 + c),
-                                      v.v[r * v.shape[1] + c]);
-                    }
-                }
-            }
+            for_each_access(o, v.shape, [&](int64_t e, int64_t offset) {
+                store_element(b.elem, element_address(b, offset), v.v[e]);
+            });
             break;
         }
         default:
@@ -194,13 +238,12 @@ class Instance {
 }  // namespace
 
 void interpret_tile_program(const TileProgram &p, const std::vector<TileHostBuffer> &buffers,
-                            const std::map<std::string, int> &scalars,
+                            const std::map<std::string, Expr> &scalars,
                             const std::vector<int> &grid) {
     verify(p);
     internal_assert(grid.size() == p.grid.size())
         << "tile interpreter: one extent per grid variable";
-    std::map<std::string, Expr> env;
-    for (const auto &[name, v] : scalars) env[name] = Expr(int32_t(v));
+    std::map<std::string, Expr> env = scalars;
     std::vector<int> at(grid.size(), 0);
     for (int e : grid) {
         if (e <= 0) return;

@@ -9,27 +9,33 @@
 #include <string>
 #include <vector>
 
+#include "loom/Expr.h"
 #include "tile/TileIR.h"
 
 namespace loom {
 namespace internal {
 namespace tile {
 
-/** A global buffer on the host: row-major 2-D, `stride` elements per row. */
+/** A global buffer on the host: element (c_0, c_1, ...) is at
+ * data + sum of c_d * strides[d] elements. */
 struct TileHostBuffer {
     std::string name;
     Type elem;
     void *data = nullptr;
-    int stride = 0;
+    std::vector<int64_t> strides;
 };
 
 /** Runs every program instance of p over the grid [0, grid[i]) (one extent
- * per grid variable), with the scalars its expressions read given by
- * name. Reads and writes outside the masks never touch the buffers; a read
- * inside the masks past a buffer's rows is the caller's error, as on a
- * GPU. */
+ * per grid variable), with the scalars its expressions read given by name
+ * (constants: ints for indices and sizes, floats for a map's
+ * coefficients). An access's buffer dimension d is at origin[d] plus the
+ * tile index along axis access_axes(op)[d] (axis -1: at origin[d]); an
+ * element is masked, not read (zero) or not written, when any coordinate
+ * is at or past bounds[d]. A shared value's slots are separate tiles (a
+ * slot never written reads as NaNs). Reads inside the masks past a
+ * buffer's end are the caller's error, as on a GPU. */
 void interpret_tile_program(const TileProgram &p, const std::vector<TileHostBuffer> &buffers,
-                            const std::map<std::string, int> &scalars,
+                            const std::map<std::string, Expr> &scalars,
                             const std::vector<int> &grid);
 
 }  // namespace tile

@@ -1,12 +1,23 @@
-// A tile program translated to CUDA (src/tile/TileCodeGen_CUDA) and run on
-// the stand-in driver: a GEMM's warp blocks, f16 and bf16 in, an f32 or an
-// f16 (cast epilogue) result, at sizes that are no multiple of the 16 x 8 x
-// 16 tiles, against float64; and the same kernel through NVRTC for sm_80,
-// whose machine code multiplies on tensor cores.
+// Tile programs translated to CUDA (src/tile/TileCodeGen_CUDA) and run on
+// the stand-in driver: a GEMM's warp blocks (one warp, one 16 x 8 x 16
+// fragment), and a block of warps' tiles with a multistage cp.async
+// pipeline (several warps, several fragments each, transposed B, an
+// epilogue reading a bias row, a residual and a scalar), f16 and bf16 in,
+// f32, f16 or bf16 out, at sizes that are no multiple of the tiles, in both
+// thread orders, against float64 and to the bit against the interpreter;
+// planted pipeline mistakes caught; and the kernels through NVRTC for sm_80
+// and sm_90a, whose machine code multiplies on tensor cores without
+// spilling.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,7 +50,7 @@ std::string kernel_source(const Case &c) {
     Expr epilogue = c.f16_out ? cast(Float(16), Variable::make(Float(32), "_0")) : Expr();
     TileProgram p = gemm_program(c.in, epilogue);
     return tile_module_source(
-        {tile_program_to_cuda(p, {{"A", c.in, false}, {"B", c.in, false}, {"C", out, true}})});
+        {tile_program_to_cuda(p, {{"A", c.in}, {"B", c.in}, {"C", out, 2, true}}).source});
 }
 
 uint16_t to_bits(float f, Type t) {
@@ -113,10 +124,11 @@ TEST_P(TileGemmOnCpu, MatchesFloat64AtRaggedSizes) {
     std::vector<unsigned char> meant(out.size(), 0);
     const Type out_type = c.f16_out ? Float(16) : Float(32);
     Expr epilogue = c.f16_out ? cast(Float(16), Variable::make(Float(32), "_0")) : Expr();
-    interpret_tile_program(
-        gemm_program(c.in, epilogue),
-        {{"A", c.in, a.data(), sa}, {"B", c.in, b.data(), sb}, {"C", out_type, meant.data(), sc}},
-        {{"M", M}, {"N", N}, {"K", K}}, {(M + 15) / 16, (N + 7) / 8});
+    interpret_tile_program(gemm_program(c.in, epilogue),
+                           {{"A", c.in, a.data(), {sa, 1}},
+                            {"B", c.in, b.data(), {sb, 1}},
+                            {"C", out_type, meant.data(), {sc, 1}}},
+                           {{"M", M}, {"N", N}, {"K", K}}, {(M + 15) / 16, (N + 7) / 8});
     for (int i = 0; i < M; i++) {
         EXPECT_EQ(memcmp(&out[i * sc * out_bytes], &meant[i * sc * out_bytes], N * out_bytes), 0)
             << "row " << i << " differs from the interpreter's";
@@ -150,5 +162,371 @@ TEST(TileGemmThroughNvrtc, CompilesForSm80WithTensorCores) {
     const std::string sass = sass_of(bin.cubin, nvdisasm);
     for (const char *op : {"HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.MT88.2", "LDGSTS"}) {
         EXPECT_NE(sass.find(op), std::string::npos) << "no " << op;
+    }
+}
+
+// ---- A block of warps' GEMM tile with a multistage pipeline
+// (gemm_program(GemmTiling)): several warps, several mma fragments each,
+// operands through a ring of swizzled shared slots filled by cp.async,
+// ragged sizes, transposed B, and an epilogue that reads a bias row, a
+// residual and a scalar.
+
+namespace {
+
+/** Sets LOOM_FAKE_CUDA_REVERSED for the scope (the stand-in reads it at
+ * each launch), then restores it. */
+struct ThreadOrder {
+    std::string before;
+    bool was_set;
+    explicit ThreadOrder(bool reversed) {
+        const char *v = getenv("LOOM_FAKE_CUDA_REVERSED");
+        was_set = v != nullptr;
+        if (v) before = v;
+        setenv("LOOM_FAKE_CUDA_REVERSED", reversed ? "1" : "0", 1);
+    }
+    ~ThreadOrder() {
+        if (was_set) setenv("LOOM_FAKE_CUDA_REVERSED", before.c_str(), 1);
+        else unsetenv("LOOM_FAKE_CUDA_REVERSED");
+    }
+};
+
+struct BlockCase {
+    std::string name;
+    GemmTiling tiling;
+    int M, N, K;
+};
+
+// gtest names a failing case by this.
+void PrintTo(const BlockCase &c, std::ostream *os) { *os << c.name; }
+
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/** A problem's host data: A, B (K x N, or N x K when transposed), the
+ * bias row and the residual, rows padded with NaNs that no masked access
+ * may read. Rows of A and B are padded to 8 elements, as cp.async's
+ * 16-byte chunks need; C's and R's strides are odd on purpose. */
+struct Problem {
+    GemmTiling g;
+    int M, N, K, sa, sb, sc, sr;
+    float alpha = 0.75f;
+    std::vector<uint16_t> a, b, r;
+    std::vector<float> bias;
+
+    Problem(const GemmTiling &tiling, int m, int n, int k, uint32_t seed)
+        : g(tiling), M(m), N(n), K(k) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> normal;
+        sa = g.a_transposed ? round_up(M, 8) : round_up(K, 8);
+        sb = g.b_transposed ? round_up(K, 8) : round_up(N, 8);
+        sc = N + 3;
+        sr = N + 1;
+        a.assign(size_t(g.a_transposed ? K : M) * sa, 0xffff);
+        b.assign(size_t(g.b_transposed ? N : K) * sb, 0xffff);
+        r.assign(size_t(M) * sr, 0xffff);
+        for (int i = 0; i < M; i++)
+            for (int kk = 0; kk < K; kk++) a[a_index(i, kk)] = to_bits(normal(rng), g.in);
+        for (int kk = 0; kk < K; kk++)
+            for (int j = 0; j < N; j++) b[b_index(kk, j)] = to_bits(normal(rng), g.in);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) r[i * sr + j] = to_bits(normal(rng), g.out);
+        for (int j = 0; j < N; j++) bias.push_back(normal(rng));
+    }
+    size_t a_index(int i, int kk) const {
+        return g.a_transposed ? size_t(kk) * sa + i : size_t(i) * sa + kk;
+    }
+    size_t b_index(int kk, int j) const {
+        return g.b_transposed ? size_t(j) * sb + kk : size_t(kk) * sb + j;
+    }
+    size_t out_bytes() const { return g.out.bytes(); }
+    std::vector<int> grid() const { return {(M + g.bm - 1) / g.bm, (N + g.bn - 1) / g.bn}; }
+    TileProgram program() const { return gemm_program(g); }
+    std::vector<TileBuffer> buffers() const {
+        std::vector<TileBuffer> bs = {{"A", g.in}, {"B", g.in}, {"C", g.out, 2, true}};
+        if (g.bias) bs.push_back({"bias", Float(32), 1});
+        if (g.residual) bs.push_back({"R", g.out});
+        return bs;
+    }
+    double out_value(const std::vector<unsigned char> &c, int i, int j) const {
+        const unsigned char *p = &c[(size_t(i) * sc + j) * out_bytes()];
+        if (g.out == Float(32)) {
+            float v;
+            memcpy(&v, p, 4);
+            return v;
+        }
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return from_bits(h, g.out);
+    }
+    /** The largest error against float64, relative to the sum of the
+     * magnitudes of the terms (NaN: infinite). */
+    double worst_error(const std::vector<unsigned char> &c) const {
+        double worst = 0;
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++) {
+                double want = 0, scale = 0;
+                for (int kk = 0; kk < K; kk++) {
+                    const double t = double(from_bits(a[a_index(i, kk)], g.in)) *
+                                     double(from_bits(b[b_index(kk, j)], g.in));
+                    want += t;
+                    scale += std::fabs(t);
+                }
+                if (g.epilogue.defined()) {  // alpha * acc + bias + R, as the tests build it
+                    const double res = from_bits(r[i * sr + j], g.out);
+                    want = alpha * want + bias[j] + res;
+                    scale = alpha * scale + std::fabs(bias[j]) + std::fabs(res);
+                }
+                const double e = std::fabs(out_value(c, i, j) - want) / (scale + 1e-30);
+                worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+            }
+        }
+        return worst;
+    }
+    /** C as the interpreter computes it. */
+    std::vector<unsigned char> meant() const {
+        std::vector<unsigned char> c(size_t(M) * sc * out_bytes(), 0);
+        std::vector<TileHostBuffer> bs = {
+            {"A", g.in, const_cast<uint16_t *>(a.data()), {sa, 1}},
+            {"B", g.in, const_cast<uint16_t *>(b.data()), {sb, 1}},
+            {"C", g.out, c.data(), {sc, 1}},
+            {"bias", Float(32), const_cast<float *>(bias.data()), {1}},
+            {"R", g.out, const_cast<uint16_t *>(r.data()), {sr, 1}}};
+        interpret_tile_program(program(), bs,
+                               {{"M", M}, {"N", N}, {"K", K}, {"epilogue.alpha", alpha}}, grid());
+        return c;
+    }
+};
+
+/** The epilogue alpha * acc + bias + R, in C's type. */
+Expr bias_residual_epilogue(Type out) {
+    const Expr acc = Variable::make(Float(32), "_0"), bias = Variable::make(Float(32), "_1");
+    const Expr res = cast(Float(32), Variable::make(out, "_2"));
+    return cast(out, Variable::make(Float(32), "epilogue.alpha") * acc + bias + res);
+}
+
+class TileBlockGemmOnCpu : public ::testing::TestWithParam<BlockCase>, public StandInSession {
+  protected:
+    void SetUp() override { start_session(); }
+    void TearDown() override { end_session(); }
+
+    /** C computed by the kernel on the stand-in; empty, with `error`, if
+     * the launch failed. */
+    std::vector<unsigned char> run(const Problem &pr, std::string *error) {
+        TileProgram p = pr.program();
+        const TileKernelSource k = tile_program_to_cuda(p, pr.buffers());
+        const std::string source = tile_module_source({k.source});
+        void *module = nullptr, *f = nullptr;
+        if (cuModuleLoadData(&module, source.c_str()) != 0 ||
+            cuModuleGetFunction(&f, module, "gemm_block") != 0) {
+            *error = std::string("no module: ") + fake_cuda_kernel_error() + "\n" + source;
+            return {};
+        }
+        const size_t c_bytes = size_t(pr.M) * pr.sc * pr.out_bytes();
+        std::map<std::string, unsigned long long> pointers = {
+            {"A", device(pr.a.data(), pr.a.size() * 2)},
+            {"B", device(pr.b.data(), pr.b.size() * 2)},
+            {"C", device(nullptr, c_bytes)},
+            {"bias", device(pr.bias.data(), pr.bias.size() * 4)},
+            {"R", device(pr.r.data(), pr.r.size() * 2)}};
+        const std::map<std::string, int> ints = {{"A.stride.0", pr.sa},
+                                                 {"B.stride.0", pr.sb},
+                                                 {"C.stride.0", pr.sc},
+                                                 {"R.stride.0", pr.sr},
+                                                 {"M", pr.M},
+                                                 {"N", pr.N},
+                                                 {"K", pr.K}};
+        // Each parameter's value, by its name, as cuLaunchKernel takes them.
+        std::vector<std::array<unsigned char, 8>> values(k.params.size());
+        std::vector<void *> args;
+        for (size_t i = 0; i < k.params.size(); i++) {
+            const TileKernelParam &param = k.params[i];
+            if (param.is_buffer) {
+                memcpy(values[i].data(), &pointers.at(param.name), 8);
+            } else if (param.type == Float(32)) {
+                EXPECT_EQ(param.name, "epilogue.alpha");
+                memcpy(values[i].data(), &pr.alpha, 4);
+            } else {
+                memcpy(values[i].data(), &ints.at(param.name), 4);
+            }
+            args.push_back(values[i].data());
+        }
+        if (k.shared_bytes > 48 * 1024) {
+            EXPECT_EQ(
+                cuFuncSetAttribute(f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, int(k.shared_bytes)),
+                0);
+        }
+        const std::vector<int> grid = pr.grid();
+        if (cuLaunchKernel(f, grid[0], grid[1], 1, k.threads, 1, 1, unsigned(k.shared_bytes),
+                           nullptr, args.data(), nullptr) != 0 ||
+            cuCtxSynchronize() != 0) {
+            *error = fake_cuda_kernel_error();
+            return {};
+        }
+        std::vector<unsigned char> c(c_bytes);
+        EXPECT_EQ(cuMemcpyDtoH_v2(c.data(), pointers.at("C"), c.size()), 0);
+        return c;
+    }
+};
+
+}  // namespace
+
+TEST_P(TileBlockGemmOnCpu, MatchesFloat64AndTheInterpreterInBothThreadOrders) {
+    const BlockCase &bc = GetParam();
+    const Problem pr(bc.tiling, bc.M, bc.N, bc.K, 2024);
+    const std::vector<unsigned char> meant = pr.meant();
+    EXPECT_LT(pr.worst_error(meant), pr.g.out == Float(32) ? 1e-5 : 2e-3) << "the interpreter";
+    for (bool reversed : {false, true}) {
+        SCOPED_TRACE(reversed ? "threads highest first" : "threads lowest first");
+        const ThreadOrder order(reversed);
+        std::string error;
+        const std::vector<unsigned char> c = run(pr, &error);
+        ASSERT_FALSE(c.empty()) << error;
+        // f32 accumulation of exact products; an f16 or bf16 result adds
+        // its rounding.
+        EXPECT_LT(pr.worst_error(c), pr.g.out == Float(32)   ? 1e-5
+                                     : pr.g.out == Float(16) ? 2e-3
+                                                             : 1e-2);
+        // The same sums in the same order: every element to the bit.
+        int differing = 0;
+        for (int i = 0; i < pr.M; i++) {
+            const size_t row = size_t(i) * pr.sc * pr.out_bytes();
+            differing += memcmp(&c[row], &meant[row], pr.N * pr.out_bytes()) != 0;
+        }
+        EXPECT_EQ(differing, 0) << "rows differing from the interpreter's";
+    }
+}
+
+namespace {
+
+GemmTiling tiling(Type in, Type out, int bm, int bn, int bk, int wm, int wn, int stages) {
+    GemmTiling g;
+    g.in = in;
+    g.out = out;
+    g.bm = bm, g.bn = bn, g.bk = bk;
+    g.warps_m = wm, g.warps_n = wn;
+    g.stages = stages;
+    return g;
+}
+
+std::vector<BlockCase> block_cases() {
+    std::vector<BlockCase> cases = {
+        {"f16_64x64x32_2x2w_3s_to_f32", tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3), 150, 97,
+         77},
+        {"bf16_64x64x32_2x2w_3s_to_bf16", tiling(BFloat(16), BFloat(16), 64, 64, 32, 2, 2, 3), 150,
+         97, 77},
+        {"f16_128x128x32_2x2w_3s_to_f16", tiling(Float(16), Float(16), 128, 128, 32, 2, 2, 3), 130,
+         75, 70},
+        {"bf16_64x32x32_4x1w_2s_to_f32", tiling(BFloat(16), Float(32), 64, 32, 32, 4, 1, 2), 70, 41,
+         100},
+        // One 16 x 8 fragment per warp: B by ldmatrix .x2.
+        {"f16_32x16x16_2x2w_4s_to_f32", tiling(Float(16), Float(32), 32, 16, 16, 2, 2, 4), 45, 29,
+         50},
+    };
+    GemmTiling t = tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.b_transposed = true;  // into a row-major slot: element by element
+    cases.push_back({"f16_transposed_b_by_elements", t, 150, 97, 77});
+    t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.b_transposed = t.b_shared_transposed = true;  // chunks along k, ldmatrix without .trans
+    cases.push_back({"bf16_transposed_b_by_chunks", t, 150, 97, 77});
+    t = tiling(Float(16), Float(32), 32, 16, 16, 2, 2, 2);
+    t.b_transposed = t.b_shared_transposed = true;  // .x2 without .trans
+    cases.push_back({"f16_transposed_b_by_chunks_one_fragment", t, 45, 29, 50});
+    t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.a_transposed = true;  // chunks along m, ldmatrix .x4.trans for A
+    cases.push_back({"bf16_transposed_a_by_chunks", t, 150, 97, 77});
+    t = tiling(Float(16), Float(32), 32, 16, 16, 2, 2, 2);
+    t.a_transposed = t.b_transposed = t.b_shared_transposed = true;
+    cases.push_back({"f16_both_transposed_one_fragment", t, 45, 29, 50});
+    t = tiling(Float(16), Float(16), 64, 64, 32, 2, 2, 3);
+    t.bias = t.residual = true;
+    t.epilogue = bias_residual_epilogue(Float(16));
+    cases.push_back({"f16_epilogue_alpha_bias_residual_to_f16", t, 150, 97, 77});
+    return cases;
+}
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(All, TileBlockGemmOnCpu, ::testing::ValuesIn(block_cases()),
+                         [](const auto &info) { return info.param.name; });
+
+TEST_F(TileBlockGemmOnCpu, APlantedPipelineMistakeIsCaught) {
+    // Without the wait the step's copies have not landed when ldmatrix
+    // reads the slot (the stand-in's shared memory starts as NaNs); read
+    // from the wrong slot, the product takes the wrong tiles of K.
+    for (int mistake = 0; mistake < 2; mistake++) {
+        GemmTiling g = tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3);
+        (mistake ? g.plant_wrong_slot : g.plant_missing_wait) = true;
+        SCOPED_TRACE(mistake ? "wrong slot" : "missing wait");
+        const Problem pr(g, 150, 97, 77, 7);
+        std::string error;
+        const std::vector<unsigned char> c = run(pr, &error);
+        ASSERT_FALSE(c.empty()) << error;
+        EXPECT_GT(pr.worst_error(c), 1e-2);
+    }
+}
+
+TEST(TileBlockGemmThroughNvrtc, FourWarps128x128x32ThreeStagesUseTensorCoresWithoutSpills) {
+    std::string why;
+    if (!internal::nvrtc_available(&why)) GTEST_SKIP() << why;
+    // The plain block, one with the bias and residual epilogue (bf16), one
+    // with B transposed into chunks along k.
+    std::vector<std::string> kernels;
+    GemmTiling g = tiling(Float(16), Float(16), 128, 128, 32, 2, 2, 3);
+    std::vector<std::pair<std::string, GemmTiling>> variants = {{"gemm_128", g}};
+    g.in = g.out = BFloat(16);
+    g.bias = g.residual = true;
+    g.epilogue = bias_residual_epilogue(BFloat(16));
+    variants.push_back({"gemm_128_epilogue", g});
+    g = tiling(Float(16), Float(32), 128, 128, 32, 2, 2, 3);
+    g.b_transposed = g.b_shared_transposed = true;
+    variants.push_back({"gemm_128_transposed_b", g});
+    for (auto &[name, tiling] : variants) {
+        TileProgram p = gemm_program(tiling);
+        p.name = name;
+        std::vector<TileBuffer> buffers = {
+            {"A", tiling.in}, {"B", tiling.in}, {"C", tiling.out, 2, true}};
+        if (tiling.bias) buffers.push_back({"bias", Float(32), 1});
+        if (tiling.residual) buffers.push_back({"R", tiling.out});
+        const TileKernelSource k = tile_program_to_cuda(p, buffers);
+        EXPECT_EQ(k.threads, 128);
+        EXPECT_EQ(k.shared_bytes, 3 * (128 * 32 + 32 * 128) * 2);
+        kernels.push_back(k.source);
+    }
+    const std::string source = tile_module_source(kernels);
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+        SCOPED_TRACE(arch);
+        internal::CudaBinary bin =
+            internal::compile_cuda(source, "tile_block_gemm", arch, {"--ptxas-options=-v"});
+        for (const char *instruction : {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                                        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                                        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                                        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                                        "cp.async.cg.shared.global", "cp.async.wait_group 1"}) {
+            EXPECT_NE(bin.ptx.find(instruction), std::string::npos) << instruction;
+        }
+        // ptxas, per kernel: no spills, no stack. Its counts of registers
+        // go to the test's output.
+        std::istringstream log(bin.log);
+        for (std::string line; std::getline(log, line);) {
+            if (line.find("entry function") != std::string::npos ||
+                line.find("Used") != std::string::npos) {
+                std::cout << line << "\n";
+            }
+        }
+        size_t clean = 0;
+        for (size_t at =
+                 bin.log.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads");
+             at != std::string::npos;
+             at = bin.log.find("0 bytes stack frame, 0 bytes spill stores", at + 1)) {
+            clean++;
+        }
+        EXPECT_EQ(clean, variants.size()) << bin.log;
+        const std::string nvdisasm = find_nvdisasm();
+        if (nvdisasm.empty()) continue;  // the SASS needs nvdisasm
+        const std::string sass = sass_of(bin.cubin, nvdisasm);
+        for (const char *op : {"HMMA.16816.F32", "HMMA.16816.F32.BF16", "LDSM.16.M88.4",
+                               "LDSM.16.MT88.4", "LDGSTS", "DEPBAR"}) {
+            EXPECT_NE(sass.find(op), std::string::npos) << "no " << op;
+        }
+        EXPECT_EQ(sass.find("STL"), std::string::npos) << "local memory stores (spills)";
     }
 }

@@ -1,10 +1,13 @@
 // The tile IR (src/tile/TileIR.h): a GEMM's block program, staged through
 // shared memory with async copies, verified and printed with its layouts;
-// the verifier's refusals.
+// the verifier's refusals; the interpreter on N-D accesses and slots; the
+// CUDA translation's parameters and refusals (the kernels run in
+// test/cuda_runtime/tile_gemm_on_cpu_test.cpp).
 #include <gtest/gtest.h>
 
 #include "loom/Error.h"
 #include "loom/IROperator.h"
+#include "tile/TileCodeGen_CUDA.h"
 #include "tile/TileIR.h"
 #include "tile/TileInterpreter.h"
 #include "tile_programs.h"
@@ -95,9 +98,9 @@ TEST(TileInterpreter, GemmProgramMatchesFloat64AtRaggedSizes) {
     for (auto &x : a) x = float16_t(next()).bits;
     for (auto &x : b) x = float16_t(next()).bits;
     interpret_tile_program(p,
-                           {{"A", Float(16), a.data(), K},
-                            {"B", Float(16), b.data(), N},
-                            {"C", Float(16), c.data(), N}},
+                           {{"A", Float(16), a.data(), {K, 1}},
+                            {"B", Float(16), b.data(), {N, 1}},
+                            {"C", Float(16), c.data(), {N, 1}}},
                            {{"M", M}, {"N", N}, {"K", K}}, {(M + 15) / 16, (N + 7) / 8});
     for (int i = 0; i < M; i++) {
         for (int j = 0; j < N; j++) {
@@ -140,7 +143,8 @@ TEST(TileInterpreter, ReduceAndBroadcastAlongRows) {
     for (const TileOp &o : {load, mx, bc, sub, store}) p.body.push_back(loom_test::tile_op(o));
     std::vector<float> x(4 * 8), y(4 * 8);
     for (int i = 0; i < 32; i++) x[i] = float((i * 7) % 11) - 20.0f;  // all negative
-    interpret_tile_program(p, {{"X", Float(32), x.data(), 8}, {"Y", Float(32), y.data(), 8}},
+    interpret_tile_program(p,
+                           {{"X", Float(32), x.data(), {8, 1}}, {"Y", Float(32), y.data(), {8, 1}}},
                            {{"cols", 7}}, {});
     for (int r = 0; r < 4; r++) {
         float m = 0;  // the masked column reads as 0, the largest
@@ -148,5 +152,200 @@ TEST(TileInterpreter, ReduceAndBroadcastAlongRows) {
         for (int c = 0; c < 8; c++) {
             EXPECT_EQ(y[r * 8 + c], (c < 7 ? x[r * 8 + c] : 0.0f) - m) << r << ", " << c;
         }
+    }
+}
+
+namespace {
+
+float half_value(uint16_t h) { return float(float16_t::from_bits(h)); }
+
+/** Small random halves, a linear congruential stream. */
+struct Halves {
+    uint32_t seed;
+    uint16_t next() {
+        seed = seed * 1664525u + 1013904223u;
+        return float16_t((int(seed >> 9) % 2001 - 1000) / 500.0f).bits;
+    }
+};
+
+}  // namespace
+
+TEST(TileIR, MultistageProgramVerifiesAndPrintsItsSlots) {
+    loom_test::GemmTiling g;
+    g.b_transposed = true;
+    const TileProgram p = loom_test::gemm_program(g);
+    verify(p);
+    const std::string text = to_string(p);
+    for (const char *line :
+         {"tile_program gemm_block(num_warps=4) grid(bm, bn):\n",
+          "  for pro in [0, 0 + 2):\n"
+          "    %a_s = async_copy A[(bm * 64), (pro * 32)] slot pro masked past (M, K) : "
+          "float16[64x32] shared x3 slots #swizzled\n",
+          "    %b_s = async_copy B[(bn * 64), (pro * 32)] axes(1, 0) slot pro masked past (N, K) : "
+          "float16[32x64] shared x3 slots #swizzled\n",
+          "    async_wait 1\n    barrier\n",
+          "    %a = convert_layout %a_s slot (kt % 3) : float16[64x32] #mma_a\n",
+          "    %a_s = async_copy A[(bm * 64), ((kt + 2) * 32)] slot ((kt + 2) % 3)"}) {
+        EXPECT_NE(text.find(line), std::string::npos) << line << "\nnot in\n" << text;
+    }
+}
+
+TEST(TileInterpreter, MultistageGemmWithTransposedBAndEpilogue) {
+    // C = float16(alpha * A B^T + bias + R), B given as N x K, at sizes no
+    // multiple of the 64 x 64 x 32 block tile.
+    loom_test::GemmTiling g;
+    g.out = Float(16);
+    g.b_transposed = g.bias = g.residual = true;
+    const Expr alpha = Variable::make(Float(32), "epilogue.alpha");
+    g.epilogue =
+        cast(Float(16), alpha * Variable::make(Float(32), "_0") + Variable::make(Float(32), "_1") +
+                            cast(Float(32), Variable::make(Float(16), "_2")));
+    const int M = 70, N = 67, K = 45;
+    Halves rng{99};
+    std::vector<uint16_t> a(M * K), b(N * K), r(M * N), c(M * N, 0x7e00);
+    std::vector<float> bias(N);
+    for (auto &x : a) x = rng.next();
+    for (auto &x : b) x = rng.next();
+    for (auto &x : r) x = rng.next();
+    for (int j = 0; j < N; j++) bias[j] = 0.25f * j;
+    interpret_tile_program(loom_test::gemm_program(g),
+                           {{"A", Float(16), a.data(), {K, 1}},
+                            {"B", Float(16), b.data(), {K, 1}},
+                            {"C", Float(16), c.data(), {N, 1}},
+                            {"bias", Float(32), bias.data(), {1}},
+                            {"R", Float(16), r.data(), {N, 1}}},
+                           {{"M", M}, {"N", N}, {"K", K}, {"epilogue.alpha", 0.5f}},
+                           {(M + 63) / 64, (N + 63) / 64});
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double want = 0, scale = 0;
+            for (int k = 0; k < K; k++) {
+                const double t = double(half_value(a[i * K + k])) * half_value(b[j * K + k]);
+                want += t;
+                scale += std::abs(t);
+            }
+            want = 0.5 * want + bias[j] + half_value(r[i * N + j]);
+            EXPECT_LE(std::abs(half_value(c[i * N + j]) - want),
+                      1e-5 * scale + 1e-3 * std::abs(want) + 1e-6)
+                << "C(" << i << ", " << j << ")";
+        }
+    }
+    // A conversion that reads the slot after its step's: the next tile, or
+    // one never written (NaN).
+    g.plant_wrong_slot = true;
+    std::vector<uint16_t> wrong(M * N, 0);
+    interpret_tile_program(loom_test::gemm_program(g),
+                           {{"A", Float(16), a.data(), {K, 1}},
+                            {"B", Float(16), b.data(), {K, 1}},
+                            {"C", Float(16), wrong.data(), {N, 1}},
+                            {"bias", Float(32), bias.data(), {1}},
+                            {"R", Float(16), r.data(), {N, 1}}},
+                           {{"M", M}, {"N", N}, {"K", K}, {"epilogue.alpha", 0.5f}},
+                           {(M + 63) / 64, (N + 63) / 64});
+    EXPECT_NE(wrong, c);
+}
+
+TEST(TileInterpreter, OneDimensionalTilesAndBroadcastAccesses) {
+    // y(i) = 2 x(i) + z(3, i): a 1-D load, a row of a 2-D buffer read as a
+    // 1-D tile (axes {-1, 0}), a 1-D store, masked past 5 elements.
+    TileProgram p;
+    p.name = "axpy";
+    p.num_warps = 1;
+    const TileType row{Float(32), {8}};
+    TileOp x{TileOpKind::Load, "x", row};
+    x.buffer = "X";
+    x.origin = {Expr(0)};
+    x.bounds = {Expr(5)};
+    TileOp z{TileOpKind::Load, "z", row};
+    z.buffer = "Z";
+    z.origin = {Expr(3), Expr(0)};
+    z.bounds = {Expr(4), Expr(5)};
+    z.axes = {-1, 0};
+    TileOp f{TileOpKind::Map, "y", row, {"x", "z"}};
+    f.fn = 2.0f * Variable::make(Float(32), "_0") + Variable::make(Float(32), "_1");
+    TileOp store{TileOpKind::Store, "", {}, {"y"}};
+    store.buffer = "Y";
+    store.origin = {Expr(0)};
+    store.bounds = {Expr(5)};
+    for (const TileOp &o : {x, z, f, store}) p.body.push_back(loom_test::tile_op(o));
+    std::vector<float> xs = {1, 2, 3, 4, 5, 6, 7, 8}, zs(4 * 6), ys(8, -1);
+    for (int i = 0; i < 24; i++) zs[i] = float(i);
+    interpret_tile_program(p,
+                           {{"X", Float(32), xs.data(), {1}},
+                            {"Z", Float(32), zs.data(), {6, 1}},
+                            {"Y", Float(32), ys.data(), {1}}},
+                           {}, {});
+    for (int i = 0; i < 8; i++) {
+        EXPECT_EQ(ys[i], i < 5 ? 2 * xs[i] + zs[3 * 6 + i] : -1.0f) << i;
+    }
+}
+
+TEST(TileCodeGen, ParametersAreBuffersStridesThenScalarsByName) {
+    loom_test::GemmTiling g;
+    g.out = Float(16);
+    g.bias = g.residual = true;
+    g.epilogue = cast(
+        Float(16), Variable::make(Float(32), "epilogue.alpha") * Variable::make(Float(32), "_0") +
+                       Variable::make(Float(32), "_1") +
+                       cast(Float(32), Variable::make(Float(16), "_2")));
+    const TileKernelSource k =
+        tile_program_to_cuda(loom_test::gemm_program(g), {{"A", Float(16)},
+                                                          {"B", Float(16)},
+                                                          {"C", Float(16), 2, true},
+                                                          {"bias", Float(32), 1},
+                                                          {"R", Float(16)}});
+    EXPECT_EQ(k.threads, 128);
+    EXPECT_EQ(k.shared_bytes, 3 * (64 * 32 + 32 * 64) * 2);
+    std::vector<std::string> names, c_names, types;
+    for (const TileKernelParam &p : k.params) {
+        names.push_back(p.name);
+        c_names.push_back(p.c_name);
+        types.push_back(type_to_string(p.type) + (p.is_buffer ? "*" : "") + (p.written ? "!" : ""));
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"A", "B", "C", "bias", "R", "A.stride.0",
+                                               "B.stride.0", "C.stride.0", "R.stride.0", "K", "M",
+                                               "N", "epilogue.alpha"}));
+    EXPECT_EQ(c_names, (std::vector<std::string>{"A", "B", "C", "bias", "R", "A_stride_0",
+                                                 "B_stride_0", "C_stride_0", "R_stride_0", "K", "M",
+                                                 "N", "epilogue_alpha"}));
+    EXPECT_EQ(types, (std::vector<std::string>{"float16*", "float16*", "float16*!", "float32*",
+                                               "float16*", "int32", "int32", "int32", "int32",
+                                               "int32", "int32", "int32", "float32"}));
+    EXPECT_EQ(k.source.find("epilogue.alpha"), std::string::npos) << k.source;
+    EXPECT_NE(k.source.find("const float epilogue_alpha"), std::string::npos) << k.source;
+    EXPECT_NE(k.source.find("#pragma unroll"), std::string::npos);
+}
+
+TEST(TileCodeGen, RefusesWhatItCannotTranslateByName) {
+    auto expect_refused = [](const TileProgram &p, const std::vector<TileBuffer> &buffers,
+                             const std::string &message) {
+        try {
+            tile_program_to_cuda(p, buffers);
+            ADD_FAILURE() << "translated, though: " << message;
+        } catch (const InternalError &e) {
+            EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+        }
+    };
+    const std::vector<TileBuffer> buffers = {
+        {"A", Float(16)}, {"B", Float(16)}, {"C", Float(32), 2, true}};
+    {
+        // The accumulator laid out for 4 x 1 warps, the operands for 2 x 2.
+        loom_test::GemmTiling g;
+        TileProgram p = loom_test::gemm_program(g);
+        p.body[0].op->type.layout =
+            std::make_shared<const LinearLayout>(mma_accumulator_layout(64, 64, 4, 1));
+        for (TileStmt &s : p.body[2].loop->body) {
+            if (s.op->kind == TileOpKind::Dot) s.op->type.layout = p.body[0].op->type.layout;
+        }
+        p.body[p.body.size() - 2].op->type.layout = p.body[0].op->type.layout;  // the map's
+        expect_refused(p, buffers, "dot acc needs f16 or bf16 operands in mma_a_layout");
+    }
+    {
+        // A map whose operand is in another layout than its result.
+        loom_test::GemmTiling g;
+        TileProgram p = loom_test::gemm_program(g);
+        TileOp &map = *p.body[p.body.size() - 2].op;
+        map.type.layout = std::make_shared<const LinearLayout>(blocked_layout(64, 64, 4, 4));
+        expect_refused(p, buffers, "map c reads acc in another layout");
     }
 }

@@ -1,8 +1,10 @@
 // Layouts of tile values (src/tile/Layout.h): the mma.sync fragments against
-// the PTX ISA's tables written out independently, blocked layouts, the
-// swizzled shared layout's bank conflicts, inverses and composition.
+// the PTX ISA's tables written out independently, for one warp and for a
+// block of warps with several fragments each, blocked layouts, the swizzled
+// shared layouts' bank conflicts, inverses and composition.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "tile/Layout.h"
@@ -31,8 +33,8 @@ void expect_matches_spec(const LinearLayout &l, int registers,
     ASSERT_EQ(l.in_size("lane"), 32);
     for (int lane = 0; lane < 32; lane++) {
         for (int i = 0; i < registers; i++) {
-            std::vector<int> rc = l.apply({i, lane});
-            EXPECT_EQ(std::make_pair(rc[0], rc[1]), spec(lane, i))
+            std::map<std::string, int> rc = l.apply_named({{"register", i}, {"lane", lane}});
+            EXPECT_EQ(std::make_pair(rc["row"], rc["col"]), spec(lane, i))
                 << "lane " << lane << ", register " << i << " in " << l.to_string();
         }
     }
@@ -59,7 +61,9 @@ TEST(TileLayout, APlantedFragmentMistakeIsCaught) {
     int mismatches = 0;
     const LinearLayout right = mma_m16n8k16_accumulator();
     for (int lane = 0; lane < 32; lane++) {
-        for (int i = 0; i < 4; i++) mismatches += wrong.apply({i, lane}) != right.apply({i, lane});
+        for (int i = 0; i < 4; i++) {
+            mismatches += wrong.apply({i, lane}) != right.apply({i, lane, 0});
+        }
     }
     EXPECT_GT(mismatches, 0);
 }
@@ -69,7 +73,7 @@ TEST(TileLayout, InverseAndComposition) {
     const LinearLayout inv = a.invert();
     for (int r = 0; r < 16; r++) {
         for (int c = 0; c < 16; c++) {
-            std::vector<int> idx = inv.apply({r, c});  // register, lane
+            std::vector<int> idx = inv.apply({r, c});  // register, lane, warp
             EXPECT_EQ(a.apply(idx), (std::vector<int>{r, c}));
         }
     }
@@ -129,6 +133,168 @@ TEST(TileLayout, SwizzledSharedIsConflictFreeForLdmatrix) {
                 }
                 EXPECT_EQ(int(groups.size()), 8)
                     << cols << " halves per row, rows " << r0 << "+, chunk " << c;
+            }
+        }
+    }
+}
+
+namespace {
+
+/** The element (row, col) that warp w's lane holds in register r of a
+ * block layout, by the PTX ISA's tables and the block's arrangement:
+ * warp w = wn + warps_n * wm owns the block at (wm * rows / warps_m, wn *
+ * cols / warps_n) (the accumulator), rows wm (A) or columns wn (B), its
+ * fragments numbered as Layout.h says. */
+struct Block {
+    int rows, cols, warps_m, warps_n;
+    std::pair<int, int> accumulator(int w, int lane, int r) const {
+        const int wm = w / warps_n, wn = w % warps_n, nf = cols / warps_n / 8;
+        const int c = r % 4, ni = r / 4 % nf, mi = r / 4 / nf;
+        const auto [row, col] = spec_accumulator(lane, c);
+        return {wm * rows / warps_m + 16 * mi + row, wn * cols / warps_n + 8 * ni + col};
+    }
+    std::pair<int, int> a(int w, int lane, int r) const {  // rows x cols = rows x k
+        const int wm = w / warps_n, kf = cols / 16;
+        const int i = r % 8, ki = r / 8 % kf, mi = r / 8 / kf;
+        const auto [row, col] = spec_a(lane, i);
+        return {wm * rows / warps_m + 16 * mi + row, 16 * ki + col};
+    }
+    std::pair<int, int> b(int w, int lane, int r) const {  // rows x cols = k x cols
+        const int wn = w % warps_n, nf = cols / warps_n / 8;
+        const int i = r % 4, ni = r / 4 % nf, ki = r / 4 / nf;
+        const auto [row, col] = spec_b(lane, i);
+        return {16 * ki + row, wn * cols / warps_n + 8 * ni + col};
+    }
+};
+
+/** How many (register, lane, warp) hold each element. */
+std::map<std::pair<int, int>, int> holders(const LinearLayout &l) {
+    std::map<std::pair<int, int>, int> n;
+    for (int w = 0; w < l.in_size("warp"); w++) {
+        for (int lane = 0; lane < 32; lane++) {
+            for (int r = 0; r < l.in_size("register"); r++) {
+                std::vector<int> rc = l.apply({r, lane, w});
+                n[{rc[0], rc[1]}]++;
+            }
+        }
+    }
+    return n;
+}
+
+void expect_block_matches_spec(const LinearLayout &l, const Block &block,
+                               std::pair<int, int> (Block::*spec)(int, int, int) const) {
+    ASSERT_EQ(l.in_size("warp"), block.warps_m * block.warps_n) << l.to_string();
+    for (int w = 0; w < l.in_size("warp"); w++) {
+        for (int lane = 0; lane < 32; lane++) {
+            for (int r = 0; r < l.in_size("register"); r++) {
+                std::vector<int> rc = l.apply({r, lane, w});
+                ASSERT_EQ(std::make_pair(rc[0], rc[1]), (block.*spec)(w, lane, r))
+                    << "warp " << w << ", lane " << lane << ", register " << r << " in "
+                    << l.to_string();
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST(TileLayout, BlockMmaLayoutsMatchThePtxIsaFragmentByFragment) {
+    // 2 x 2 warps, each with 2 x 2 accumulator fragments, 2 k fragments.
+    const Block c{64, 32, 2, 2}, a{64, 32, 2, 2}, b{32, 32, 2, 2};
+    const LinearLayout acc = mma_accumulator_layout(64, 32, 2, 2);
+    const LinearLayout la = mma_a_layout(64, 32, 2, 2), lb = mma_b_layout(32, 32, 2, 2);
+    EXPECT_EQ(acc.in_size("register"), 4 * 2 * 2);
+    EXPECT_EQ(la.in_size("register"), 8 * 2 * 2);
+    EXPECT_EQ(lb.in_size("register"), 4 * 2 * 2);
+    expect_block_matches_spec(acc, c, &Block::accumulator);
+    expect_block_matches_spec(la, a, &Block::a);
+    expect_block_matches_spec(lb, b, &Block::b);
+    // Other arrangements: 4 x 1 and 1 x 4 warps, a 128 x 128 x 32 block.
+    for (auto [wm, wn] : {std::pair{4, 1}, std::pair{1, 4}, std::pair{2, 2}}) {
+        SCOPED_TRACE(std::to_string(wm) + " x " + std::to_string(wn) + " warps");
+        expect_block_matches_spec(mma_accumulator_layout(128, 128, wm, wn), {128, 128, wm, wn},
+                                  &Block::accumulator);
+        expect_block_matches_spec(mma_a_layout(128, 32, wm, wn), {128, 32, wm, wn}, &Block::a);
+        expect_block_matches_spec(mma_b_layout(32, 128, wm, wn), {32, 128, wm, wn}, &Block::b);
+    }
+}
+
+TEST(TileLayout, BlockAccumulatorIsBijectiveAndOperandsAreReplicatedAcrossTheOtherWarps) {
+    const LinearLayout acc = mma_accumulator_layout(64, 32, 2, 2);
+    EXPECT_TRUE(acc.is_bijective()) << acc.to_string();
+    const LinearLayout a = mma_a_layout(64, 32, 2, 2), b = mma_b_layout(32, 32, 2, 2);
+    for (const LinearLayout *l : {&a, &b}) {
+        EXPECT_TRUE(l->is_surjective()) << l->to_string();
+        EXPECT_FALSE(l->is_bijective()) << l->to_string();
+    }
+    // Exactly: each element of A is held by the warps_n warps of its row
+    // of warps, at the same register and lane in each; B likewise by the
+    // warps_m warps of its column.
+    for (const auto &[element, n] : holders(a)) EXPECT_EQ(n, 2) << "A" << element.first;
+    for (const auto &[element, n] : holders(b)) EXPECT_EQ(n, 2) << "B" << element.first;
+    EXPECT_EQ(holders(a).size(), 64u * 32u);
+    EXPECT_EQ(holders(b).size(), 32u * 32u);
+    for (int lane = 0; lane < 32; lane++) {
+        for (int r = 0; r < a.in_size("register"); r++) {
+            for (int wm = 0; wm < 2; wm++) {
+                EXPECT_EQ(a.apply({r, lane, 2 * wm}), a.apply({r, lane, 2 * wm + 1}));
+                EXPECT_EQ(b.apply({r % b.in_size("register"), lane, wm}),
+                          b.apply({r % b.in_size("register"), lane, wm + 2}));
+            }
+            // The other warp axis moves A's element by a warp's rows.
+            EXPECT_EQ(a.apply({r, lane, 2})[0], a.apply({r, lane, 0})[0] + 32);
+        }
+    }
+    // One warp, one fragment: the single-fragment layouts.
+    EXPECT_EQ(mma_accumulator_layout(16, 8, 1, 1), mma_m16n8k16_accumulator());
+    EXPECT_EQ(mma_a_layout(16, 16, 1, 1), mma_m16n8k16_a());
+    EXPECT_EQ(mma_b_layout(16, 8, 1, 1), mma_m16n8k16_b());
+    EXPECT_NE(mma_accumulator_layout(32, 16, 2, 1), mma_accumulator_layout(32, 16, 1, 2));
+}
+
+TEST(TileLayout, BlockedLayoutsForSeveralWarps) {
+    // 128 x 128 halves, vectors of 8, 4 warps: coalesced rows of 16
+    // lanes, each warp its own rows, every element once.
+    for (auto [rows, cols, vector, warps] :
+         {std::tuple{128, 128, 8, 4}, std::tuple{64, 32, 4, 4}, std::tuple{16, 8, 2, 8}}) {
+        const LinearLayout l = blocked_layout(rows, cols, vector, warps);
+        SCOPED_TRACE(l.to_string());
+        EXPECT_TRUE(l.is_surjective());
+        EXPECT_EQ(l.is_bijective(), rows * cols >= 32 * warps * std::min(vector, cols));
+        std::map<int, std::set<int>> rows_of_warp;
+        for (int w = 0; w < warps; w++) {
+            for (int lane = 0; lane < 32; lane++) {
+                for (int r = 0; r < l.in_size("register"); r++) {
+                    rows_of_warp[w].insert(l.apply({r, lane, w})[0]);
+                }
+            }
+        }
+        if (rows >= 32 * warps * vector / cols) {
+            for (int w = 1; w < warps; w++) {
+                for (int row : rows_of_warp[w]) EXPECT_EQ(rows_of_warp[0].count(row), 0u);
+            }
+        }
+    }
+}
+
+TEST(TileLayout, TransposedSwizzleKeepsColumnsInChunksWithoutConflicts) {
+    for (int rows : {64, 32, 16}) {  // k of a column: 128, 64, 32 bytes
+        const LinearLayout l = swizzled_shared_layout_transposed(rows, 64, 2);
+        ASSERT_TRUE(l.is_bijective()) << l.to_string();
+        const LinearLayout where = l.invert();
+        for (int c = 0; c < 64; c++) {
+            for (int r = 0; r < rows; r++) {
+                // Chunks of 8 elements down a column, whole.
+                EXPECT_EQ(where.apply({r, c})[0], where.apply({r / 8 * 8, c})[0] + r % 8);
+            }
+        }
+        // ldmatrix without .trans: 8 columns at one chunk of rows.
+        for (int c0 = 0; c0 < 64; c0 += 8) {
+            for (int r = 0; r < rows; r += 8) {
+                std::set<int> groups;
+                for (int c = c0; c < c0 + 8; c++)
+                    groups.insert(where.apply({r, c})[0] * 2 / 16 % 8);
+                EXPECT_EQ(groups.size(), 8u) << rows << " rows, columns " << c0 << "+, row " << r;
             }
         }
     }

@@ -25,6 +25,16 @@ __device__ __forceinline__ void loom_ldmatrix_x4_trans(unsigned *r, const void *
     loom_cpu::ldmatrix(r, 4, true, row);
 #endif
 }
+__device__ __forceinline__ void loom_ldmatrix_x2(unsigned *r, const void *row) {
+#if defined(__CUDA_ARCH__)
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a));
+#else
+    loom_cpu::ldmatrix(r, 2, false, row);
+#endif
+}
 __device__ __forceinline__ void loom_ldmatrix_x2_trans(unsigned *r, const void *row) {
 #if defined(__CUDA_ARCH__)
     const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
