@@ -105,6 +105,7 @@ enum class IRNodeType {
     Block,
     IfThenElse,
     Evaluate,
+    TileKernel,
 };
 
 struct IRNode {

@@ -15,6 +15,9 @@ struct FunctionContents;
 struct ParameterContents;
 struct ReductionDomainContents;
 struct BufferContents;
+namespace tile {
+struct TileKernelContents;
+}
 
 using FunctionPtr = std::shared_ptr<FunctionContents>;
 using ParameterPtr = std::shared_ptr<ParameterContents>;
@@ -385,6 +388,22 @@ struct Evaluate : StmtNode<Evaluate> {
     Expr value;
     static Stmt make(Expr value);
     static constexpr IRNodeType _node_type = IRNodeType::Evaluate;
+};
+
+/** A block-level tile program (src/tile/), run once per point of its grid,
+ * one GPU block each: what a stage scheduled with tile_program becomes.
+ * The program itself is opaque here; what it reads from the enclosing
+ * scope is in the node, so that passes see it: the extents of its grid,
+ * and the values of its scalar parameters, by the program's names. */
+struct TileKernel : StmtNode<TileKernel> {
+    std::shared_ptr<const tile::TileKernelContents> contents;
+    std::vector<Expr> grid;
+    std::vector<std::string> scalar_names;
+    std::vector<Expr> scalar_values;
+    static Stmt make(std::shared_ptr<const tile::TileKernelContents> contents,
+                     std::vector<Expr> grid, std::vector<std::string> scalar_names,
+                     std::vector<Expr> scalar_values);
+    static constexpr IRNodeType _node_type = IRNodeType::TileKernel;
 };
 
 }  // namespace internal

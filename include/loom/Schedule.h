@@ -36,6 +36,31 @@ enum class TailStrategy { Auto, GuardWithIf, ShiftInwards, RoundUp };
  *   softmax's threads each roll every 256th float4 of the row). */
 enum class ChunkLayout { Contiguous, Interleaved };
 
+/** The shape of a tile program on a GPU block (Stage::tile_program). */
+struct TileOptions {
+    /** Warps along the tile's rows and columns: each computes a
+     * (rows / warps_m) x (cols / warps_n) block of it. */
+    int warps_m = 2, warps_n = 2;
+    /** The reduction of a contraction advances in steps of k_tile. */
+    int k_tile = 32;
+    /** Shared-memory stages of the operands' pipeline: the copies of the
+     * next stages - 1 steps are in flight while one step multiplies. */
+    int stages = 3;
+    TileOptions &warps(int m, int n) {
+        warps_m = m;
+        warps_n = n;
+        return *this;
+    }
+    TileOptions &reduction_tile(int k) {
+        k_tile = k;
+        return *this;
+    }
+    TileOptions &pipeline_stages(int n) {
+        stages = n;
+        return *this;
+    }
+};
+
 namespace internal {
 struct ScheduleContents;
 struct FuncSchedule;
@@ -96,6 +121,25 @@ class Stage {
     Stage &gpu_tile(const VarOrRVar &y, const VarOrRVar &x, const VarOrRVar &yo,
                     const VarOrRVar &xo, const VarOrRVar &yi, const VarOrRVar &xi, const Expr &ty,
                     const Expr &tx, TailStrategy tail = TailStrategy::Auto);
+
+    /** Makes the stage a block-level tile program (docs/tile.md): its
+     * loops y and x are split into rows x cols tiles, each computed by one
+     * GPU block, the tile's blocks numbered by the loops yo and xo (and the
+     * stage's other Vars, each a grid dimension too). Inside the block
+     * every value is a whole tile: the stage's expression, and that of each
+     * Func computed at xo (compute_at(f, xo)), such as the accumulator of a
+     * matrix product whose reduction then advances options.k_tile at a
+     * time. A part of them that is not a tile operation (an index that is
+     * not the Var plus a constant, a reduction that is not a contraction,
+     * ...) is refused, naming the Func and the reason. Tile sizes are powers
+     * of two. */
+    Stage &tile_program(const Var &y, const Var &x, const Var &yo, const Var &xo, int rows,
+                        int cols, const TileOptions &options = TileOptions());
+    /** Computes this update, a contraction inside a tile program, with the
+     * tensor-core instruction `instruction` (e.g. "mma.m16n8k16"): the
+     * compiler checks that the update computes what the instruction
+     * computes (types, shapes) and says why not otherwise. */
+    Stage &tensorize(const std::string &instruction);
 
     /** Asks the GPU compiler to fit `blocks` blocks of the kernels whose
      * blocks are this Func's loops on each SM at once: the second argument

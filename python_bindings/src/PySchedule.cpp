@@ -2,6 +2,7 @@
 // is a Python keyword, so Schedule.in_).
 #include "PyLoom.h"
 
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -162,6 +163,23 @@ void define_schedule(nb::module_ &m) {
             },
             arg("loops"), arg("tail") = Auto, ref)
         .def("gpu_blocks_per_sm", &Stage::gpu_blocks_per_sm, arg("blocks"), ref)
+        .def(
+            "tile_program",
+            [](Stage &s, const Var &y, const Var &x, const Var &yo, const Var &xo, int rows,
+               int cols, std::pair<int, int> warps, int k_tile, int stages) -> Stage & {
+                return s.tile_program(y, x, yo, xo, rows, cols,
+                                      TileOptions()
+                                          .warps(warps.first, warps.second)
+                                          .reduction_tile(k_tile)
+                                          .pipeline_stages(stages));
+            },
+            arg("y"), arg("x"), arg("yo"), arg("xo"), arg("rows"), arg("cols"),
+            arg("warps") = std::make_pair(2, 2), arg("k_tile") = 32, arg("stages") = 3, ref,
+            "The stage as a block-level tile program of rows x cols tiles, one GPU block "
+            "each (C++ Stage::tile_program); warps=(along rows, along columns).")
+        .def("tensorize", &Stage::tensorize, arg("instruction"), ref,
+             "Computes this update, a contraction in a tile program, with a tensor "
+             "instruction, e.g. \"mma.m16n8k16\".")
         .def("update", &Stage::update, arg("i") = 0)
         .def("compute_inline", &Stage::compute_inline, ref)
         .def("compute_root", &Stage::compute_root, ref)

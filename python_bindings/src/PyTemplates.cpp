@@ -3,12 +3,15 @@
 // call, so a Python algorithm is scheduled exactly as a C++ one.
 #include "PyLoom.h"
 
+#include <nanobind/stl/pair.h>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "apps/attention/variants.h"
 #include "schedules/flash_attention.h"
+#include "schedules/gemm.h"
 #include "schedules/materialized_attention.h"
 
 namespace loom::python {
@@ -50,6 +53,27 @@ PyParam param_of(const internal::ParameterPtr &p) { return PyParam{p}; }
 
 void define_templates(nb::module_ &m) {
     nb::module_ s = m.def_submodule("schedules", "Schedule templates (schedules/*.h).");
+
+    s.def(
+        "gemm_tensor_cores",
+        [](Schedule &sch, const Func &out, const Func &acc, const Var &i, const Var &j, int rows,
+           int cols, std::pair<int, int> warps, int k_tile, int stages,
+           const std::string &instruction) {
+            schedules::GemmTileOptions o;
+            o.rows = rows;
+            o.cols = cols;
+            o.warps_m = warps.first;
+            o.warps_n = warps.second;
+            o.k_tile = k_tile;
+            o.stages = stages;
+            o.instruction = instruction;
+            schedules::gemm_tensor_cores(sch, out, acc, i, j, o);
+        },
+        nb::arg("sch"), nb::arg("out"), nb::arg("acc"), nb::arg("i"), nb::arg("j"),
+        nb::arg("rows") = 128, nb::arg("cols") = 128, nb::arg("warps") = std::make_pair(2, 2),
+        nb::arg("k_tile") = 32, nb::arg("stages") = 3, nb::arg("instruction") = "mma.m16n8k16",
+        "Schedules out (with acc, its accumulator, which may be out) as a tensor-core tile "
+        "program over its Vars i (rows) and j (columns): schedules/gemm.h.");
 
     nb::class_<AttentionChain>(s, "AttentionChain",
                                "The Funcs, Vars and RDom of an attention algorithm that the "

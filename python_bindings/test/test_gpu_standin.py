@@ -46,6 +46,23 @@ s = np.where(np.arange(45)[None, :] <= np.arange(45)[:, None], s, -np.inf)
 p = np.exp(s - s.max(-1, keepdims=True))
 want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), vv.astype(np.float64))
 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+# A tensor-core matrix product (tile_program + tensorize, the GEMM template)
+# with a fused epilogue, at sizes no multiple of the tiles.
+A, B = loom.BufferParam(loom.Float(16), 2, "A"), loom.BufferParam(loom.Float(16), 2, "B")
+i, j = loom.Var("i"), loom.Var("j")
+r = loom.RDom(0, A.dim(1).extent(), name="r")
+acc, C = loom.Func("acc"), loom.Func("C")
+acc[i, j] = 0.0
+acc[i, j] += loom.cast(loom.Float(32), A[i, r]) * loom.cast(loom.Float(32), B[r, j])
+C[i, j] = loom.max(acc[i, j], 0.0)
+sch = loom.Schedule()
+schedules.gemm_tensor_cores(sch, C, acc, i, j, rows=32, cols=32, warps=(2, 2), k_tile=32)
+k = loom.Pipeline(C).compile(sch, "host-cuda-sm_80", output_shape=lambda a, b: (a.shape[0], b.shape[1]))
+a = rng.standard_normal((37, 70)).astype(np.float16)
+b = rng.standard_normal((70, 45)).astype(np.float16)
+want = np.maximum(a.astype(np.float64) @ b.astype(np.float64), 0)
+np.testing.assert_allclose(k(a, b), want, rtol=1e-4, atol=1e-3)
 print("ok")
 """
 

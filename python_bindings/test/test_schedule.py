@@ -84,3 +84,28 @@ def test_bound_and_update_stages(rng):
     with pytest.raises(loom.CompileError):
         s3 = loom.Schedule()
         s3[f].update(0).parallel(r)   # r carries the update's dependence
+
+
+def test_tile_program_on_the_cpu(rng):
+    # The tensor-core schedule of a matrix product also runs on the CPU,
+    # where the tile program becomes loops; its sums keep the k order, so
+    # it equals the interpreter's result.
+    A, B = loom.BufferParam(loom.Float(16), 2, "A"), loom.BufferParam(loom.Float(16), 2, "B")
+    i, j, io, jo = (loom.Var(n) for n in ("i", "j", "io", "jo"))
+    r = loom.RDom(0, A.dim(1).extent(), name="r")
+    acc, C = loom.Func("acc"), loom.Func("C")
+    acc[i, j] = 0.0
+    acc[i, j] += loom.cast(loom.Float(32), A[i, r]) * loom.cast(loom.Float(32), B[r, j])
+    C[i, j] = acc[i, j] * 2.0
+    s = loom.Schedule()
+    s[C].tile_program(i, j, io, jo, 16, 32, warps=(1, 2), k_tile=16, stages=2)
+    s[acc].compute_at(C, jo).update().tensorize("mma.m16n8k16")
+    a = rng.standard_normal((21, 50)).astype(np.float16)
+    b = rng.standard_normal((50, 35)).astype(np.float16)
+    A.set(loom.Buffer(a))
+    B.set(loom.Buffer(b))
+    ref = np.asarray(loom.interpret(C, [21, 35]))
+    got = loom.Pipeline(C).compile(s, output_shape=(21, 35))(a, b)
+    np.testing.assert_array_equal(got, ref)
+    with pytest.raises(loom.CompileError, match="no tensor instruction"):
+        s[acc].update().tensorize("wmma")

@@ -32,6 +32,7 @@
 #include "ir/Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
+#include "tile/TileKernel.h"
 
 namespace loom {
 namespace internal {
@@ -1236,10 +1237,57 @@ class KernelFinder : public IRVisitor {
     std::map<std::string, int> blocks_per_sm_of;
     std::set<std::string> blocks_per_sm_used;
 
+    bool uses_tiles = false;
+
     using IRVisitor::visit;
     void visit(const For *op) override {
         if (op->for_type != ForType::GPUBlock) return IRVisitor::visit(op);
         emit_kernel(op);
+    }
+
+    /** A tile program's kernel: printed by the tile layer, launched as
+     * any other. */
+    void visit(const TileKernel *op) override {
+        const tile::TileProgram &program = op->contents->program;
+        const tile::TileKernelSource printed =
+            tile::tile_program_to_cuda(program, op->contents->buffers);
+        CudaKernel k;
+        k.name = program.name;
+        k.loop_name = program.name;
+        internal_assert(op->grid.size() <= 3) << "tile kernel " << k.name << ": grid of 4 dims";
+        for (int d = 0; d < 3; d++) {
+            k.grid[d] = d < int(op->grid.size()) ? op->grid[d] : Expr(1);
+        }
+        k.block[0] = printed.threads;
+        k.shared_bytes = printed.shared_bytes;
+        const int64_t limit = max_shared_bytes(target);
+        user_assert(k.shared_bytes <= limit)
+            << "Kernel " << k.name << " (a tile program) needs " << k.shared_bytes
+            << " bytes of shared memory per block for its staged operand tiles; "
+            << (target.cuda_capability() ? target.cuda_arch() : std::string("the smallest GPU"))
+            << " allows " << limit << " (" << limit / 1024
+            << " KiB). Use smaller tiles, a smaller reduction tile or fewer pipeline stages.";
+        for (const tile::TileKernelParam &p : printed.params) {
+            CudaKernel::Param q;
+            q.name = p.name;
+            q.c_name = p.c_name;
+            q.type = p.type;
+            q.is_buffer = p.is_buffer;
+            q.written = p.written;
+            q.read = p.is_buffer && !p.written;
+            if (!p.is_buffer) {
+                for (size_t i = 0; i < op->scalar_names.size(); i++) {
+                    if (op->scalar_names[i] == p.name) q.value = op->scalar_values[i];
+                }
+                internal_assert(q.value.defined())
+                    << "tile kernel " << k.name << ": no value for its scalar " << p.name;
+                if (q.value.type() != p.type) q.value = cast(p.type, q.value);
+            }
+            k.params.push_back(q);
+        }
+        module.kernels.push_back(k);
+        source << printed.source;
+        uses_tiles = true;
     }
 
   private:
@@ -1423,7 +1471,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     std::string kernels = finder.source.str();
     // (Every name from the algorithm ends with "_" or a digit, so these
     // type names appear only where a 16-bit float is used.)
-    bool half = kernels.find("__half") != std::string::npos ||
+    bool half = finder.uses_tiles || kernels.find("__half") != std::string::npos ||
                 kernels.find("__nv_bfloat16") != std::string::npos;
     if (target.has_feature(Target::FastMath)) {
         // Approximate math, as the CPU's fast_math relaxes float semantics
@@ -1439,7 +1487,10 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     }
     s << (half ? kHalfHeaders : "") << cuda_source("prelude")
       << (finder.uses_vectors ? cuda_source("vectors") : "")
-      << (finder.uses_block_reduce ? cuda_source("block_reduce") : "") << kernels;
+      << (finder.uses_block_reduce ? cuda_source("block_reduce") : "");
+    if (finder.uses_tiles)
+        s << cuda_source("mma") << cuda_source("ldmatrix") << cuda_source("cp_async");
+    s << kernels;
     m.source = s.str();
     return m;
 }

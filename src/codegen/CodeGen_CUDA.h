@@ -24,6 +24,9 @@ struct CudaKernel {
         bool is_buffer = false;
         bool read = false;     // buffers only: loaded by the kernel
         bool written = false;  // buffers only: stored to by the kernel
+        /** Scalars: the value passed, in the host's terms; undefined: the
+         * host's variable `name`. */
+        Expr value;
     };
     std::string name;
     std::string loop_name;  // its outermost block loop in the lowered IR

@@ -48,6 +48,7 @@
 #include "loom/IROperator.h"
 #include "loom/runtime/loom_runtime.h"
 #include "lower/BufferPromises.h"
+#include "tile/TileKernel.h"
 
 namespace loom {
 namespace internal {
@@ -1613,12 +1614,12 @@ class CodeGen_LLVM : public IRVisitor {
     /** Replaces a kernel's loop nest with its launch: the buffers' GPU
      * memory (copied there if the host's is newer), the arguments, and the
      * grid and block shape. */
-    void codegen_kernel_launch(const For *op) {
+    void codegen_kernel_launch(const std::string &loop_name) {
         internal_assert(gpu && next_kernel < gpu->module.kernels.size())
-            << "GPU loop " << op->name << " without a kernel";
+            << "GPU loop " << loop_name << " without a kernel";
         const CudaKernel &k = gpu->module.kernels[next_kernel++];
-        internal_assert(k.loop_name == op->name)
-            << "kernel " << k.name << " is for loop " << k.loop_name << ", not " << op->name;
+        internal_assert(k.loop_name == loop_name)
+            << "kernel " << k.name << " is for loop " << k.loop_name << ", not " << loop_name;
         define_gpu_globals();
 
         llvm::Type *args_t = llvm::ArrayType::get(i8ptr_t, std::max<size_t>(k.params.size(), 1));
@@ -1661,7 +1662,7 @@ class CodeGen_LLVM : public IRVisitor {
             } else if (p.is_buffer) {
                 builder->CreateStore(builder->CreatePtrToInt(symbols.get(p.name), i64_t), slot);
             } else {
-                Value *v = codegen(Variable::make(p.type, p.name));
+                Value *v = codegen(p.value.defined() ? p.value : Variable::make(p.type, p.name));
                 if (p.type.is_bool()) v = builder->CreateZExt(v, storage_type(p.type));
                 builder->CreateStore(v, slot);
             }
@@ -1744,8 +1745,10 @@ class CodeGen_LLVM : public IRVisitor {
 
     void visit(const ProducerConsumer *op) override { codegen(op->body); }
 
+    void visit(const TileKernel *op) override { codegen_kernel_launch(op->contents->program.name); }
+
     void visit(const For *op) override {
-        if (op->for_type == ForType::GPUBlock) return codegen_kernel_launch(op);
+        if (op->for_type == ForType::GPUBlock) return codegen_kernel_launch(op->name);
         internal_assert(op->for_type != ForType::GPUThread)
             << "gpu_threads loop " << op->name << " outside a kernel";
         if (op->for_type == ForType::Parallel) return codegen_parallel_for(op);

@@ -25,6 +25,10 @@ class HostAccesses : public IRVisitor {
         }
         IRVisitor::visit(op);
     }
+    void visit(const TileKernel *op) override {
+        has_kernels = true;
+        IRVisitor::visit(op);  // its grid and scalars are the host's
+    }
     void visit(const Load *op) override {
         found[op->name].read = true;
         IRVisitor::visit(op);

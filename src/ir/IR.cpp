@@ -391,6 +391,20 @@ Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
     return n;
 }
 
+Stmt TileKernel::make(std::shared_ptr<const tile::TileKernelContents> contents,
+                      std::vector<Expr> grid, std::vector<std::string> scalar_names,
+                      std::vector<Expr> scalar_values) {
+    internal_assert(contents && scalar_names.size() == scalar_values.size());
+    for (const Expr &e : grid) internal_assert(e.defined() && e.type().is_int());
+    for (const Expr &e : scalar_values) internal_assert(e.defined());
+    auto *n = new TileKernel;
+    n->contents = std::move(contents);
+    n->grid = std::move(grid);
+    n->scalar_names = std::move(scalar_names);
+    n->scalar_values = std::move(scalar_values);
+    return n;
+}
+
 Stmt Evaluate::make(Expr value) {
     internal_assert(value.defined());
     auto *n = new Evaluate;

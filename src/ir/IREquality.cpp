@@ -181,6 +181,19 @@ class Comparer {
             return cmp(x->else_case, y->else_case);
         }
         case IRNodeType::Evaluate: return cmp(a.as<Evaluate>()->value, b.as<Evaluate>()->value);
+        case IRNodeType::TileKernel: {
+            const TileKernel *x = a.as<TileKernel>(), *y = b.as<TileKernel>();
+            if (x->contents != y->contents) return x->contents < y->contents ? -1 : 1;
+            if (int c = cmp_int(x->grid.size(), y->grid.size())) return c;
+            for (size_t i = 0; i < x->grid.size(); i++) {
+                if (int c = cmp(x->grid[i], y->grid[i])) return c;
+            }
+            if (int c = cmp_int(x->scalar_values.size(), y->scalar_values.size())) return c;
+            for (size_t i = 0; i < x->scalar_values.size(); i++) {
+                if (int c = cmp(x->scalar_values[i], y->scalar_values[i])) return c;
+            }
+            return 0;
+        }
         default: internal_error << "IREquality: unknown statement node";
         }
         return 0;

@@ -62,6 +62,7 @@ Stmt IRMutator::mutate(const Stmt &s) {
         LOOM_CASE(Block);
         LOOM_CASE(IfThenElse);
         LOOM_CASE(Evaluate);
+        LOOM_CASE(TileKernel);
 #undef LOOM_CASE
     default: internal_error << "mutate(Stmt) called on an expression";
     }
@@ -223,6 +224,20 @@ Stmt IRMutator::visit(const IfThenElse *op) {
     if (!t.defined() && !e.defined()) return Stmt();
     if (!t.defined()) return IfThenElse::make(Not::make(c), e);
     return IfThenElse::make(c, t, e);
+}
+Stmt IRMutator::visit(const TileKernel *op) {
+    bool changed = false;
+    auto all = [&](const std::vector<Expr> &es) {
+        std::vector<Expr> out;
+        for (const Expr &e : es) {
+            out.push_back(mutate(e));
+            changed |= !out.back().same_as(e);
+        }
+        return out;
+    };
+    std::vector<Expr> grid = all(op->grid), values = all(op->scalar_values);
+    if (!changed) return op;
+    return TileKernel::make(op->contents, grid, op->scalar_names, values);
 }
 Stmt IRMutator::visit(const Evaluate *op) {
     Expr v = mutate(op->value);

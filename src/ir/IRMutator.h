@@ -65,6 +65,7 @@ class IRMutator {
     virtual Stmt visit(const Block *);
     virtual Stmt visit(const IfThenElse *);
     virtual Stmt visit(const Evaluate *);
+    virtual Stmt visit(const TileKernel *);
 };
 
 /** An IRMutator that remembers the result for each Expr node it has seen, so a

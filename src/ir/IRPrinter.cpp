@@ -6,6 +6,7 @@
 
 #include "ir/IRVisitor.h"
 #include "loom/IROperator.h"
+#include "tile/TileKernel.h"
 
 namespace loom {
 
@@ -340,6 +341,27 @@ class IRPrinter : public IRVisitor {
         do_indent();
         print(op->value);
         stream << '\n';
+    }
+    void visit(const TileKernel *op) override {
+        do_indent();
+        stream << "tile_kernel " << op->contents->program.name << " grid(";
+        for (size_t i = 0; i < op->grid.size(); i++) {
+            stream << (i ? ", " : "");
+            print(op->grid[i]);
+        }
+        stream << ")";
+        for (size_t i = 0; i < op->scalar_names.size(); i++) {
+            stream << (i ? ", " : " with ") << op->scalar_names[i] << " = ";
+            print(op->scalar_values[i]);
+        }
+        stream << " {\n";
+        std::istringstream program(tile::to_string(op->contents->program));
+        for (std::string line; std::getline(program, line);) {
+            do_indent();
+            stream << "  " << line << "\n";
+        }
+        do_indent();
+        stream << "}\n";
     }
 };
 

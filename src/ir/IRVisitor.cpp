@@ -103,6 +103,10 @@ void IRVisitor::visit(const IfThenElse *op) {
     if (op->else_case.defined()) op->else_case.accept(this);
 }
 void IRVisitor::visit(const Evaluate *op) { op->value.accept(this); }
+void IRVisitor::visit(const TileKernel *op) {
+    for (const Expr &e : op->grid) e.accept(this);
+    for (const Expr &e : op->scalar_values) e.accept(this);
+}
 
 }  // namespace internal
 }  // namespace loom

@@ -53,6 +53,7 @@ class IRVisitor {
     virtual void visit(const Block *);
     virtual void visit(const IfThenElse *);
     virtual void visit(const Evaluate *);
+    virtual void visit(const TileKernel *);
 };
 
 template <typename T> void ExprNode<T>::accept(IRVisitor *v) const {

@@ -12,6 +12,7 @@
 #include "ir/Substitute.h"
 #include "ir/Util.h"
 #include "lang/ScheduleContents.h"
+#include "tile/TensorInstructions.h"
 
 namespace loom {
 
@@ -598,6 +599,83 @@ Stage &Stage::compute_at(const Stage &consumer, const VarOrRVar &loop) {
     st.fs->compute_level = {LoopLevel::At, consumer.func_->name, loop.name()};
     st.fs->compute_level_set = true;
     if (!st.fs->store_level_set) st.fs->store_level = st.fs->compute_level;
+    return *this;
+}
+
+namespace {
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+Stage &Stage::tile_program(const Var &y, const Var &x, const Var &yo, const Var &xo, int rows,
+                           int cols, const TileOptions &options) {
+    const std::string call =
+        "tile_program(" + y.name() + ", " + x.name() + ", ...) on Func " + func_->name;
+    user_assert(stage_ == 0) << call
+                             << ": a tile program is made from a Func's pure definition, and "
+                                "computes its updates with it. Give the directive on the Func's "
+                                "first stage (sch[f]), not on an update.";
+    user_assert(is_power_of_two(rows) && is_power_of_two(cols))
+        << call << ": tiles of " << rows << " x " << cols
+        << ": a tile's rows and columns are powers of two. Round them to one.";
+    user_assert(is_power_of_two(options.warps_m) && is_power_of_two(options.warps_n) &&
+                options.warps_m * options.warps_n <= 32)
+        << call << ": " << options.warps_m << " x " << options.warps_n
+        << " warps: warps along each axis are a power of two, at most 32 in all (1024 threads).";
+    user_assert(rows % options.warps_m == 0 && cols % options.warps_n == 0)
+        << call << ": " << rows << " x " << cols << " tiles do not divide among " << options.warps_m
+        << " x " << options.warps_n << " warps.";
+    user_assert(is_power_of_two(options.k_tile))
+        << call << ": a reduction tile of " << options.k_tile
+        << ": it is a power of two. Round it to one.";
+    user_assert(options.stages >= 1 && options.stages <= 8)
+        << call << ": " << options.stages << " pipeline stages: give 1 to 8.";
+    StageState st = state_of(*sched_, func_, stage_);
+    user_assert(!st.fs->tile_program)
+        << call << ": the Func is a tile program already. Give the directive once.";
+    std::vector<VarOrRVar> others;
+    for (const std::string &a : func_->args) {
+        if (a != y.name() && a != x.name()) others.push_back(Var(a));
+    }
+    user_assert(others.size() <= 1)
+        << call << ": its Vars other than " << y.name() << " and " << x.name()
+        << " are grid dimensions, and a GPU grid has 3: fuse them first (fuse).";
+    auto ts = std::make_shared<TileProgramSchedule>();
+    ts->row_var = y.name();
+    ts->col_var = x.name();
+    ts->row_block = yo.name();
+    ts->col_block = xo.name();
+    ts->row_inner = y.name() + "_tile";
+    ts->col_inner = x.name() + "_tile";
+    ts->rows = rows;
+    ts->cols = cols;
+    ts->options = options;
+    tile(y, x, yo, xo, Var(ts->row_inner), Var(ts->col_inner), rows, cols,
+         TailStrategy::GuardWithIf);
+    // The loops over tiles outermost, the batch's first: lowering replaces
+    // the nest from there with the program (on the GPU, a block per tile).
+    std::vector<VarOrRVar> order = others;
+    for (const VarOrRVar &v : {VarOrRVar(yo), VarOrRVar(xo), VarOrRVar(Var(ts->row_inner)),
+                               VarOrRVar(Var(ts->col_inner))}) {
+        order.push_back(v);
+    }
+    reorder(order);
+    ts->outer_loop = order[0].name();
+    state_of(*sched_, func_, stage_).fs->tile_program = ts;
+    return *this;
+}
+
+Stage &Stage::tensorize(const std::string &instruction) {
+    user_assert(stage_ > 0) << "tensorize(\"" << instruction << "\") on Func " << func_->name
+                            << ": tensorize computes a contraction, an update of the Func. Give "
+                               "it on sch[f].update().";
+    bool known = false;
+    for (const internal::tile::TensorInstruction &t : internal::tile::tensor_instructions()) {
+        known |= t.name == instruction;
+    }
+    user_assert(known) << "tensorize(\"" << instruction << "\") on Func " << func_->name
+                       << ": no tensor instruction has that name. Known: "
+                       << internal::tile::tensor_instruction_names() << ".";
+    state_of(*sched_, func_, stage_).ss->tensorize = instruction;
     return *this;
 }
 

@@ -31,6 +31,17 @@ struct Dim {
 struct StageSchedule {
     std::vector<Split> splits;
     std::vector<Dim> dims;  // outermost first
+    std::string tensorize;  // tensorize: the instruction's name
+};
+
+/** A tile_program directive. */
+struct TileProgramSchedule {
+    std::string row_var, col_var;      // the stage's Vars made tile axes
+    std::string row_block, col_block;  // the loops over the tiles
+    std::string row_inner, col_inner;  // the loops within a tile
+    std::string outer_loop;            // the outermost loop of the nest
+    int rows = 0, cols = 0;
+    TileOptions options;
 };
 
 /** Where a Func is computed or stored. */
@@ -59,10 +70,11 @@ struct FuncSchedule {
     FunctionPtr func;
     LoopLevel compute_level, store_level;
     bool compute_level_set = false, store_level_set = false;
-    MemoryType memory_type = MemoryType::Auto;  // store_in
-    int gpu_blocks_per_sm = 0;                  // gpu_blocks_per_sm; 0: not asked
-    std::vector<StageSchedule> stages;          // 0: pure definition; i+1: update i
-    std::vector<DeclaredBound> bounds;          // bound / bound_extent, one per Var
+    MemoryType memory_type = MemoryType::Auto;                // store_in
+    int gpu_blocks_per_sm = 0;                                // gpu_blocks_per_sm; 0: not asked
+    std::vector<StageSchedule> stages;                        // 0: pure definition; i+1: update i
+    std::vector<DeclaredBound> bounds;                        // bound / bound_extent, one per Var
+    std::shared_ptr<const TileProgramSchedule> tile_program;  // null: none
 };
 
 /** A rolling_update or split_k directive. */

@@ -188,6 +188,7 @@ class Printer {
         out << kind_name(o.kind);
         if (o.kind == TileOpKind::Reduce) out << "." << o.reduction;
         if (o.kind == TileOpKind::Map) out << "(" << o.fn << ")";
+        if (!o.instruction.empty()) out << "." << o.instruction;
         if (!o.buffer.empty()) {
             out << " " << o.buffer << "[";
             exprs(o.origin);

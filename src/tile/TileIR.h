@@ -84,6 +84,9 @@ struct TileOp {
     int axis = -1;          // Broadcast, Reduce
     std::string reduction;  // Reduce: "sum", "max" or "min"
     int pending = 0;        // AsyncWait
+    /** Dot: the tensor instruction that computes it (tensorize's), by its
+     * registry name; empty until tensorized. */
+    std::string instruction;
 };
 
 struct TileLoop;

@@ -8,6 +8,13 @@
 #include <cstdlib>
 #include <string>
 
+/** Skips the test, saying why, where there is no GPU to run on. */
+#define REQUIRE_GPU()                                                  \
+    do {                                                               \
+        std::string why = loom_test::no_gpu_reason();                  \
+        if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why; \
+    } while (0)
+
 namespace loom_test {
 
 /** Why there is no GPU to run on, or "" when there is one. With

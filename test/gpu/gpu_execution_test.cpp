@@ -22,12 +22,6 @@ using loom_test::random_buffer;
 
 namespace {
 
-#define REQUIRE_GPU()                                                  \
-    do {                                                               \
-        std::string why = no_gpu_reason();                             \
-        if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why; \
-    } while (0)
-
 /** The GPU's capability, read from the device at compile time. */
 const Target kGpu("host-cuda");
 

@@ -1,0 +1,228 @@
+// Tile programs as loops for the CPU (see the header).
+#include "tile/TileToLoops.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/Substitute.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+
+namespace loom {
+namespace internal {
+namespace tile {
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+/** The loop-IR name of a tile value's storage. */
+std::string storage(const std::string &value) { return "tile." + value; }
+
+class Lowering {
+  public:
+    explicit Lowering(const TileKernelContents &k) : k(k) { collect(k.program.body); }
+
+    Stmt tile_body() {
+        Stmt s = stmts(k.program.body);
+        for (const auto &[name, t] : types) {
+            s = Allocate::make(storage(name), t.elem, MemoryType::Stack, {Expr(int(t.elements()))},
+                               const_true(), s);
+        }
+        return s;
+    }
+
+  private:
+    const TileKernelContents &k;
+    std::map<std::string, TileType> types;
+    int loops = 0;
+
+    void collect(const std::vector<TileStmt> &body) {
+        for (const TileStmt &s : body) {
+            if (s.loop) {
+                collect(s.loop->body);
+            } else if (!s.op->result.empty()) {
+                internal_assert(s.op->type.space == MemorySpace::Registers)
+                    << "tile program on the CPU: " << s.op->result << " is staged in shared memory";
+                types[s.op->result] = s.op->type;
+            }
+        }
+    }
+
+    const TileBuffer &buffer(const std::string &name) const {
+        for (const TileBuffer &b : k.buffers) {
+            if (b.name == name) return b;
+        }
+        internal_error << "tile program on the CPU: no buffer " << name;
+        return k.buffers[0];
+    }
+
+    Stmt stmts(const std::vector<TileStmt> &body) {
+        std::vector<Stmt> out;
+        for (const TileStmt &s : body) {
+            if (s.loop) {
+                out.push_back(For::make(s.loop->var, s.loop->min, s.loop->extent, ForType::Serial,
+                                        stmts(s.loop->body)));
+            } else {
+                out.push_back(op(*s.op));
+            }
+        }
+        return Block::make(out);
+    }
+
+    /** The element of value `v` at tile coordinates (r, c). */
+    Expr element(const std::string &v, const Expr &r, const Expr &c) {
+        const TileType &t = types.at(v);
+        return Load::make(t.elem, storage(v), r * t.shape[1] + c, Expr());
+    }
+
+    /** for r in [0, rows), c in [0, cols): body(r, c), the columns
+     * innermost and vectorized when the extent is constant. */
+    template <typename F> Stmt over_tile(Expr rows, Expr cols, int vector, F body) {
+        const std::string id = std::to_string(loops++);
+        const Expr r = int_var("tile.r" + id), c = int_var("tile.c" + id);
+        Stmt inner;
+        const int64_t *n = as_const_int(cols);
+        if (n && vector > 1 && *n % vector == 0) {
+            const Expr ci = int_var("tile.ci" + id);
+            inner =
+                For::make("tile.ci" + id, 0, vector, ForType::Vectorized, body(r, c * vector + ci));
+            inner = For::make("tile.c" + id, 0, int(*n / vector), ForType::Serial, inner);
+        } else {
+            inner = For::make("tile.c" + id, 0, cols, ForType::Serial, body(r, c));
+        }
+        return For::make("tile.r" + id, 0, rows, ForType::Serial, inner);
+    }
+
+    static int vector_of(Type t, int cols) { return std::min(cols, 64 / std::max(1, t.bytes())); }
+
+    /** The flat index into buffer b of the tile element (r, c) of access o. */
+    Expr index(const TileOp &o, const TileBuffer &b, const Expr &r, const Expr &c) {
+        const std::vector<int> axes = access_axes(o, 2);
+        Expr idx = 0;
+        for (size_t d = 0; d < axes.size(); d++) {
+            Expr coord = o.origin[d];
+            if (axes[d] == 0) coord = coord + r;
+            if (axes[d] == 1) coord = coord + c;
+            idx = idx + coord * int_var(b.name + ".stride." + std::to_string(d));
+        }
+        return idx;
+    }
+
+    /** The extent along tile axis `axis` that lies inside o's bounds. */
+    Expr valid(const TileOp &o, int axis, int size) {
+        const std::vector<int> axes = access_axes(o, 2);
+        Expr e = size;
+        for (size_t d = 0; d < axes.size(); d++) {
+            if (axes[d] == axis) e = min(e, max(o.bounds[d] - o.origin[d], 0));
+        }
+        return e;
+    }
+
+    Stmt op(const TileOp &o) {
+        const TileType &t = o.type;
+        switch (o.kind) {
+        case TileOpKind::Zeros:
+            return over_tile(t.shape[0], t.shape[1], vector_of(t.elem, t.shape[1]),
+                             [&](const Expr &r, const Expr &c) {
+                                 return Store::make(storage(o.result), make_zero(t.elem),
+                                                    r * t.shape[1] + c, Expr());
+                             });
+        case TileOpKind::Load: {
+            const TileBuffer &b = buffer(o.buffer);
+            Stmt zero = op(zeros_like(o));
+            Stmt copy = over_tile(valid(o, 0, t.shape[0]), valid(o, 1, t.shape[1]), 1,
+                                  [&](const Expr &r, const Expr &c) {
+                                      return Store::make(
+                                          storage(o.result),
+                                          Load::make(b.elem, b.name, index(o, b, r, c), Expr()),
+                                          r * t.shape[1] + c, Expr());
+                                  });
+            return Block::make(zero, copy);
+        }
+        case TileOpKind::Store: {
+            const TileBuffer &b = buffer(o.buffer);
+            const TileType &v = types.at(o.operands[0]);
+            return over_tile(valid(o, 0, v.shape[0]), valid(o, 1, v.shape[1]), 1,
+                             [&](const Expr &r, const Expr &c) {
+                                 return Store::make(b.name, element(o.operands[0], r, c),
+                                                    index(o, b, r, c), Expr());
+                             });
+        }
+        case TileOpKind::Map:
+            return over_tile(t.shape[0], t.shape[1], vector_of(t.elem, t.shape[1]),
+                             [&](const Expr &r, const Expr &c) {
+                                 std::map<std::string, Expr> args;
+                                 for (size_t i = 0; i < o.operands.size(); i++) {
+                                     args["_" + std::to_string(i)] = element(o.operands[i], r, c);
+                                 }
+                                 return Store::make(storage(o.result), substitute(args, o.fn),
+                                                    r * t.shape[1] + c, Expr());
+                             });
+        case TileOpKind::Dot: {
+            // acc(r, c) += a(r, kk) * b(kk, c): for each row, k outside the
+            // columns, so the row's accumulators stay in registers over k.
+            const TileType &a = types.at(o.operands[0]);
+            const int M = t.shape[0], N = t.shape[1], K = a.shape[1];
+            const std::string id = std::to_string(loops++);
+            const Expr r = int_var("tile.r" + id), kk = int_var("tile.k" + id),
+                       c = int_var("tile.c" + id), ci = int_var("tile.ci" + id);
+            const int vector = vector_of(t.elem, N);
+            internal_assert(o.result == o.operands[2])
+                << "tile program on the CPU: dot " << o.result << " accumulates in place";
+            auto update = [&](const Expr &col) {
+                Expr product = cast(t.elem, element(o.operands[0], r, kk)) *
+                               cast(t.elem, element(o.operands[1], kk, col));
+                return Store::make(storage(o.result), element(o.result, r, col) + product,
+                                   r * N + col, Expr());
+            };
+            Stmt cols;
+            if (N % vector == 0 && vector > 1) {
+                cols = For::make("tile.ci" + id, 0, vector, ForType::Vectorized,
+                                 update(c * vector + ci));
+                cols = For::make("tile.c" + id, 0, N / vector, ForType::Serial, cols);
+            } else {
+                cols = For::make("tile.c" + id, 0, N, ForType::Serial, update(c));
+            }
+            Stmt ks = For::make("tile.k" + id, 0, K, ForType::Serial, cols);
+            return For::make("tile.r" + id, 0, M, ForType::Serial, ks);
+        }
+        default:
+            internal_error << "tile program on the CPU: the op of " << o.result
+                           << " has no CPU lowering (GPU-only staging?)";
+            return Stmt();
+        }
+    }
+
+    static TileOp zeros_like(const TileOp &o) {
+        TileOp z;
+        z.kind = TileOpKind::Zeros;
+        z.result = o.result;
+        z.type = o.type;
+        return z;
+    }
+};
+
+}  // namespace
+
+Stmt tile_program_to_loops(const TileKernelContents &k, const std::vector<Expr> &grid,
+                           const std::vector<std::string> &scalar_names,
+                           const std::vector<Expr> &scalar_values) {
+    const TileProgram &p = k.program;
+    internal_assert(grid.size() == p.grid.size()) << "tile program " << p.name << ": grid";
+    Stmt s = Lowering(k).tile_body();
+    // tile_col innermost, tile_row in parallel, a batch outermost.
+    for (size_t d = 0; d < p.grid.size(); d++) {
+        s = For::make(p.grid[d], 0, grid[d], d == 1 ? ForType::Parallel : ForType::Serial, s);
+    }
+    for (size_t i = scalar_names.size(); i-- > 0;) {
+        const Variable *same = scalar_values[i].as<Variable>();
+        if (same && same->name == scalar_names[i]) continue;
+        s = LetStmt::make(scalar_names[i], scalar_values[i], s);
+    }
+    return s;
+}
+
+}  // namespace tile
+}  // namespace internal
+}  // namespace loom

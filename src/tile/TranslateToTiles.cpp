@@ -1,0 +1,624 @@
+// The loop-to-tile translation (see the header).
+#include "tile/TranslateToTiles.h"
+
+#include <map>
+#include <set>
+
+#include "arith/Simplify.h"
+#include "ir/IREquality.h"
+#include "ir/IRMutator.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "ir/Substitute.h"
+#include "ir/Util.h"
+#include "lang/ScheduleContents.h"
+#include "loom/Error.h"
+#include "loom/IROperator.h"
+#include "lower/ScheduleFunctions.h"
+#include "tile/AssignLayouts.h"
+#include "tile/StageOperands.h"
+#include "tile/TensorInstructions.h"
+#include "tile/TileKernel.h"
+#include "tile/TileToLoops.h"
+
+namespace loom {
+namespace internal {
+
+using namespace tile;
+
+namespace {
+
+Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
+
+TileStmt op_stmt(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
+
+TileOp make_op(TileOpKind kind, const std::string &result, TileType type,
+               std::vector<std::string> operands = {}) {
+    TileOp o;
+    o.kind = kind;
+    o.result = result;
+    o.type = std::move(type);
+    o.operands = std::move(operands);
+    return o;
+}
+
+TileType register_tile(Type elem, std::vector<int> shape) {
+    TileType t;
+    t.elem = elem;
+    t.shape = std::move(shape);
+    return t;
+}
+
+/** The program's index Exprs simplified, and identity axes left implicit,
+ * for the reader of the printed program as much as for the code. */
+void simplify_program(std::vector<TileStmt> &body) {
+    for (TileStmt &s : body) {
+        if (s.loop) {
+            s.loop->min = simplify(s.loop->min);
+            s.loop->extent = simplify(s.loop->extent);
+            simplify_program(s.loop->body);
+            continue;
+        }
+        TileOp &o = *s.op;
+        for (Expr &e : o.origin) e = simplify(e);
+        for (Expr &e : o.bounds) e = simplify(e);
+        if (o.slot.defined()) o.slot = simplify(o.slot);
+        bool identity = true;
+        for (size_t d = 0; d < o.axes.size(); d++) identity &= o.axes[d] == int(d);
+        if (identity && o.axes.size() == o.type.shape.size()) o.axes.clear();
+        if (identity && o.kind == TileOpKind::Store && o.axes.size() == 2) o.axes.clear();
+    }
+}
+
+/** Where a Var of a definition lies in the program: along a tile axis
+ * from `start` (the coordinate of tile index 0) up to `end` (exclusive),
+ * or, for axis -1, at the single coordinate `start`. Program Exprs. */
+struct Axis {
+    int axis = -1;
+    Expr start, end;
+};
+using Axes = std::map<std::string, Axis>;
+
+/** One tile program in the making, for Func `out`. */
+class ProgramBuilder {
+  public:
+    ProgramBuilder(const FunctionPtr &out, const TileProgramSchedule &ts, const LoweringEnv &env,
+                   const std::string &kernel_name, bool gpu)
+        : out(out), ts(ts), env(env), gpu(gpu) {
+        program.name = kernel_name;
+        program.num_warps = ts.options.warps_m * ts.options.warps_n;
+    }
+
+    Stmt build() {
+        // The grid: the tiles along the columns and the rows, then the
+        // stage's other Var, each a GPU block index.
+        const std::string stage = out->name + ".s0.";
+        program.grid = {"tile_col", "tile_row"};
+        grid_extents = {int_var(stage + ts.col_block + ".loop_extent"),
+                        int_var(stage + ts.row_block + ".loop_extent")};
+        Axes axes;
+        for (const std::string &v : out->args) {
+            const Expr lo = host_scalar(stage + v + ".loop_min");
+            const Expr hi = host_scalar(stage + v + ".loop_max") + 1;
+            if (v == ts.row_var) {
+                axes[v] = {0, lo + int_var("tile_row") * ts.rows, hi};
+            } else if (v == ts.col_var) {
+                axes[v] = {1, lo + int_var("tile_col") * ts.cols, hi};
+            } else {
+                program.grid.push_back("tile_batch");
+                grid_extents.push_back(int_var(stage + v + ".loop_extent"));
+                axes[v] = {-1, lo + int_var("tile_batch"), Expr()};
+            }
+        }
+        user_assert(out->output_types.size() == 1)
+            << "Func " << out->name << " is a tile program and has " << out->output_types.size()
+            << " values (a Tuple): tile programs compute one. Make a Func of each.";
+        members = funcs_in_program();
+        assign_axes(out, axes);
+        for (const std::string &name : env.order) {
+            if (members.count(name)) translate_func(env.funcs.at(name));
+        }
+        store_output();
+        auto contents = std::make_shared<TileKernelContents>();
+        contents->buffers = buffers;
+        if (!gpu) {
+            simplify_program(program.body);
+            contents->program = program;
+            return tile_program_to_loops(*contents, grid_extents, scalar_names, scalar_values);
+        }
+        assign_layouts(program, warps(), instruction);
+        stage_operands(program, ts.options.stages);
+        simplify_program(program.body);
+        contents->program = program;
+        return TileKernel::make(contents, grid_extents, scalar_names, scalar_values);
+    }
+
+  private:
+    const FunctionPtr &out;
+    const TileProgramSchedule &ts;
+    const LoweringEnv &env;
+    const bool gpu;
+    TileProgram program;
+    std::vector<Expr> grid_extents;
+    std::vector<std::string> scalar_names;
+    std::vector<Expr> scalar_values;
+    std::vector<TileBuffer> buffers;
+    std::set<std::string> members;
+    std::map<std::string, Axes> func_axes;     // each member's Vars
+    std::map<std::string, std::string> value;  // each member's tile value
+    const TensorInstruction *instruction = nullptr;
+    int next_value = 0;
+
+    WarpGrid warps() const { return {ts.options.warps_m, ts.options.warps_n}; }
+
+    std::vector<int> tile_shape() const { return {ts.rows, ts.cols}; }
+
+    /** A program scalar standing for a host Expr; named `name`. */
+    Expr bind_scalar(const std::string &name, const Expr &host) {
+        for (size_t i = 0; i < scalar_names.size(); i++) {
+            if (scalar_names[i] == name) return Variable::make(host.type(), name);
+        }
+        scalar_names.push_back(name);
+        scalar_values.push_back(host);
+        return Variable::make(host.type(), name);
+    }
+    Expr host_scalar(const std::string &name) { return bind_scalar(name, int_var(name)); }
+
+    std::string fresh(const std::string &base) {
+        return c_identifier(base) + "_" + std::to_string(next_value++);
+    }
+
+    std::set<std::string> funcs_in_program() const {
+        std::set<std::string> in = {out->name};
+        for (const auto &[name, fs] : env.schedules) {
+            if (name == out->name || !env.funcs.count(name)) continue;
+            const LoopLevel &l = fs.compute_level;
+            if (l.kind != LoopLevel::At || l.func != out->name) continue;
+            user_assert(l.var == ts.col_block)
+                << "Func " << name << " is computed at loop " << l.var << " of Func " << out->name
+                << ", a tile program: the Funcs of a tile program are computed at its innermost "
+                   "tile loop, "
+                << ts.col_block << " (compute_at(" << out->name << ", " << ts.col_block << ")).";
+            in.insert(name);
+        }
+        return in;
+    }
+
+    /** Gives each member Func the axes of its Vars, from the calls to it
+     * in f's definitions (f's own axes known). */
+    void assign_axes(const FunctionPtr &f, const Axes &axes) {
+        func_axes[f->name] = axes;
+        struct Calls : IRVisitor {
+            std::vector<const Call *> found;
+            using IRVisitor::visit;
+            void visit(const Call *op) override {
+                if (op->call_type == Call::Func) found.push_back(op);
+                IRVisitor::visit(op);
+            }
+        } calls;
+        for (const Expr &v : f->init.values) v.accept(&calls);
+        for (const Definition &d : f->updates) {
+            for (const Expr &v : d.values) v.accept(&calls);
+        }
+        for (const Call *c : calls.found) {
+            if (!members.count(c->name) || c->name == f->name || func_axes.count(c->name)) continue;
+            const FunctionPtr &g = env.funcs.at(c->name);
+            Axes ga;
+            for (size_t d = 0; d < c->args.size(); d++) {
+                const Variable *v = c->args[d].as<Variable>();
+                user_assert(v && axes.count(v->name))
+                    << "Func " << f->name << " reads " << to_string(Expr(c))
+                    << " in its tile program: a Func computed in a tile program is read at the "
+                       "program's own coordinates, one Var of "
+                    << f->name << " per dimension (" << to_string(c->args[d])
+                    << " is not one). Compute " << c->name << " outside the tile program.";
+                ga[g->args[d]] = axes.at(v->name);
+            }
+            assign_axes(g, ga);
+        }
+    }
+
+    /** The tile value of f's definitions, in order: the pure definition,
+     * then its contraction. */
+    void translate_func(const FunctionPtr &f) {
+        user_assert(func_axes.count(f->name))
+            << "Func " << f->name << " is computed in the tile program of " << out->name
+            << ", but nothing there reads it. Compute it elsewhere.";
+        user_assert(f->output_types.size() == 1)
+            << "Func " << f->name << " has a Tuple of values; tile programs compute one.";
+        const Axes &axes = func_axes.at(f->name);
+        value[f->name] =
+            translate_expr(f->init.values[0], axes, f->name, "its definition", tile_shape());
+        user_assert(f->updates.size() <= 1)
+            << "Func " << f->name << " has " << f->updates.size()
+            << " updates; in a tile program a Func has one at most, a contraction.";
+        if (f->updates.size() == 1) translate_contraction(f, axes);
+    }
+
+    /** f(i, j) = f(i, j) + a(i, k) * b(k, j) over an RDom of k: a dot in a
+     * loop over k's tiles. */
+    void translate_contraction(const FunctionPtr &f, const Axes &axes) {
+        const Definition &u = f->updates[0];
+        const std::string where =
+            "The update of Func " + f->name + " (in the tile program of " + out->name + ")";
+        for (size_t d = 0; d < u.args.size(); d++) {
+            const Variable *v = u.args[d].as<Variable>();
+            user_assert(v && v->name == f->args[d])
+                << where << " writes " << f->name << " at " << to_string(u.args[d])
+                << ": an update in a tile program writes at the Func's own Vars.";
+        }
+        user_assert(u.rdom && u.rdom->domain.size() == 1 && !u.rdom->predicate.defined())
+            << where
+            << " is not over one reduction variable without a where() condition, which is "
+               "what a tile program's contraction reduces over.";
+        const ReductionVariable &rv = u.rdom->domain[0];
+        const auto sched = env.schedules.find(f->name);
+        const std::string tensorize_name =
+            sched == env.schedules.end() || sched->second.stages.size() < 2
+                ? ""
+                : sched->second.stages[1].tensorize;
+        user_assert(!gpu || !tensorize_name.empty())
+            << where << " is a contraction: on the GPU a tile program computes it on tensor "
+            << "cores. Add sch[" << f->name << "].update().tensorize(\"mma.m16n8k16\").";
+        std::string why;
+        ContractionMatch m;
+        if (!tensorize_name.empty()) {
+            m = match_contraction(tensorize_name, u.values[0], &why);
+            user_assert(m.instruction)
+                << where << " cannot be tensorized with " << tensorize_name << ": " << why << ".";
+        } else {
+            m = match_product(u.values[0]);
+            user_assert(m.c.defined())
+                << where << " is not an accumulation of a product, " << f->name
+                << "(i, j) + a(i, k) * b(k, j), which is the reduction a tile program computes "
+                   "(it is "
+                << to_string(u.values[0]) << ").";
+        }
+        user_assert(is_self_call(m.c, f)) << where << " accumulates into " << to_string(m.c)
+                                          << ", not into " << f->name << " at its own Vars.";
+        // Which operand runs along the rows: swap if the product is b * a.
+        const std::string row = var_of_axis(axes, 0), col = var_of_axis(axes, 1);
+        if (expr_uses_var(m.a, col) || expr_uses_var(m.b, row)) std::swap(m.a, m.b);
+        for (const auto &[operand, other] : {std::make_pair(m.a, col), std::make_pair(m.b, row)}) {
+            user_assert(!expr_uses_var(operand, other))
+                << where << " multiplies " << to_string(operand) << ", which depends on both "
+                << row << " and " << col << ": a contraction's operands each depend on one.";
+        }
+        if (m.instruction) {
+            check_tiles_fit(*m.instruction, f);
+            instruction = m.instruction;
+        }
+
+        // The reduction's range, and the loop over its tiles.
+        for (const auto &[v, a] : axes) {
+            user_assert(!expr_uses_var(rv.min, v) && !expr_uses_var(rv.extent, v))
+                << where << " reduces over " << rv.var << " in a range that depends on " << v
+                << "; a tile program's reduction has the same range at every point.";
+        }
+        const Expr k_min = bind_scalar(f->name + ".k_min", rv.min);
+        const Expr k_extent = bind_scalar(f->name + ".k_extent", rv.extent);
+        const int bk = ts.options.k_tile;
+        auto loop = std::make_shared<TileLoop>();
+        loop->var = c_identifier(f->name) + "_k";
+        loop->min = 0;
+        loop->extent = (k_extent + (bk - 1)) / bk;
+        Axes inner = axes;
+        inner[rv.var] = {-1, k_min + int_var(loop->var) * bk, k_min + k_extent};
+        // a is rows x k, b is k x cols.
+        Axes a_axes = inner, b_axes = inner;
+        a_axes[rv.var].axis = 1;
+        b_axes[rv.var].axis = 0;
+        b_axes[row].axis = -1;  // not used by b (checked above)
+        a_axes[col].axis = -1;
+        std::vector<TileStmt> *saved = body;
+        body = &loop->body;
+        // On the GPU the operands are staged from input buffers; on the
+        // CPU they may be computed, elementwise.
+        const std::string a =
+            gpu ? operand_load(m.a, a_axes, f, {ts.rows, bk})
+                : translate_expr(m.a, a_axes, f->name, "its update", {ts.rows, bk});
+        const std::string b =
+            gpu ? operand_load(m.b, b_axes, f, {bk, ts.cols})
+                : translate_expr(m.b, b_axes, f->name, "its update", {bk, ts.cols});
+        body = saved;
+        TileOp dot =
+            make_op(TileOpKind::Dot, value[f->name],
+                    register_tile(f->output_types[0], tile_shape()), {a, b, value[f->name]});
+        if (m.instruction) dot.instruction = m.instruction->name;
+        loop->body.push_back(op_stmt(dot));
+        body->push_back({nullptr, loop});
+    }
+
+    /** c + a * b, in either order, with no instruction. */
+    static ContractionMatch match_product(const Expr &update) {
+        ContractionMatch m;
+        const Add *add = update.as<Add>();
+        if (!add) return m;
+        for (const auto &[c, p] :
+             {std::make_pair(add->a, add->b), std::make_pair(add->b, add->a)}) {
+            if (const Mul *mul = p.as<Mul>()) {
+                m.c = c;
+                m.a = mul->a;
+                m.b = mul->b;
+                return m;
+            }
+        }
+        return m;
+    }
+
+    static bool is_self_call(const Expr &e, const FunctionPtr &f) {
+        const Call *c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->name != f->name) return false;
+        for (size_t d = 0; d < c->args.size(); d++) {
+            const Variable *v = c->args[d].as<Variable>();
+            if (!v || v->name != f->args[d]) return false;
+        }
+        return true;
+    }
+
+    static std::string var_of_axis(const Axes &axes, int axis) {
+        for (const auto &[v, a] : axes) {
+            if (a.axis == axis) return v;
+        }
+        return "";
+    }
+
+    void check_tiles_fit(const TensorInstruction &t, const FunctionPtr &f) const {
+        const int wm = ts.options.warps_m, wn = ts.options.warps_n;
+        auto fits = [&](int tile, int warps, int step, const char *what) {
+            user_assert(tile % warps == 0 && (tile / warps) % step == 0)
+                << "Func " << out->name << "'s tile program: " << t.name << " (tensorize of "
+                << f->name << ") computes " << t.m << " x " << t.n << " x " << t.k
+                << " blocks, and each warp's " << what << " (" << tile << " / " << warps
+                << " warps) is not a multiple of " << step
+                << ". Choose tile sizes and warps that divide.";
+        };
+        fits(ts.rows, wm, t.m, "rows");
+        fits(ts.cols, wn, t.n, "columns");
+        fits(ts.options.k_tile, 1, t.k, "reduction tile");
+    }
+
+    /** A dot operand: the load of one input buffer, in the operand's type. */
+    std::string operand_load(const Expr &e, const Axes &axes, const FunctionPtr &f,
+                             const std::vector<int> &shape) {
+        const Call *c = e.as<Call>();
+        user_assert(c && c->call_type == Call::Image)
+            << "The update of Func " << f->name << " multiplies " << to_string(e)
+            << ", which is computed: a tile program stages its contraction's operands from "
+               "input buffers. Compute it in a Func of its own (compute_root) and pass it in.";
+        return load(c, axes, shape, f->name);
+    }
+
+    /** The access of buffer `c` over a tile: its origin, masks and axes. */
+    std::string load(const Call *c, const Axes &axes, const std::vector<int> &shape,
+                     const std::string &func) {
+        TileOp o = make_op(TileOpKind::Load, fresh(c->name), register_tile(c->type, shape));
+        access(&o, c->name, c->args, axes, func, to_string(Expr(c)));
+        add_buffer(c->name, c->type, int(c->args.size()), false);
+        body->push_back(op_stmt(o));
+        return o.result;
+    }
+
+    void access(TileOp *o, const std::string &buffer, const std::vector<Expr> &args,
+                const Axes &axes, const std::string &func, const std::string &what) {
+        o->buffer = buffer;
+        for (size_t d = 0; d < args.size(); d++) {
+            const Expr min = host_scalar(buffer + ".min." + std::to_string(d));
+            // args[d] = v + offset, v one of the axes' Vars, or no Var.
+            std::string var;
+            for (const auto &[v, a] : axes) {
+                if (expr_uses_var(args[d], v)) {
+                    user_assert(var.empty())
+                        << "Func " << func << " reads " << what << " at " << to_string(args[d])
+                        << " in a tile program, which depends on " << var << " and " << v
+                        << ": each index of a tile access follows one Var (plus a constant).";
+                    var = v;
+                }
+            }
+            Expr offset = args[d];
+            if (!var.empty()) {
+                offset = simplify_offset(args[d] - Variable::make(Int(32), var), var);
+                user_assert(offset.defined())
+                    << "Func " << func << " reads " << what << " at " << to_string(args[d])
+                    << " in a tile program: an index of a tile access is a Var plus a constant "
+                       "(a Var times a stride or a gather is not a tile).";
+            }
+            offset = scalars_of(offset, func, what);
+            if (var.empty() || axes.at(var).axis < 0) {
+                const Expr at = (var.empty() ? offset : axes.at(var).start + offset) - min;
+                o->origin.push_back(at);
+                o->bounds.push_back(at + 1);
+                o->axes.push_back(-1);
+            } else {
+                const Axis &a = axes.at(var);
+                o->origin.push_back(a.start + offset - min);
+                o->bounds.push_back(a.end + offset - min);
+                o->axes.push_back(a.axis);
+            }
+        }
+    }
+
+    /** e - v's remainder when it no longer uses v, else undefined. */
+    static Expr simplify_offset(const Expr &e, const std::string &v) {
+        Expr s = simplify(e);
+        if (expr_uses_var(s, v)) return Expr();
+        return s;
+    }
+
+    /** e with its free Variables (Params, buffer sizes) made the program's
+     * scalars. */
+    Expr scalars_of(const Expr &e, const std::string &func, const std::string &what) {
+        struct Bind : IRMutator {
+            ProgramBuilder *b;
+            std::string func, what;
+            using IRMutator::visit;
+            Expr visit(const Variable *op) override {
+                user_assert(!op->param || op->type.is_scalar())
+                    << "Func " << func << " reads " << what << " in a tile program.";
+                return b->bind_scalar(op->name, Expr(op));
+            }
+            Expr visit(const Call *op) override {
+                user_error << "Func " << func << " reads " << to_string(Expr(op)) << " in " << what
+                           << " of a tile program where a scalar is expected.";
+                return Expr();
+            }
+        } bind;
+        bind.b = this;
+        bind.func = func;
+        bind.what = what;
+        return bind.mutate(e);
+    }
+
+    void add_buffer(const std::string &name, Type elem, int dims, bool written) {
+        for (TileBuffer &b : buffers) {
+            if (b.name == name) {
+                b.written |= written;
+                return;
+            }
+        }
+        TileBuffer b;
+        b.name = name;
+        b.elem = elem;
+        b.dims = dims;
+        b.written = written;
+        buffers.push_back(b);
+        for (int d = 0; d + 1 < dims; d++) host_scalar(name + ".stride." + std::to_string(d));
+    }
+
+    /** An elementwise expression of a definition as a tile: its leaves
+     * (loads, the tiles of member Funcs) are the operands of one map. */
+    std::string translate_expr(const Expr &e, const Axes &axes, const std::string &func,
+                               const std::string &what, const std::vector<int> &shape) {
+        struct Leaves : IRMutator {
+            ProgramBuilder *b;
+            const Axes *axes;
+            std::string func, what;
+            std::vector<int> shape;
+            std::vector<std::string> operands;
+            using IRMutator::visit;
+            Expr operand(const std::string &name, Type t) {
+                for (size_t i = 0; i < operands.size(); i++) {
+                    if (operands[i] == name) return Variable::make(t, "_" + std::to_string(i));
+                }
+                operands.push_back(name);
+                return Variable::make(t, "_" + std::to_string(operands.size() - 1));
+            }
+            Expr visit(const Call *op) override {
+                if (op->call_type == Call::Image) {
+                    return operand(b->load(op, *axes, shape, func), op->type);
+                }
+                if (op->call_type == Call::Func) {
+                    user_assert(b->members.count(op->name))
+                        << "Func " << func << " reads Func " << op->name << " in " << what
+                        << " of a tile program, but " << op->name
+                        << " is not computed in the program. Compute it at the program's tile "
+                           "loop (compute_at), or make it an input.";
+                    for (size_t d = 0; d < op->args.size(); d++) {
+                        const Variable *v = op->args[d].as<Variable>();
+                        user_assert(v && axes->count(v->name))
+                            << "Func " << func << " reads " << to_string(Expr(op))
+                            << " in a tile program, away from the program's own coordinates.";
+                    }
+                    auto it = b->value.find(op->name);
+                    internal_assert(it != b->value.end()) << op->name << " not translated yet";
+                    return operand(it->second, op->type);
+                }
+                return IRMutator::visit(op);
+            }
+            Expr visit(const Variable *op) override {
+                user_assert(!axes->count(op->name))
+                    << "Func " << func << " uses the coordinate " << op->name << " as a value in "
+                    << what << "; tile programs compute values from loads (an index as a value "
+                    << "is not translated yet).";
+                return b->bind_scalar(op->name, Expr(op));
+            }
+        } leaves;
+        leaves.b = this;
+        leaves.axes = &axes;
+        leaves.func = func;
+        leaves.what = what;
+        leaves.shape = shape;
+        Expr fn = leaves.mutate(e);
+        if (const Variable *v = fn.as<Variable>()) {
+            if (v->name == "_0" && leaves.operands.size() == 1) return leaves.operands[0];
+        }
+        const std::string result = fresh(func);
+        if (leaves.operands.empty()) {
+            body->push_back(
+                op_stmt(make_op(TileOpKind::Zeros, result, register_tile(e.type(), shape))));
+            if (is_const_zero(e)) return result;
+            leaves.operands.push_back(result);
+        }
+        TileOp map =
+            make_op(TileOpKind::Map, fresh(func), register_tile(e.type(), shape), leaves.operands);
+        map.fn = fn;
+        body->push_back(op_stmt(map));
+        return map.result;
+    }
+
+    void store_output() {
+        bool is_output = false;
+        for (const FunctionPtr &o : env.outputs) is_output |= o->name == out->name;
+        user_assert(is_output)
+            << "Func " << out->name
+            << " is a tile program but not an output of the pipeline: tile programs store to "
+               "output buffers (programs writing intermediate Funcs are not built yet).";
+        TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(out->name)});
+        std::vector<Expr> args;
+        for (const std::string &v : out->args) args.push_back(int_var(v));
+        access(&store, out->name, args, func_axes.at(out->name), out->name, out->name);
+        add_buffer(out->name, out->output_types[0], int(args.size()), true);
+        body->push_back(op_stmt(store));
+    }
+
+  public:
+    std::vector<TileStmt> *body = &program.body;
+};
+
+class Translate : public IRMutator {
+  public:
+    Translate(const LoweringEnv &env, const Target &target, const std::string &pipeline)
+        : env(env), target(target), pipeline(pipeline) {}
+
+  private:
+    const LoweringEnv &env;
+    const Target &target;
+    const std::string pipeline;
+    int kernels = 0;
+
+    using IRMutator::visit;
+    Stmt visit(const For *op) override {
+        {
+            for (const auto &[name, fs] : env.schedules) {
+                if (!fs.tile_program) continue;
+                // The program computes the Func's updates with its pure
+                // definition: their own loop nests go.
+                for (size_t u = 1; u <= env.funcs.at(name)->updates.size(); u++) {
+                    if (starts_with(op->name, name + ".s" + std::to_string(u) + ".")) {
+                        return Evaluate::make(0);
+                    }
+                }
+                if (op->name != name + ".s0." + fs.tile_program->outer_loop) continue;
+                ProgramBuilder b(
+                    env.funcs.at(name), *fs.tile_program, env,
+                    c_identifier(pipeline + "_" + name + "_tile" + std::to_string(kernels++)),
+                    target.has_feature(Target::CUDA));
+                return b.build();
+            }
+        }
+        return IRMutator::visit(op);
+    }
+};
+
+}  // namespace
+
+Stmt translate_tile_programs(const Stmt &s, const LoweringEnv &env, const Target &target,
+                             const std::string &pipeline_name) {
+    bool any = false;
+    for (const auto &[name, fs] : env.schedules) any |= fs.tile_program != nullptr;
+    if (!any) return s;
+    return Translate(env, target, pipeline_name).mutate(s);
+}
+
+}  // namespace internal
+}  // namespace loom

@@ -1,0 +1,112 @@
+// Tile programs on the CPU: the tile_program schedule that makes a GPU
+// tensor-core kernel also compiles for the CPU, where the program becomes
+// vectorized loops. Its dot accumulates in k order in float32, as the
+// reference interpreter does, so results agree with it to the bit; sizes
+// are no multiple of the tiles.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "loom/loom.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::buffers_match;
+using loom_test::random_buffer;
+
+namespace {
+
+const Target kCpu("host");
+
+/** prod(i, j) += f(A(i, k)) * f(B(k, j)); C = epilogue(prod). */
+struct Gemm {
+    BufferParam A, B, bias;
+    Var i{"i"}, j{"j"}, io{"io"}, jo{"jo"};
+    RDom k;
+    Func prod{"prod"}, C{"C"};
+    Gemm(Type in, bool epilogue)
+        : A(in, 2, "A"), B(in, 2, "B"), bias(Float(32), 1, "bias"), k(0, A.dim(1).extent(), "k") {
+        prod(i, j) = 0.0f;
+        prod(i, j) += cast<float>(A(i, k)) * cast<float>(B(k, j));
+        C(i, j) = epilogue ? max(prod(i, j) * 0.25f + bias(j), 0.0f) : prod(i, j);
+    }
+};
+
+template <typename T> void gemm_matches_interpreter(Type in, bool epilogue, bool tensorize) {
+    Gemm g(in, epilogue);
+    const int M = 45, N = 77, K = 58;
+    g.A.set(random_buffer<T>({M, K}));
+    g.B.set(random_buffer<T>({K, N}));
+    g.bias.set(random_buffer<float>({N}));
+    Schedule sch;
+    sch[g.C].tile_program(g.i, g.j, g.io, g.jo, 32, 64, TileOptions().reduction_tile(16));
+    sch[g.prod].compute_at(g.C, g.jo);
+    if (tensorize) sch[g.prod].update().tensorize("mma.m16n8k16");
+    RawBuffer expected = interpret(g.C, {M, N});
+    RawBuffer actual = Pipeline(g.C).realize({M, N}, sch, kCpu);
+    EXPECT_TRUE(buffers_match(actual, expected));
+}
+
+}  // namespace
+
+TEST(TileProgramCpu, HalfGemmWithTheGpuSchedule) {
+    gemm_matches_interpreter<float16_t>(Float(16), false, true);
+}
+
+TEST(TileProgramCpu, BFloat16GemmWithAnEpilogue) {
+    gemm_matches_interpreter<bfloat16_t>(BFloat(16), true, true);
+}
+
+TEST(TileProgramCpu, Float32GemmNeedsNoInstruction) {
+    gemm_matches_interpreter<float>(Float(32), true, false);
+}
+
+TEST(TileProgramCpu, PrintedProgramShowsTheDot) {
+    Gemm g(Float(32), false);
+    Schedule sch;
+    sch[g.C].tile_program(g.i, g.j, g.io, g.jo, 32, 32);
+    sch[g.prod].compute_at(g.C, g.jo);
+    const std::string lowered = Pipeline(g.C).compile_to_lowered_stmt(sch, kCpu);
+    // The CPU lowering leaves loops: the dot's columns in vectors.
+    EXPECT_NE(lowered.find("tile.prod_0[ramp("), std::string::npos) << lowered;
+    EXPECT_NE(lowered.find("parallel (tile_row"), std::string::npos) << lowered;
+}
+
+// Not only matrix products: a batch of small products (a grid dimension
+// per matrix) and a 1x1 convolution written as a reduction over channels.
+TEST(TileProgramCpu, BatchedProduct) {
+    BufferParam A(Float(32), 3, "A"), B(Float(32), 3, "B");
+    Var b("b"), i("i"), j("j"), io("io"), jo("jo");
+    RDom k(0, A.dim(2).extent(), "k");
+    Func prod("prod"), C("C");
+    prod(b, i, j) = 0.0f;
+    prod(b, i, j) += A(b, i, k) * B(b, k, j);
+    C(b, i, j) = prod(b, i, j);
+    const int batch = 5, M = 19, N = 23, K = 17;
+    A.set(random_buffer<float>({batch, M, K}));
+    B.set(random_buffer<float>({batch, K, N}));
+    Schedule sch;
+    sch[C].tile_program(i, j, io, jo, 16, 16, TileOptions().reduction_tile(8));
+    sch[prod].compute_at(C, jo);
+    RawBuffer expected = interpret(C, {batch, M, N});
+    EXPECT_TRUE(buffers_match(Pipeline(C).realize({batch, M, N}, sch, kCpu), expected));
+}
+
+TEST(TileProgramCpu, PointwiseConvolution) {
+    // out(n, co, p) = sum over ci of w(co, ci) * in(n, ci, p): per image a
+    // product of the weights by the pixels' channels.
+    BufferParam in(Float(32), 3, "in"), w(Float(32), 2, "w");
+    Var n("n"), co("co"), p("p"), cot("cot"), pt("pt");
+    RDom ci(0, in.dim(1).extent(), "ci");
+    Func conv("conv");
+    conv(n, co, p) = 0.0f;
+    conv(n, co, p) += w(co, ci) * in(n, ci, p);
+    const int images = 2, cin = 24, cout = 20, pixels = 70;
+    in.set(random_buffer<float>({images, cin, pixels}));
+    w.set(random_buffer<float>({cout, cin}));
+    Schedule sch;
+    sch[conv].tile_program(co, p, cot, pt, 16, 32, TileOptions().reduction_tile(8));
+    RawBuffer expected = interpret(conv, {images, cout, pixels});
+    EXPECT_TRUE(buffers_match(Pipeline(conv).realize({images, cout, pixels}, sch, kCpu), expected));
+}

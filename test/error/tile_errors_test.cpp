@@ -1,0 +1,140 @@
+// Tile programs the compiler refuses: each tile_program or tensorize
+// directive it cannot honour, and each part of a definition that is not a
+// tile operation, is a CompileError naming the Func and the reason.
+#include <gtest/gtest.h>
+
+#include "loom/loom.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::throws_with;
+
+namespace {
+
+const Target kSm80("host-cuda-sm_80");
+
+/** A matrix product whose factors the tests choose. */
+struct Product {
+    BufferParam A, B;
+    Var i{"i"}, j{"j"}, io{"io"}, jo{"jo"};
+    RDom k;
+    Func prod{"prod"}, C{"C"};
+    explicit Product(Type in = Float(16))
+        : A(in, 2, "A"), B(in, 2, "B"), k(0, A.dim(1).extent(), "k") {}
+    void define(const Expr &update) {
+        prod(i, j) = 0.0f;
+        prod(i, j) += update;
+        C(i, j) = prod(i, j);
+    }
+    Schedule schedule(const std::string &instruction = "mma.m16n8k16", int rows = 32, int cols = 32,
+                      TileOptions options = TileOptions()) {
+        Schedule sch;
+        sch[C].tile_program(i, j, io, jo, rows, cols, options);
+        sch[prod].compute_at(C, jo);
+        if (!instruction.empty()) sch[prod].update().tensorize(instruction);
+        return sch;
+    }
+    void lower(const Schedule &sch, const Target &t = kSm80) {
+        Pipeline(C).compile_to_lowered_stmt(sch, t);
+    }
+};
+
+}  // namespace
+
+TEST(TileErrors, DirectivesCheckTheirArguments) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    Schedule sch;
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { sch[p.C].tile_program(p.i, p.j, p.io, p.jo, 48, 32); },
+                                  {"Func C", "48 x 32", "powers of two"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch[p.C].tile_program(p.i, p.j, p.io, p.jo, 32, 32, TileOptions().warps(3, 1)); },
+        {"3 x 1 warps", "power of two"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] {
+            sch[p.C].tile_program(p.i, p.j, p.io, p.jo, 32, 32, TileOptions().pipeline_stages(0));
+        },
+        {"0 pipeline stages"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { sch[p.prod].update().tile_program(p.i, p.j, p.io, p.jo, 32, 32); },
+        {"Func prod", "pure definition"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch[p.prod].update().tensorize("wmma.m16n16k16"); },
+                                          {"Func prod", "no tensor instruction", "mma.m16n8k16"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { sch[p.prod].tensorize("mma.m16n8k16"); },
+                                          {"Func prod", "update()"}));
+}
+
+TEST(TileErrors, TensorizeChecksTypes) {
+    Product p(Float(32));
+    p.define(p.A(p.i, p.k) * p.B(p.k, p.j));
+    EXPECT_TRUE(
+        throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                  {"update of Func prod", "cannot be tensorized with mma.m16n8k16",
+                                   "float32", "float16 or bfloat16"}));
+}
+
+TEST(TileErrors, TensorizeChecksMixedTypes) {
+    Product p;
+    BufferParam B2(BFloat(16), 2, "B2");
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(B2(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                          {"cannot be tensorized", "bfloat16", "float16"}));
+}
+
+TEST(TileErrors, TensorizeNeedsAProduct) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) + cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                          {"Func prod", "not an accumulation of a product"}));
+}
+
+TEST(TileErrors, ContractionsNeedTensorize) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { p.lower(p.schedule("")); },
+        {"update of Func prod", "tensor cores", "tensorize(\"mma.m16n8k16\")"}));
+}
+
+TEST(TileErrors, IndicesAreAVarPlusAConstant) {
+    Product p;
+    p.define(cast<float>(p.A(p.i * 2, p.k)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                          {"Func prod", "A", "a Var plus a constant"}));
+}
+
+TEST(TileErrors, OperandsAreLoads) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k) * p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                          {"Func prod", "which is computed", "input buffers"}));
+}
+
+TEST(TileErrors, OperandsDependOnOneAxis) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.j)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(p.schedule()); },
+                                          {"Func prod", "depends on both i and j"}));
+}
+
+TEST(TileErrors, TilesMustFitTheInstruction) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { p.lower(p.schedule("mma.m16n8k16", 16, 32, TileOptions().warps(2, 1))); },
+        {"Func C", "mma.m16n8k16", "16 x 8 x 16", "rows (16 / 2 warps) is not a multiple of 16"}));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { p.lower(p.schedule("mma.m16n8k16", 32, 32, TileOptions().reduction_tile(8))); },
+        {"reduction tile (8 / 1 warps) is not a multiple of 16"}));
+}
+
+TEST(TileErrors, ProducersAreComputedAtTheTileLoop) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    Schedule sch;
+    sch[p.C].tile_program(p.i, p.j, p.io, p.jo, 32, 32);
+    sch[p.prod].compute_at(p.C, p.io).update().tensorize("mma.m16n8k16");
+    EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(sch); },
+                                          {"Func prod", "loop io", "compute_at(C, jo)"}));
+}

@@ -1,0 +1,156 @@
+// Tile programs from the schedule (tile_program, tensorize) run end to end:
+// a matrix product written as the plain algorithm, scheduled as a
+// tensor-core tile program, compiled through lowering and NVRTC and run
+// (on a GPU, and in every test run on the stand-in driver), against a
+// float64 reference at sizes that are no multiple of the tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gpu_test_pipelines.h"
+#include "loom/loom.h"
+#include "test_util.h"
+
+using namespace loom;
+using loom_test::no_gpu_reason;
+using loom_test::random_buffer;
+
+namespace {
+
+const Target kGpu("host-cuda");
+
+/** C(i, j) = sum over k of float(A(i, k)) * float(B(k, j)), A M x K and B
+ * K x N of type `in` (or B given transposed, as an N x K buffer), then an
+ * epilogue on the accumulator. */
+struct Gemm {
+    enum Epilogue { None, BiasRelu, Residual, CastToInput };
+    Type in;
+    bool b_transposed;
+    Epilogue epilogue;
+    BufferParam A, B, bias, residual;
+    Var i{"i"}, j{"j"}, io{"io"}, jo{"jo"};
+    RDom k;
+    Func prod{"prod"}, C{"C"};
+
+    Gemm(Type in, bool b_transposed, Epilogue epilogue)
+        : in(in),
+          b_transposed(b_transposed),
+          epilogue(epilogue),
+          A(in, 2, "A"),
+          B(in, 2, "B"),
+          bias(Float(32), 1, "bias"),
+          residual(Float(32), 2, "residual"),
+          k(0, A.dim(1).extent(), "k") {
+        prod(i, j) = 0.0f;
+        Expr b = b_transposed ? B(j, k) : B(k, j);
+        prod(i, j) += cast<float>(A(i, k)) * cast<float>(b);
+        switch (epilogue) {
+        case None: C(i, j) = prod(i, j); break;
+        case BiasRelu: C(i, j) = max(prod(i, j) + bias(j), 0.0f); break;
+        case Residual: C(i, j) = prod(i, j) * 0.5f + residual(i, j); break;
+        case CastToInput: C(i, j) = cast(in, prod(i, j)); break;
+        }
+    }
+
+    Schedule schedule(int rows, int cols, TileOptions options) {
+        Schedule sch;
+        sch[C].tile_program(i, j, io, jo, rows, cols, options);
+        sch[prod].compute_at(C, jo).update().tensorize("mma.m16n8k16");
+        return sch;
+    }
+};
+
+template <typename T> double value(const Buffer<T> &b, int x, int y) {
+    return double(float(b(x, y)));
+}
+
+struct Case {
+    Type in;
+    bool b_transposed;
+    Gemm::Epilogue epilogue;
+    int M, N, K, rows, cols, warps_m, warps_n, k_tile, stages;
+};
+
+std::string name_of(const ::testing::TestParamInfo<Case> &info) {
+    const Case &c = info.param;
+    const char *epilogues[] = {"acc", "bias_relu", "residual", "cast"};
+    return std::string(c.in == BFloat(16) ? "bf16" : "f16") + (c.b_transposed ? "_bt_" : "_") +
+           epilogues[c.epilogue] + "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+           "x" + std::to_string(c.k_tile) + "_w" + std::to_string(c.warps_m) +
+           std::to_string(c.warps_n) + "_s" + std::to_string(c.stages);
+}
+
+class TileGemm : public ::testing::TestWithParam<Case> {};
+
+template <typename T> void run_case(const Case &c) {
+    Gemm g(c.in, c.b_transposed, c.epilogue);
+    Buffer<T> a = random_buffer<T>({c.M, c.K}, -1, 1, "A");
+    Buffer<T> b = c.b_transposed ? random_buffer<T>({c.N, c.K}, -1, 1, "B")
+                                 : random_buffer<T>({c.K, c.N}, -1, 1, "B");
+    Buffer<float> bias = random_buffer<float>({c.N}, -1, 1, "bias");
+    Buffer<float> residual = random_buffer<float>({c.M, c.N}, -1, 1, "residual");
+    g.A.set(a);
+    g.B.set(b);
+    g.bias.set(bias);
+    g.residual.set(residual);
+    Schedule sch = g.schedule(c.rows, c.cols,
+                              TileOptions()
+                                  .warps(c.warps_m, c.warps_n)
+                                  .reduction_tile(c.k_tile)
+                                  .pipeline_stages(c.stages));
+    const bool cast_out = c.epilogue == Gemm::CastToInput;
+    RawBuffer out = Pipeline(g.C).realize({c.M, c.N}, sch, kGpu);
+    int bad = 0;
+    for (int x = 0; x < c.M; x++) {
+        for (int y = 0; y < c.N; y++) {
+            double acc = 0, mag = 0;
+            for (int r = 0; r < c.K; r++) {
+                const double p =
+                    value(a, x, r) * (c.b_transposed ? value(b, y, r) : value(b, r, y));
+                acc += p;
+                mag += std::fabs(p);
+            }
+            double want = acc;
+            if (c.epilogue == Gemm::BiasRelu) want = std::max(acc + double(bias(y)), 0.0);
+            if (c.epilogue == Gemm::Residual) want = acc * 0.5 + double(residual(x, y));
+            double got;
+            if (cast_out) {
+                got = double(float(Buffer<T>(out)(x, y)));
+            } else {
+                got = double(Buffer<float>(out)(x, y));
+            }
+            // f32 accumulation in another order; the cast rounds once more.
+            const double tol =
+                1e-5 * (mag + 1) +
+                (cast_out ? std::fabs(want) * (c.in == BFloat(16) ? 1.0 / 128 : 1.0 / 1024) : 0);
+            if (!(std::fabs(got - want) <= tol) && bad++ < 5) {
+                ADD_FAILURE() << "C(" << x << ", " << y << ") = " << got << ", want " << want;
+            }
+        }
+    }
+    EXPECT_EQ(bad, 0);
+}
+
+}  // namespace
+
+TEST_P(TileGemm, MatchesFloat64AtRaggedSizes) {
+    REQUIRE_GPU();
+    const Case c = GetParam();
+    if (c.in == BFloat(16)) {
+        run_case<bfloat16_t>(c);
+    } else {
+        run_case<float16_t>(c);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, TileGemm,
+    ::testing::Values(Case{Float(16), false, Gemm::None, 75, 53, 90, 32, 32, 2, 2, 32, 3},
+                      Case{BFloat(16), false, Gemm::None, 75, 53, 90, 32, 32, 2, 2, 32, 3},
+                      Case{Float(16), false, Gemm::BiasRelu, 70, 41, 50, 64, 32, 2, 1, 16, 2},
+                      Case{BFloat(16), false, Gemm::Residual, 37, 61, 45, 32, 64, 1, 2, 32, 1},
+                      Case{Float(16), false, Gemm::CastToInput, 33, 47, 70, 32, 32, 1, 1, 32, 4},
+                      Case{BFloat(16), true, Gemm::None, 45, 38, 77, 32, 32, 2, 2, 32, 3}),
+    name_of);
