@@ -1488,8 +1488,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     s << (half ? kHalfHeaders : "") << cuda_source("prelude")
       << (finder.uses_vectors ? cuda_source("vectors") : "")
       << (finder.uses_block_reduce ? cuda_source("block_reduce") : "");
-    if (finder.uses_tiles)
-        s << cuda_source("mma") << cuda_source("ldmatrix") << cuda_source("cp_async");
+    if (finder.uses_tiles) s << tile::tile_kernel_sources();
     s << kernels;
     m.source = s.str();
     return m;

@@ -16,11 +16,14 @@
 //  - mma: mma.sync.aligned.m16n8k16 with f16 and bf16 operands and f32
 //    accumulation (sm_80+), as inline PTX; on the tests' stand-in driver,
 //    its warp-collective emulation (test/fake_cuda/cuda_on_cpu.h).
-//  - ldmatrix: ldmatrix.sync.aligned.m8n8 x4, x4.trans and x2.trans (the
+//  - ldmatrix: ldmatrix.sync.aligned.m8n8 x4, x4.trans, x2 and x2.trans (the
 //    mma fragments from shared memory), emulated as a warp-collective step.
-//  - cp_async: cp.async.cg of 16 bytes (zero-filled past a source size),
-//    commit and wait groups; the emulation lands a copy only when its group
-//    is waited for, so a missing wait reads stale shared memory.
+//  - cp_async: cp.async of 16 bytes (.cg) and 4 bytes (.ca), zero-filled
+//    past a source size, commit and wait groups; the emulation lands a copy
+//    only when its group is waited for, so a missing wait reads stale
+//    shared memory, and fails a source not aligned to the copy's size.
+//  - tile_registers: an f16/bf16 element of the 32-bit registers that pack
+//    two (tile kernels' fragments).
 #pragma once
 
 #include <string>

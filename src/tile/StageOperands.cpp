@@ -54,9 +54,15 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
         TileType t = l.type;
         t.space = MemorySpace::Shared;
         t.slots = stages;
+        // Shared rows run the way global memory is contiguous, so that the
+        // copy moves 16-byte chunks: down the tile's columns for an operand
+        // stored transposed (its last buffer dimension follows tile axis 0).
+        const std::vector<int> axes = access_axes(l, 2);
+        const bool transposed = !axes.empty() && axes.back() == 0;
         t.layout = std::make_shared<const LinearLayout>(
-            swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
-        t.layout_name = "swizzled";
+            transposed ? swizzled_shared_layout_transposed(t.shape[0], t.shape[1], t.elem.bytes())
+                       : swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
+        t.layout_name = transposed ? "swizzled_transposed" : "swizzled";
         shared[l.result] = t;
     }
     const Expr k = Variable::make(Int(32), loop.var);

@@ -423,7 +423,47 @@ class Emitter {
         }
         if (const Cast *c = e.as<Cast>())
             return convert(c_expr(c->value), c->value.type(), c->type);
+        if (const Call *c = e.as<Call>()) return c_call(c);
         internal_error << "tile codegen: cannot print " << e;
+        return "";
+    }
+
+    /** Loom's math intrinsics ("tanh_f32": CUDA's tanhf; "round": rint,
+     * ties to even, as the interpreter rounds) and abs, as CodeGen_CUDA
+     * prints them. */
+    std::string c_call(const Call *c) {
+        std::vector<std::string> args;
+        for (const Expr &a : c->args) args.push_back(c_expr(a));
+        if (c->is_intrinsic(Call::abs) && args.size() == 1) {
+            const Type t = c->args[0].type();
+            if (packed(t)) {
+                // No fabs of their own: through float.
+                return convert("fabsf(" + convert(args[0], t, Float(32)) + ")", Float(32), t);
+            }
+            if (t.is_float()) return (t.bits == 32 ? "fabsf(" : "fabs(") + args[0] + ")";
+            return "((" + c_type(c->type) + ")(" + args[0] + " < 0 ? -" + args[0] + " : " +
+                   args[0] + "))";
+        }
+        if (c->call_type == Call::PureIntrinsic) {
+            const size_t u = c->name.rfind('_');
+            const std::string fn = c->name.substr(0, u),
+                              suffix = u == std::string::npos ? "" : c->name.substr(u + 1);
+            static const std::set<std::string> math = {"exp",   "log",  "sqrt", "rsqrt",
+                                                       "sin",   "cos",  "tanh", "erf",
+                                                       "floor", "ceil", "round"};
+            const size_t arity = fn == "pow" ? 2 : 1;
+            if ((math.count(fn) || fn == "pow") && args.size() == arity &&
+                ((suffix == "f32" && c->type == Float(32)) ||
+                 (suffix == "f64" && c->type == Float(64)))) {
+                std::string s = (fn == "round" ? "rint" : fn) + (suffix == "f32" ? "f" : "") + "(";
+                for (size_t i = 0; i < args.size(); i++) {
+                    s += (i ? ", " : "") + convert(args[i], c->args[i].type(), c->type);
+                }
+                return s + ")";
+            }
+        }
+        internal_error << "tile codegen: cannot print the call " << Expr(c)
+                       << " (math intrinsics <fn>_f32 and <fn>_f64, and abs, are translated)";
         return "";
     }
 
@@ -648,83 +688,144 @@ class Emitter {
         internal_assert(l.ins().size() == 1 && l.ins()[0].name == "offset" && l.is_bijective())
             << what << " writes a layout of shared offsets, each element once";
         const std::vector<int> axes = access_axes(o, 2);
-        const int threads = 32 * program.num_warps;
+        internal_assert(int(axes.size()) == b.dims)
+            << what << ": an access of " << axes.size() << " dimensions to " << b.name
+            << ", which has " << b.dims;
         const std::string dst =
             value_c.at(o.result) + " + " +
             (o.slot.defined() ? "(" + c_expr(o.slot) + ") * " + str(t.elements()) : "0");
-        const std::string in = pad + "        ";
-        body << pad << "{\n"
-             << pad << "    " << c_type(t.elem) << " *const loom_dst = " << dst << ";\n";
+        const std::string in = pad + "    ";
+        body << pad << "{\n" << in << c_type(t.elem) << " *const loom_dst = " << dst << ";\n";
         const int fast = chunk_axis(l, 3);
         if (fast >= 0 && axes.back() == fast) {
-            // 16-byte chunks, contiguous in the tile's layout and in the
-            // buffer's dense dimension; the block's threads take turns.
-            const int64_t chunks = t.elements() / 8, steps = (chunks + threads - 1) / threads;
-            const bool whole = chunks % threads == 0, split = (threads & (threads - 1)) == 0;
-            for (size_t a = 0; a < 2; a++) {
-                body << pad << "    const int loom_r" << a << " = "
-                     << layout_expr(l, a, {{"offset", split ? "loom_tid * 8" : "0"}}) << ";\n";
-            }
-            body << pad << "    #pragma unroll\n"
-                 << pad << "    for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
-                 << in << "const int loom_chunk = loom_tid + loom_i * " << threads << ";\n";
-            if (!whole) body << in << "if (loom_chunk < " << chunks << ") {\n";
-            // A thread's bits and a step's are disjoint when the threads
-            // are a power of two: the step's part folds.
-            const std::string step = split ? "loom_i * " + str(threads * 8) : "loom_chunk * 8";
-            for (size_t a = 0; a < 2; a++) {
-                const std::string k = "loom_k" + str(a), r = "loom_r" + str(a);
-                body << in << "const int " << k << " = " << layout_expr(l, a, {{"offset", step}})
-                     << ";\n"
-                     << in << "const int loom_t" << a << " = "
-                     << (split ? xor_then_add(
-                                     r, k, reachable_bits(l, a, {{"offset", (threads - 1) << 3}}))
-                               : r + " ^ " + k)
-                     << ";\n";
-            }
-            std::string inside, offset;
-            for (size_t d = 0; d < axes.size(); d++) {
-                const std::string g = "loom_g" + str(d);
-                body << in << "const int " << g << " = " << c_expr(o.origin[d])
-                     << (axes[d] >= 0 ? " + loom_t" + str(axes[d]) : "") << ";\n";
-                if (d + 1 < axes.size()) {
-                    inside += (inside.empty() ? "" : " && ") + g + " < " + c_expr(o.bounds[d]);
-                }
-                offset += (d ? " + " : "") + g +
-                          (d + 1 < axes.size() ? " * " + c_var(b.name + ".stride." + str(d)) : "");
-            }
-            const std::string last = "loom_g" + str(axes.size() - 1);
-            const std::string left =
-                "loom_max(0, loom_min(8, " + c_expr(o.bounds.back()) + " - " + last + "))";
-            body << in << "const int loom_left = "
-                 << (inside.empty() ? left : inside + " ? " + left + " : 0") << ";\n";
-            body << in << "loom_cp_async_16(loom_dst + loom_chunk * 8, loom_left ? "
-                 << buffer_c.at(b.name) << " + (" << offset << ") : " << buffer_c.at(b.name)
-                 << ", loom_left * 2);\n";
-            if (!whole) body << in << "}\n";
-            body << pad << "    }\n";
+            // The layout's 16-byte chunks run along the buffer's dense
+            // dimension: by cp.async of whole chunks when their global
+            // addresses are 16-byte aligned, else of 4-byte pairs when
+            // those are aligned, else element by element. The conditions
+            // are the block's (buffer, strides, origin), so its threads
+            // take one path, and each issues its commits either way:
+            // plain stores land at once, an empty group completes at once,
+            // and the barrier after the wait shows both to the block.
+            internal_assert(chunk_axis(l, 1) == fast) << what << ": pairs split across axes";
+            body << in << "if (" << aligned(o, 8) << ") {\n";
+            chunk_copy(o, 8, in + "    ", "");
+            body << in << "} else if (" << aligned(o, 2) << ") {\n";
+            chunk_copy(o, 2, in + "    ", " 1");
+            body << in << "} else {\n";
+            element_copy(o, in + "    ", " 1");
+            body << in << "}\n";
         } else {
             // The buffer's dense dimension runs across the layout's chunks
-            // (a transposed source): element by element, plain loads and
-            // stores, consecutive threads along the buffer's rows.
-            const LinearLayout where = l.invert();  // (row, col) -> offset
-            const int dense = axes.back() >= 0 ? axes.back() : 1, other = 1 - dense;
-            const int64_t n = t.elements(), steps = (n + threads - 1) / threads;
-            body << pad << "    #pragma unroll 4\n"
-                 << pad << "    for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
-                 << in << "const int loom_e = loom_tid + loom_i * " << threads << ";\n";
-            if (n % threads) body << in << "if (loom_e < " << n << ") {\n";
-            body << in << "const int loom_t" << dense << " = loom_e % " << t.shape[dense]
-                 << ", loom_t" << other << " = loom_e / " << t.shape[dense] << ";\n";
-            global_access(o, 2, in);
-            const std::string raw = "reinterpret_cast<const unsigned short *>(" +
-                                    buffer_c.at(b.name) + ")[loom_offset]";
-            body << in << "reinterpret_cast<unsigned short *>(loom_dst)["
-                 << layout_expr(where, 0, {{"row", "loom_t0"}, {"col", "loom_t1"}})
-                 << "] = loom_inside ? " << raw << " : (unsigned short)0;\n";
-            if (n % threads) body << in << "}\n";
-            body << pad << "    }\n";
+            // (a transposed source): element by element.
+            element_copy(o, in, " 4");
         }
+        body << pad << "}\n";
+    }
+
+    /** The C condition that a copy's chunks of `elems` elements along the
+     * buffer's dense dimension have global addresses aligned to their size:
+     * the buffer's start, every other dimension's stride and the origin
+     * along the dense one multiples of it. The same for the block's
+     * threads (the program's Exprs do not depend on the thread). */
+    std::string aligned(const TileOp &o, int elems) {
+        const TileBuffer &b = buffer(o.buffer);
+        const int bytes = elems * b.elem.bytes();
+        std::string s = "(reinterpret_cast<unsigned long long>(" + buffer_c.at(b.name) + ") & " +
+                        str(bytes - 1) + "u)";
+        for (int d = 0; d + 1 < b.dims; d++) {
+            s += " | (unsigned(" + c_var(b.name + ".stride." + str(d)) + ") & " + str(elems - 1) +
+                 "u)";
+        }
+        s += " | (unsigned(" + c_expr(o.origin.back()) + ") & " + str(elems - 1) + "u)";
+        return "(" + s + ") == 0";
+    }
+
+    /** The copy into loom_dst by cp.async chunks of `elems` elements (8:
+     * 16 bytes; 2: 4 bytes), contiguous in the tile's layout and along the
+     * buffer's dense dimension, the block's threads taking turns (chunk =
+     * thread + step x threads), zero-filled past the bounds. The chunks'
+     * global addresses must be aligned to their size (see aligned). */
+    void chunk_copy(const TileOp &o, int elems, const std::string &pad, const std::string &unroll) {
+        const TileType &t = o.type;
+        const TileBuffer &b = buffer(o.buffer);
+        const LinearLayout &l = *t.layout;
+        const std::vector<int> axes = access_axes(o, 2);
+        const int threads = 32 * program.num_warps, bytes = elems * 2;
+        internal_assert(elems == 8 || elems == 2) << "tile codegen: chunks of 16 or 4 bytes";
+        const int bits = elems == 8 ? 3 : 1;  // log2(elems)
+        const int64_t chunks = t.elements() / elems, steps = (chunks + threads - 1) / threads;
+        const bool whole = chunks % threads == 0, split = power_of_two(threads);
+        const std::string in = pad + "    ", e = str(elems);
+        for (size_t a = 0; a < 2; a++) {
+            body << pad << "const int loom_r" << a << " = "
+                 << layout_expr(l, a, {{"offset", split ? "loom_tid * " + e : "0"}}) << ";\n";
+        }
+        body << pad << "#pragma unroll" << unroll << "\n"
+             << pad << "for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
+             << in << "const int loom_chunk = loom_tid + loom_i * " << threads << ";\n";
+        if (!whole) body << in << "if (loom_chunk < " << chunks << ") {\n";
+        // A thread's bits and a step's are disjoint when the threads are a
+        // power of two: the step's part folds.
+        const std::string step = split ? "loom_i * " + str(threads * elems) : "loom_chunk * " + e;
+        for (size_t a = 0; a < 2; a++) {
+            const std::string k = "loom_k" + str(a), r = "loom_r" + str(a);
+            body << in << "const int " << k << " = " << layout_expr(l, a, {{"offset", step}})
+                 << ";\n"
+                 << in << "const int loom_t" << a << " = "
+                 << (split ? xor_then_add(r, k,
+                                          reachable_bits(l, a, {{"offset", (threads - 1) << bits}}))
+                           : r + " ^ " + k)
+                 << ";\n";
+        }
+        std::string inside, offset;
+        for (size_t d = 0; d < axes.size(); d++) {
+            const std::string g = "loom_g" + str(d);
+            body << in << "const int " << g << " = " << c_expr(o.origin[d])
+                 << (axes[d] >= 0 ? " + loom_t" + str(axes[d]) : "") << ";\n";
+            if (d + 1 < axes.size()) {
+                inside += (inside.empty() ? "" : " && ") + g + " < " + c_expr(o.bounds[d]);
+            }
+            offset += (d ? " + " : "") + g +
+                      (d + 1 < axes.size() ? " * " + c_var(b.name + ".stride." + str(d)) : "");
+        }
+        const std::string last = "loom_g" + str(axes.size() - 1);
+        const std::string left =
+            "loom_max(0, loom_min(" + e + ", " + c_expr(o.bounds.back()) + " - " + last + "))";
+        body << in
+             << "const int loom_left = " << (inside.empty() ? left : inside + " ? " + left + " : 0")
+             << ";\n";
+        body << in << "loom_cp_async_" << bytes << "(loom_dst + loom_chunk * " << e
+             << ", loom_left ? " << buffer_c.at(b.name) << " + (" << offset
+             << ") : " << buffer_c.at(b.name) << ", loom_left * 2);\n";
+        if (!whole) body << in << "}\n";
+        body << pad << "}\n";
+    }
+
+    /** The copy into loom_dst element by element, plain loads and shared
+     * stores (landed at once), consecutive threads along the buffer's
+     * rows, zeros past the bounds: any layout, any alignment. */
+    void element_copy(const TileOp &o, const std::string &pad, const std::string &unroll) {
+        const TileType &t = o.type;
+        const TileBuffer &b = buffer(o.buffer);
+        const std::vector<int> axes = access_axes(o, 2);
+        const int threads = 32 * program.num_warps;
+        const LinearLayout where = t.layout->invert();  // (row, col) -> offset
+        const int dense = axes.back() >= 0 ? axes.back() : 1, other = 1 - dense;
+        const int64_t n = t.elements(), steps = (n + threads - 1) / threads;
+        const std::string in = pad + "    ";
+        body << pad << "#pragma unroll" << unroll << "\n"
+             << pad << "for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
+             << in << "const int loom_e = loom_tid + loom_i * " << threads << ";\n";
+        if (n % threads) body << in << "if (loom_e < " << n << ") {\n";
+        body << in << "const int loom_t" << dense << " = loom_e % " << t.shape[dense] << ", loom_t"
+             << other << " = loom_e / " << t.shape[dense] << ";\n";
+        global_access(o, 2, in);
+        const std::string raw =
+            "reinterpret_cast<const unsigned short *>(" + buffer_c.at(b.name) + ")[loom_offset]";
+        body << in << "reinterpret_cast<unsigned short *>(loom_dst)["
+             << layout_expr(where, 0, {{"row", "loom_t0"}, {"col", "loom_t1"}})
+             << "] = loom_inside ? " << raw << " : (unsigned short)0;\n";
+        if (n % threads) body << in << "}\n";
         body << pad << "}\n";
     }
 
@@ -867,30 +968,6 @@ class Emitter {
     }
 };
 
-/** Reading and setting one of the two 16-bit floats a register packs
- * (the low half first, as mma.sync and ldmatrix pack them). */
-const char *kPackedHalves =
-    R"(template <typename T> __device__ __forceinline__ T loom_tile_get(unsigned w, int h);
-template <> __device__ __forceinline__ __half loom_tile_get<__half>(unsigned w, int h) {
-    __half_raw r;
-    r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
-    return __half(r);
-}
-template <> __device__ __forceinline__ __nv_bfloat16 loom_tile_get<__nv_bfloat16>(unsigned w, int h) {
-    __nv_bfloat16_raw r;
-    r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
-    return __nv_bfloat16(r);
-}
-__device__ __forceinline__ unsigned loom_tile_set(unsigned w, int h, __half x) {
-    const unsigned bits = __half_raw(x).x;
-    return h ? (w & 0xffffu) | (bits << 16) : (w & 0xffff0000u) | bits;
-}
-__device__ __forceinline__ unsigned loom_tile_set(unsigned w, int h, __nv_bfloat16 x) {
-    const unsigned bits = __nv_bfloat16_raw(x).x;
-    return h ? (w & 0xffffu) | (bits << 16) : (w & 0xffff0000u) | bits;
-}
-)";
-
 }  // namespace
 
 TileKernelSource tile_program_to_cuda(const TileProgram &p,
@@ -899,13 +976,15 @@ TileKernelSource tile_program_to_cuda(const TileProgram &p,
     return Emitter(p, buffers).kernel();
 }
 
+std::string tile_kernel_sources() {
+    return std::string(cuda_source("mma")) + cuda_source("ldmatrix") + cuda_source("cp_async") +
+           cuda_source("tile_registers");
+}
+
 std::string tile_module_source(const std::vector<std::string> &kernels) {
     std::string s = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
     s += cuda_source("prelude");
-    s += cuda_source("mma");
-    s += cuda_source("ldmatrix");
-    s += cuda_source("cp_async");
-    s += kPackedHalves;
+    s += tile_kernel_sources();
     for (const std::string &k : kernels) s += k;
     return s;
 }

@@ -54,18 +54,26 @@ struct TileKernelSource {
  * functions; not the grid's or loops' variables) sorted by name, each of
  * its Variable's type. Its grid is p.grid on blockIdx.x, y, z; its block
  * 32 * num_warps threads (thread t is lane t % 32 of warp t / 32). Needs
- * the sources tile_module_source puts before it.
+ * the CUDA half headers and the instruction families (prelude, mma,
+ * ldmatrix, cp_async) before it, as tile_module_source and CodeGen_CUDA
+ * put them; it carries its own helpers for packed halves (once per module).
  *
  * Translated: zeros; load into any register layout and store from any (a
  * thread reads or writes each element its registers hold, masked past the
  * bounds; an element held by several threads is written by each); map
- * register by register (operands in one layout); async_copy of a 2-D
- * 16-bit tile into a shared layout of offsets with `slots` copies, by
- * 16-byte cp.async chunks shared by the block's threads when the layout's
- * chunks run along the tile axis the buffer's dense dimension follows
- * (zero-filled past the bounds; the chunks' global addresses must be
- * 16-byte aligned), element by element with plain loads and stores
- * otherwise (a transposed source into a row-major layout); async_commit,
+ * register by register (operands in one layout; the function's arithmetic,
+ * comparisons, &&, ||, !, select, casts among f16, bf16, f32, f64 and ints,
+ * abs and the math intrinsics <fn>_f32 / <fn>_f64 as CUDA's functions);
+ * async_copy of a 2-D 16-bit tile into a shared layout of offsets with
+ * `slots` copies: when the layout's 16-byte chunks run along the tile axis
+ * the buffer's dense dimension follows, by cp.async chunks shared by the
+ * block's threads (zero-filled past the bounds), of 16 bytes when the
+ * buffer's start, its strides and the copy's origin along the dense
+ * dimension make every chunk 16-byte aligned, else of 4 bytes when they
+ * make pairs 4-byte aligned, else element by element (checked at run
+ * time, the same for the whole block); element by element with plain
+ * loads and stores otherwise (a transposed source into a row-major
+ * layout); async_commit,
  * async_wait, barrier; convert_layout from a shared slot to the A or B
  * operand of mma_a_layout / mma_b_layout (ldmatrix, .trans when the
  * shared layout's chunks run along the fragment's other axis); dot of
@@ -75,6 +83,11 @@ struct TileKernelSource {
  * there, so an epilogue's operands never take a tile of registers.
  * Anything else is an InternalError naming the op. */
 TileKernelSource tile_program_to_cuda(const TileProgram &p, const std::vector<TileBuffer> &buffers);
+
+/** The instruction families and register helpers tile kernels build on
+ * (src/codegen/cuda/: mma, ldmatrix, cp_async, tile_registers), to follow
+ * the prelude in a module. */
+std::string tile_kernel_sources();
 
 /** A whole module: the headers and sources a tile kernel needs, then the
  * kernels. */

@@ -182,10 +182,15 @@ class Instance {
                     const HostTile &in = tile(o.operands[k]);
                     args["_" + std::to_string(k)] = internal::make_const(in.elem, in.v[i]);
                 }
+                // Math intrinsics, selects, comparisons and casts are
+                // evaluate_expr's, with the host's math library.
                 Expr v = evaluate_expr(o.fn, args);
                 const double *f = as_const_float(v);
-                internal_assert(f) << "tile interpreter: map " << o.result << " gave " << v;
-                h.v[i] = round_to(t.elem, *f);
+                const int64_t *i64 = as_const_int(v);
+                const uint64_t *u64 = as_const_uint(v);
+                internal_assert(f || i64 || u64)
+                    << "tile interpreter: map " << o.result << " gave " << v;
+                h.v[i] = round_to(t.elem, f ? *f : i64 ? double(*i64) : double(*u64));
             }
             tiles[o.result] = {h};
             break;

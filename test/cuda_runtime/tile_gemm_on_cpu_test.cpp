@@ -3,11 +3,13 @@
 // fragment), and a block of warps' tiles with a multistage cp.async
 // pipeline (several warps, several fragments each, transposed B, an
 // epilogue reading a bias row, a residual and a scalar), f16 and bf16 in,
-// f32, f16 or bf16 out, at sizes that are no multiple of the tiles, in both
-// thread orders, against float64 and to the bit against the interpreter;
-// planted pipeline mistakes caught; and the kernels through NVRTC for sm_80
-// and sm_90a, whose machine code multiplies on tensor cores without
-// spilling.
+// f32, f16 or bf16 out, at sizes that are no multiple of the tiles, with
+// rows and starts that 16-byte cp.async cannot take (4-byte copies or
+// element by element instead), in both thread orders, against float64 and
+// to the bit against the interpreter; epilogues of math intrinsics (GELU);
+// planted pipeline mistakes caught; a misaligned cp.async failing its
+// launch on the stand-in; and the kernels through NVRTC for sm_80 and
+// sm_90a, whose machine code multiplies on tensor cores without spilling.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/CudaSources.h"
 #include "codegen/NVRTC.h"
 #include "driver_api.h"
 #include "fake_cuda.h"
@@ -194,6 +197,11 @@ struct BlockCase {
     std::string name;
     GemmTiling tiling;
     int M, N, K;
+    /** Rows of A and B padded to 8 elements (16-byte chunks aligned), else
+     * as long as their data (a K of 77: rows at odd addresses). */
+    bool padded = true;
+    /** A and B this many bytes past an aligned allocation. */
+    int offset = 0;
 };
 
 // gtest names a failing case by this.
@@ -201,23 +209,37 @@ void PrintTo(const BlockCase &c, std::ostream *os) { *os << c.name; }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
+/** GELU, tanh's approximation, in float64. */
+double gelu_reference(double x) {
+    return 0.5 * x * (1 + std::tanh(0.7978845608 * (x + 0.044715 * x * x * x)));
+}
+
 /** A problem's host data: A, B (K x N, or N x K when transposed), the
  * bias row and the residual, rows padded with NaNs that no masked access
- * may read. Rows of A and B are padded to 8 elements, as cp.async's
- * 16-byte chunks need; C's and R's strides are odd on purpose. */
+ * may read. Rows of A and B are padded to 8 elements, so that cp.async's
+ * 16-byte chunks are aligned, unless `padded` is false (then the kernel
+ * copies by 4-byte cp.async or element by element); A and B start
+ * `offset` bytes into their allocations. C's and R's strides are odd on
+ * purpose. */
 struct Problem {
     GemmTiling g;
     int M, N, K, sa, sb, sc, sr;
+    int offset = 0;
     float alpha = 0.75f;
+    /** The epilogue is gelu(acc + bias) (see gelu_epilogue), else alpha *
+     * acc + bias + R when the tiling has one. */
+    bool gelu = false;
     std::vector<uint16_t> a, b, r;
     std::vector<float> bias;
 
-    Problem(const GemmTiling &tiling, int m, int n, int k, uint32_t seed)
-        : g(tiling), M(m), N(n), K(k) {
+    Problem(const GemmTiling &tiling, int m, int n, int k, uint32_t seed, bool padded = true,
+            int offset_bytes = 0)
+        : g(tiling), M(m), N(n), K(k), offset(offset_bytes) {
         std::mt19937 rng(seed);
         std::normal_distribution<float> normal;
-        sa = g.a_transposed ? round_up(M, 8) : round_up(K, 8);
-        sb = g.b_transposed ? round_up(K, 8) : round_up(N, 8);
+        const int pad = padded ? 8 : 1;
+        sa = g.a_transposed ? round_up(M, pad) : round_up(K, pad);
+        sb = g.b_transposed ? round_up(K, pad) : round_up(N, pad);
         sc = N + 3;
         sr = N + 1;
         a.assign(size_t(g.a_transposed ? K : M) * sa, 0xffff);
@@ -270,7 +292,11 @@ struct Problem {
                     want += t;
                     scale += std::fabs(t);
                 }
-                if (g.epilogue.defined()) {  // alpha * acc + bias + R, as the tests build it
+                if (gelu) {
+                    const double x = want + bias[j];
+                    want = gelu_reference(x);
+                    scale += std::fabs(bias[j]);
+                } else if (g.epilogue.defined()) {  // alpha * acc + bias + R, as the tests build it
                     const double res = from_bits(r[i * sr + j], g.out);
                     want = alpha * want + bias[j] + res;
                     scale = alpha * scale + std::fabs(bias[j]) + std::fabs(res);
@@ -321,9 +347,15 @@ class TileBlockGemmOnCpu : public ::testing::TestWithParam<BlockCase>, public St
             return {};
         }
         const size_t c_bytes = size_t(pr.M) * pr.sc * pr.out_bytes();
+        // A and B `offset` bytes into their allocations.
+        auto shifted = [&](const std::vector<uint16_t> &v) {
+            std::vector<unsigned char> bytes(pr.offset + v.size() * 2, 0xff);
+            memcpy(bytes.data() + pr.offset, v.data(), v.size() * 2);
+            return device(bytes.data(), bytes.size()) + pr.offset;
+        };
         std::map<std::string, unsigned long long> pointers = {
-            {"A", device(pr.a.data(), pr.a.size() * 2)},
-            {"B", device(pr.b.data(), pr.b.size() * 2)},
+            {"A", shifted(pr.a)},
+            {"B", shifted(pr.b)},
             {"C", device(nullptr, c_bytes)},
             {"bias", device(pr.bias.data(), pr.bias.size() * 4)},
             {"R", device(pr.r.data(), pr.r.size() * 2)}};
@@ -371,7 +403,7 @@ class TileBlockGemmOnCpu : public ::testing::TestWithParam<BlockCase>, public St
 
 TEST_P(TileBlockGemmOnCpu, MatchesFloat64AndTheInterpreterInBothThreadOrders) {
     const BlockCase &bc = GetParam();
-    const Problem pr(bc.tiling, bc.M, bc.N, bc.K, 2024);
+    const Problem pr(bc.tiling, bc.M, bc.N, bc.K, 2024, bc.padded, bc.offset);
     const std::vector<unsigned char> meant = pr.meant();
     EXPECT_LT(pr.worst_error(meant), pr.g.out == Float(32) ? 1e-5 : 2e-3) << "the interpreter";
     for (bool reversed : {false, true}) {
@@ -440,6 +472,30 @@ std::vector<BlockCase> block_cases() {
     t.bias = t.residual = true;
     t.epilogue = bias_residual_epilogue(Float(16));
     cases.push_back({"f16_epilogue_alpha_bias_residual_to_f16", t, 150, 97, 77});
+    // Rows and starts that 16-byte chunks cannot take (cp.async's source
+    // must be aligned to its size; the stand-in fails a launch that is
+    // not): each copy checks at run time and takes 4-byte cp.async or
+    // plain loads instead. K = 77, N = 97: odd row strides (element by
+    // element).
+    cases.push_back({"f16_unpadded_odd_rows_by_elements",
+                     tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3), 150, 97, 77, false});
+    cases.push_back({"f16_128x128x32_unpadded_odd_rows_by_elements",
+                     tiling(Float(16), Float(16), 128, 128, 32, 2, 2, 3), 130, 75, 77, false});
+    // K = 90, N = 98: even strides, no multiple of 8 (4-byte cp.async).
+    cases.push_back({"bf16_unpadded_even_rows_by_4_byte_copies",
+                     tiling(BFloat(16), BFloat(16), 64, 64, 32, 2, 2, 3), 150, 98, 90, false});
+    // A and B 2 bytes past an aligned start (element by element), or 4
+    // (4-byte cp.async).
+    cases.push_back({"f16_start_offset_2_bytes_by_elements",
+                     tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3), 150, 97, 77, true, 2});
+    cases.push_back({"bf16_start_offset_4_bytes_by_4_byte_copies",
+                     tiling(BFloat(16), Float(32), 64, 32, 32, 4, 1, 2), 70, 41, 100, true, 4});
+    t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.b_transposed = t.b_shared_transposed = true;  // B's rows (k) of 77 elements
+    cases.push_back({"bf16_transposed_b_by_chunks_unpadded_odd_rows", t, 150, 97, 77, false});
+    t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.a_transposed = true;  // A's rows (m) of 150 elements
+    cases.push_back({"bf16_transposed_a_by_chunks_unpadded_even_rows", t, 150, 97, 90, false});
     return cases;
 }
 
@@ -451,17 +507,176 @@ INSTANTIATE_TEST_SUITE_P(All, TileBlockGemmOnCpu, ::testing::ValuesIn(block_case
 TEST_F(TileBlockGemmOnCpu, APlantedPipelineMistakeIsCaught) {
     // Without the wait the step's copies have not landed when ldmatrix
     // reads the slot (the stand-in's shared memory starts as NaNs); read
-    // from the wrong slot, the product takes the wrong tiles of K.
-    for (int mistake = 0; mistake < 2; mistake++) {
+    // from the wrong slot, the product takes the wrong tiles of K. The
+    // copies of rows of 90 elements (4-byte cp.async) are in flight until
+    // waited for as well.
+    for (int mistake = 0; mistake < 3; mistake++) {
         GemmTiling g = tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3);
-        (mistake ? g.plant_wrong_slot : g.plant_missing_wait) = true;
-        SCOPED_TRACE(mistake ? "wrong slot" : "missing wait");
-        const Problem pr(g, 150, 97, 77, 7);
+        (mistake == 1 ? g.plant_wrong_slot : g.plant_missing_wait) = true;
+        SCOPED_TRACE(mistake == 0   ? "missing wait"
+                     : mistake == 1 ? "wrong slot"
+                                    : "missing wait, 4-byte copies");
+        const Problem pr =
+            mistake == 2 ? Problem(g, 150, 98, 90, 7, false) : Problem(g, 150, 97, 77, 7);
         std::string error;
         const std::vector<unsigned char> c = run(pr, &error);
         ASSERT_FALSE(c.empty()) << error;
         EXPECT_GT(pr.worst_error(c), 1e-2);
     }
+}
+
+namespace {
+
+// Each thread copies 8 halves of src + shift into shared memory by
+// cp.async of 16 bytes (or 4 of 4), then writes them to dst.
+const char *kCopyKernels = R"(
+extern "C" __global__ void __launch_bounds__(32) copy_16(const unsigned short *src, unsigned short *dst, int shift) {
+    extern __shared__ __align__(16) unsigned char loom_shared_memory[];
+    unsigned short *s = reinterpret_cast<unsigned short *>(loom_shared_memory);
+    loom_cp_async_16(s + threadIdx.x * 8, src + shift + threadIdx.x * 8, 16);
+    loom_cp_async_commit();
+    loom_cp_async_wait<0>();
+    __syncthreads();
+    for (int i = 0; i < 8; i++) dst[threadIdx.x * 8 + i] = s[threadIdx.x * 8 + i];
+}
+extern "C" __global__ void __launch_bounds__(32) copy_4(const unsigned short *src, unsigned short *dst, int shift) {
+    extern __shared__ __align__(16) unsigned char loom_shared_memory[];
+    unsigned short *s = reinterpret_cast<unsigned short *>(loom_shared_memory);
+    for (int i = 0; i < 4; i++) {
+        loom_cp_async_4(s + threadIdx.x * 8 + 2 * i, src + shift + threadIdx.x * 8 + 2 * i, 4);
+    }
+    loom_cp_async_commit();
+    loom_cp_async_wait<0>();
+    __syncthreads();
+    for (int i = 0; i < 8; i++) dst[threadIdx.x * 8 + i] = s[threadIdx.x * 8 + i];
+}
+)";
+
+class CpAsyncOnCpu : public ::testing::Test, public StandInSession {
+  protected:
+    void SetUp() override { start_session(); }
+    void TearDown() override { end_session(); }
+};
+
+}  // namespace
+
+TEST_F(CpAsyncOnCpu, AMisalignedGlobalSourceFailsTheLaunch) {
+    // A GPU fails a cp.async whose global address is not a multiple of its
+    // size (misaligned address); so does the stand-in, so that a kernel
+    // that would fault on a GPU fails its tests.
+    const std::string source = std::string("// Generated by Loom. (by hand: cp.async)\n") +
+                               internal::cuda_source("cp_async") + kCopyKernels;
+    void *module = nullptr;
+    ASSERT_EQ(cuModuleLoadData(&module, source.c_str()), 0) << fake_cuda_kernel_error();
+    std::vector<uint16_t> src(32 * 8 + 8);
+    for (size_t i = 0; i < src.size(); i++) src[i] = uint16_t(i * 7 + 1);
+    const unsigned long long S = device(src.data(), src.size() * 2), D = device(nullptr, 32 * 16);
+    struct Try {
+        const char *kernel;
+        int shift;  // in halves
+        bool fails;
+    };
+    for (const Try t : {Try{"copy_16", 0, false}, Try{"copy_16", 8, false}, Try{"copy_16", 1, true},
+                        Try{"copy_16", 4, true}, Try{"copy_4", 2, false}, Try{"copy_4", 1, true}}) {
+        SCOPED_TRACE(std::string(t.kernel) + " from " + std::to_string(2 * t.shift) +
+                     " bytes past an aligned start");
+        void *f = nullptr;
+        ASSERT_EQ(cuModuleGetFunction(&f, module, t.kernel), 0);
+        unsigned long long s = S, d = D;
+        int shift = t.shift;
+        void *args[] = {&s, &d, &shift};
+        const int launched = cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 512, nullptr, args, nullptr);
+        const int status = launched != 0 ? launched : cuCtxSynchronize();
+        if (t.fails) {
+            EXPECT_NE(status, 0);
+            EXPECT_NE(std::string(fake_cuda_kernel_error()).find("misaligned address"),
+                      std::string::npos)
+                << fake_cuda_kernel_error();
+            continue;
+        }
+        ASSERT_EQ(status, 0) << fake_cuda_kernel_error();
+        std::vector<uint16_t> out(32 * 8);
+        ASSERT_EQ(cuMemcpyDtoH_v2(out.data(), D, out.size() * 2), 0);
+        EXPECT_EQ(memcmp(out.data(), src.data() + t.shift, out.size() * 2), 0);
+    }
+}
+
+namespace {
+
+/** GELU (tanh's approximation) of acc + bias(j), in `out`. */
+Expr gelu_epilogue(Type out) {
+    const Expr x = Variable::make(Float(32), "_0") + Variable::make(Float(32), "_1");
+    return cast(out, 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * x * x * x))));
+}
+
+}  // namespace
+
+TEST_F(TileBlockGemmOnCpu, GeluEpilogueMatchesFloat64AndTheInterpreter) {
+    // A map through tanhf: to bf16, against float64 and the interpreter
+    // (whose tanh is the host's: CUDA's tanhf on a GPU may differ in the
+    // last place, so up to one bf16 step apart).
+    GemmTiling g = tiling(Float(16), BFloat(16), 64, 64, 32, 2, 2, 3);
+    g.bias = true;
+    g.epilogue = gelu_epilogue(BFloat(16));
+    Problem pr(g, 150, 97, 77, 11);
+    pr.gelu = true;
+    const std::vector<unsigned char> meant = pr.meant();
+    EXPECT_LT(pr.worst_error(meant), 1e-2) << "the interpreter";
+    for (bool reversed : {false, true}) {
+        SCOPED_TRACE(reversed ? "threads highest first" : "threads lowest first");
+        const ThreadOrder order(reversed);
+        std::string error;
+        const std::vector<unsigned char> c = run(pr, &error);
+        ASSERT_FALSE(c.empty()) << error;
+        EXPECT_LT(pr.worst_error(c), 1e-2);
+        int apart = 0;
+        for (int i = 0; i < pr.M; i++) {
+            for (int j = 0; j < pr.N; j++) {
+                const double got = pr.out_value(c, i, j), want = pr.out_value(meant, i, j);
+                apart += !(std::fabs(got - want) <= std::fabs(want) / 128 + 1e-30);
+            }
+        }
+        EXPECT_EQ(apart, 0) << "elements more than a bf16 step from the interpreter's";
+    }
+}
+
+TEST_F(TileBlockGemmOnCpu, MapsTranslateMathIntrinsicsSelectsAndComparisons) {
+    // An epilogue of every math intrinsic (f32 and f64), abs, selects on
+    // comparisons joined by &&, || and !, and casts through int32, f16 and
+    // bf16, against the interpreter: the same accumulator to the bit, then
+    // the host's math here and the stand-in's (the same library), so the
+    // results agree up to the last places of the transcendental functions.
+    GemmTiling g = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    g.bias = true;
+    const Expr x = Variable::make(Float(32), "_0") + Variable::make(Float(32), "_1");
+    const Expr ax = abs(x), xd = cast(Float(64), x);
+    Expr e = select(x > 0.0f && !(x >= 3.0f), exp(-ax),
+                    select(x < -1.0f || x == 0.5f, log(ax + 1.0f), sqrt(ax) * rsqrt(ax + 1.0f)));
+    e += floor(x) + ceil(x) * 0.5f + round(x * 2.0f) * 0.25f + pow(ax + 1.0f, 0.5f);
+    e += sin(x) + cos(x) + erf(x) + tanh(x);
+    e += cast(Float(32), tanh(xd) * exp(-abs(xd)) + sqrt(abs(xd)) + floor(xd * 3.0) + round(xd) +
+                             pow(abs(xd) + 1.0, 1.5));
+    e += cast(Float(32), cast(Int(32), x * 4.0f)) * 0.125f +
+         cast(Float(32), abs(cast(Int(32), x * -3.0f))) +
+         select(x != 0.0f, cast(Float(32), cast(Float(16), x)), 0.0f) -
+         cast(Float(32), cast(BFloat(16), x * 0.5f));
+    g.epilogue = e;
+    const Problem pr(g, 70, 41, 45, 13);
+    const std::vector<unsigned char> meant = pr.meant();
+    std::string error;
+    const std::vector<unsigned char> c = run(pr, &error);
+    ASSERT_FALSE(c.empty()) << error;
+    double worst = 0;
+    int nan = 0;
+    for (int i = 0; i < pr.M; i++) {
+        for (int j = 0; j < pr.N; j++) {
+            const double got = pr.out_value(c, i, j), want = pr.out_value(meant, i, j);
+            nan += std::isnan(got) || std::isnan(want);
+            worst = std::max(worst, std::fabs(got - want) / (std::fabs(want) + 1));
+        }
+    }
+    EXPECT_EQ(nan, 0);
+    EXPECT_LT(worst, 1e-5);
 }
 
 TEST(TileBlockGemmThroughNvrtc, FourWarps128x128x32ThreeStagesUseTensorCoresWithoutSpills) {

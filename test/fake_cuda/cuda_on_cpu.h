@@ -76,10 +76,11 @@ enum class ThreadState { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
 /** A cp.async copy issued and not yet landed. */
 struct PendingCopy {
     void *dst;
+    int size;  // 16 or 4 bytes
     unsigned char bytes[16];
     int group;  // the commit group it belongs to (-1: not yet committed)
 };
-constexpr int kMaxPendingCopies = 64;
+constexpr int kMaxPendingCopies = 512;
 
 struct Thread {
     ucontext_t context;
@@ -263,19 +264,30 @@ inline void ldmatrix(uint32_t *r, int count, bool trans, const void *row) {
     sync_warp(0xffffffffu);  // before a later shuffle overwrites the slots
 }
 
-/** cp.async: the 16 bytes are read now (the source must not change before
- * the wait, on a GPU either) and land in shared memory only when their
- * group is waited for (src/codegen/cuda/cp_async.cuh). */
-inline void cp_async_16(void *dst, const void *src, int bytes) {
+/** cp.async of `size` bytes (16 or 4): they are read now (the source must
+ * not change before the wait, on a GPU either) and land in shared memory
+ * only when their group is waited for (src/codegen/cuda/cp_async.cuh).
+ * Both addresses must be multiples of the size: a GPU fails the kernel
+ * with a misaligned address otherwise, and so does this. */
+inline void cp_async(void *dst, const void *src, int size, int bytes) {
     const unsigned char *lo = loom_shared_memory, *hi = loom_shared_memory + kMaxSharedBytes;
     const unsigned char *d = static_cast<const unsigned char *>(dst);
-    if (d < lo || d + 16 > hi || (d - lo) % 16 != 0) {
-        fail("cp.async: a destination that is not 16-byte aligned shared memory");
+    if (size != 16 && size != 4) fail("cp.async: a copy of other than 16 or 4 bytes");
+    if (d < lo || d + size > hi || (d - lo) % size != 0) {
+        fail(size == 16 ? "cp.async: a destination that is not 16-byte aligned shared memory"
+                        : "cp.async: a destination that is not 4-byte aligned shared memory");
     }
-    if (bytes < 0 || bytes > 16) fail("cp.async: a source size outside [0, 16]");
+    if (reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(size) != 0) {
+        char what[160];
+        snprintf(what, sizeof(what),
+                 "misaligned address: a %d-byte cp.async from global memory at %p", size, src);
+        fail(what);
+    }
+    if (bytes < 0 || bytes > size) fail("cp.async: a source size outside [0, the copy's size]");
     if (current->pending_count == kMaxPendingCopies) fail("cp.async: too many copies in flight");
     PendingCopy &c = current->pending[current->pending_count++];
     c.dst = dst;
+    c.size = size;
     memset(c.bytes, 0, 16);
     if (bytes > 0) memcpy(c.bytes, src, bytes);
     c.group = -1;
@@ -296,7 +308,7 @@ inline void cp_async_wait(int n) {
     for (int i = 0; i < current->pending_count; i++) {
         PendingCopy &c = current->pending[i];
         if (c.group >= 0 && c.group < landed_before) {
-            memcpy(c.dst, c.bytes, 16);
+            memcpy(c.dst, c.bytes, c.size);
         } else {
             current->pending[kept++] = c;
         }

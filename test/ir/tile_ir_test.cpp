@@ -1,7 +1,8 @@
 // The tile IR (src/tile/TileIR.h): a GEMM's block program, staged through
 // shared memory with async copies, verified and printed with its layouts;
 // the verifier's refusals; the interpreter on N-D accesses and slots; the
-// CUDA translation's parameters and refusals (the kernels run in
+// CUDA translation's parameters, math functions, run-time alignment checks
+// of async copies and refusals (the kernels run in
 // test/cuda_runtime/tile_gemm_on_cpu_test.cpp).
 #include <gtest/gtest.h>
 
@@ -347,5 +348,59 @@ TEST(TileCodeGen, RefusesWhatItCannotTranslateByName) {
         TileOp &map = *p.body[p.body.size() - 2].op;
         map.type.layout = std::make_shared<const LinearLayout>(blocked_layout(64, 64, 4, 4));
         expect_refused(p, buffers, "map c reads acc in another layout");
+    }
+}
+
+TEST(TileCodeGen, MapsPrintMathIntrinsicsAsCudasFunctions) {
+    loom_test::GemmTiling g;
+    const Expr x = Variable::make(Float(32), "_0");
+    const Expr xd = cast(Float(64), x);
+    g.epilogue = select(x > 0.0f && !(x == 1.0f), tanh(x) + erf(x) + round(x) + abs(x),
+                        pow(x, 2.0f) + rsqrt(abs(x) + 1.0f)) +
+                 cast(Float(32), exp(xd) + round(xd) + abs(cast(Int(32), x)));
+    const std::string s =
+        tile_program_to_cuda(loom_test::gemm_program(g),
+                             {{"A", Float(16)}, {"B", Float(16)}, {"C", Float(32), 2, true}})
+            .source;
+    for (const char *fn : {"tanhf(", "erff(", "rintf(", "fabsf(", "powf(", "rsqrtf(", "exp(",
+                           "rint(", "&&", "(!", " ? "}) {
+        EXPECT_NE(s.find(fn), std::string::npos) << fn << " in\n" << s;
+    }
+}
+
+TEST(TileCodeGen, AsyncCopiesCheckAlignmentAtRunTime) {
+    // Rows along the chunks: 16-byte cp.async when the start, the stride
+    // and the origin allow, else 4-byte, else element by element; a
+    // transposed source into a row-major slot: element by element only.
+    loom_test::GemmTiling g;
+    g.b_transposed = true;
+    const std::string s =
+        tile_program_to_cuda(loom_test::gemm_program(g),
+                             {{"A", Float(16)}, {"B", Float(16)}, {"C", Float(32), 2, true}})
+            .source;
+    EXPECT_NE(s.find("if (((reinterpret_cast<unsigned long long>(A) & 15u) | "
+                     "(unsigned(A_stride_0) & 7u) | (unsigned(((kt + 2) * 32)) & 7u)) == 0)"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("} else if (((reinterpret_cast<unsigned long long>(A) & 3u) | "
+                     "(unsigned(A_stride_0) & 1u) | (unsigned(((kt + 2) * 32)) & 1u)) == 0)"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("loom_cp_async_16("), std::string::npos);
+    EXPECT_NE(s.find("loom_cp_async_4("), std::string::npos);
+    EXPECT_EQ(s.find("reinterpret_cast<unsigned long long>(B)"), std::string::npos) << s;
+}
+
+TEST(TileCodeGen, RefusesACallItDoesNotKnow) {
+    loom_test::GemmTiling g;
+    g.epilogue = Call::make(Float(32), "mystery_f32", {Variable::make(Float(32), "_0")},
+                            Call::PureIntrinsic);
+    try {
+        tile_program_to_cuda(loom_test::gemm_program(g),
+                             {{"A", Float(16)}, {"B", Float(16)}, {"C", Float(32), 2, true}});
+        ADD_FAILURE() << "translated a call to mystery_f32";
+    } catch (const InternalError &e) {
+        EXPECT_NE(std::string(e.what()).find("cannot print the call"), std::string::npos)
+            << e.what();
     }
 }
