@@ -17,17 +17,31 @@
 
 namespace loom_test {
 
-/** Why there is no GPU to run on, or "" when there is one. With
- * LOOM_TEST_GPU_ON_CPU naming the stand-in driver (test/fake_cuda), the
- * GPU is that driver, which runs the kernels on the CPU. */
-inline std::string no_gpu_reason() {
+/** Makes the stand-in driver (test/fake_cuda) the GPU, running kernels on
+ * the CPU, when LOOM_TEST_GPU_ON_CPU names it, or
+ * LOOM_TEST_GPU_ON_CPU_REVERSED (each block's threads and the grid's blocks
+ * then run highest first). One variable each, as gtest_discover_tests'
+ * ENVIRONMENT property keeps only the first of a list. */
+inline bool use_stand_in_driver() {
     static const bool on_cpu = [] {
         const char *driver = std::getenv("LOOM_TEST_GPU_ON_CPU");
+        const char *reversed = std::getenv("LOOM_TEST_GPU_ON_CPU_REVERSED");
+        if (reversed && *reversed) {
+            driver = reversed;
+            setenv("LOOM_FAKE_CUDA_REVERSED", "1", 1);
+        }
         if (!driver || !*driver) return false;
         setenv("LOOM_CUDA_DRIVER", driver, 1);
         setenv("LOOM_FAKE_CUDA_RUN_KERNELS", "1", 1);
         return true;
     }();
+    return on_cpu;
+}
+
+/** Why there is no GPU to run on, or "" when there is one (the stand-in
+ * driver, when the environment names it: use_stand_in_driver). */
+inline std::string no_gpu_reason() {
+    const bool on_cpu = use_stand_in_driver();
     (void)on_cpu;
     int32_t capability = 0;
     if (loom_cuda_device_capability(0, &capability) != 0) return loom_last_error_message();
