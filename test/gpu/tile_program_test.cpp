@@ -25,7 +25,7 @@ const Target kGpu("host-cuda");
  * K x N of type `in` (or B given transposed, as an N x K buffer), then an
  * epilogue on the accumulator. */
 struct Gemm {
-    enum Epilogue { None, BiasRelu, Residual, CastToInput };
+    enum Epilogue { None, BiasRelu, Residual, CastToInput, BiasGelu };
     Type in;
     bool b_transposed;
     Epilogue epilogue;
@@ -51,6 +51,11 @@ struct Gemm {
         case BiasRelu: C(i, j) = max(prod(i, j) + bias(j), 0.0f); break;
         case Residual: C(i, j) = prod(i, j) * 0.5f + residual(i, j); break;
         case CastToInput: C(i, j) = cast(in, prod(i, j)); break;
+        case BiasGelu: {
+            Expr x = prod(i, j) + bias(j);
+            C(i, j) = 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+            break;
+        }
         }
     }
 
@@ -75,7 +80,7 @@ struct Case {
 
 std::string name_of(const ::testing::TestParamInfo<Case> &info) {
     const Case &c = info.param;
-    const char *epilogues[] = {"acc", "bias_relu", "residual", "cast"};
+    const char *epilogues[] = {"acc", "bias_relu", "residual", "cast", "bias_gelu"};
     return std::string(c.in == BFloat(16) ? "bf16" : "f16") + (c.b_transposed ? "_bt_" : "_") +
            epilogues[c.epilogue] + "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
            "x" + std::to_string(c.k_tile) + "_w" + std::to_string(c.warps_m) +
@@ -115,6 +120,10 @@ template <typename T> void run_case(const Case &c) {
             double want = acc;
             if (c.epilogue == Gemm::BiasRelu) want = std::max(acc + double(bias(y)), 0.0);
             if (c.epilogue == Gemm::Residual) want = acc * 0.5 + double(residual(x, y));
+            if (c.epilogue == Gemm::BiasGelu) {
+                const double v = acc + double(bias(y));
+                want = 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+            }
             double got;
             if (cast_out) {
                 got = double(float(Buffer<T>(out)(x, y)));
@@ -152,5 +161,6 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Float(16), false, Gemm::BiasRelu, 70, 41, 50, 64, 32, 2, 1, 16, 2},
                       Case{BFloat(16), false, Gemm::Residual, 37, 61, 45, 32, 64, 1, 2, 32, 1},
                       Case{Float(16), false, Gemm::CastToInput, 33, 47, 70, 32, 32, 1, 1, 32, 4},
-                      Case{BFloat(16), true, Gemm::None, 45, 38, 77, 32, 32, 2, 2, 32, 3}),
+                      Case{BFloat(16), true, Gemm::None, 45, 38, 77, 32, 32, 2, 2, 32, 3},
+        Case{BFloat(16), false, Gemm::BiasGelu, 66, 70, 48, 64, 64, 2, 2, 16, 3}),
     name_of);
