@@ -11,7 +11,8 @@
 # PHASES, comma-separated (default: all of them, in this order): tests,
 # sanitizer, bench, torch, python (the Python tests, CUDA ones included, and
 # python_bindings/bench/torch_attention_compare.py: Loom's attention called
-# through the bindings on CUDA tensors, next to PyTorch's SDPA). Each phase fits one call of a lent machine (ten
+# through the bindings on CUDA tensors, next to PyTorch's SDPA; and
+# gemm_bench.py: the tensor-core GEMM next to cuBLAS). Each phase fits one call of a lent machine (ten
 # minutes); run them in separate calls where the whole does not. The report
 # goes to report-file (default: $LOOM_BUILD_DIR/gpu-check-report.txt), or,
 # with --only, to gpu-check-<phases>.txt there.
@@ -204,6 +205,7 @@ if runs python; then
   {
     echo
     echo "## Python: pytest python_bindings/test, then torch_attention_compare.py"
+    # (and gemm_bench.py below)
     py="${LOOM_PYTHON:-python3}"
     if PYTHONPATH="python_bindings" "$py" -c "import loom" 2>/dev/null; then
       PYTHONPATH="python_bindings" limited "$py" -m pytest -q -p no:cacheprovider \
@@ -213,6 +215,11 @@ if runs python; then
         "$LOOM_ROOT/python_bindings/bench/torch_attention_compare.py" --device cuda 2>&1 |
         grep -v "Warning\|warn(" | tail -n 40
       echo "torch_attention_compare exit status: ${PIPESTATUS[0]}"
+      echo
+      echo "## The tensor-core GEMM against cuBLAS: gemm_bench.py"
+      PYTHONPATH="python_bindings" limited "$py" \
+        "$LOOM_ROOT/python_bindings/bench/gemm_bench.py" 2>&1 | grep -v "Warning\|warn(" | tail -n 40
+      echo "gemm_bench exit status: ${PIPESTATUS[0]}"
     else
       echo "(the Python package does not import here: built for another Python, or not built)"
     fi
@@ -220,6 +227,8 @@ if runs python; then
   grep -q "^pytest exit status: [1-9]" "$report" && status=1
   grep -q "^torch_attention_compare exit status: [1-9][0-9]*$" "$report" &&
     ! grep -q "^torch_attention_compare exit status: 77$" "$report" && status=1
+  grep -q "^gemm_bench exit status: [1-9][0-9]*$" "$report" &&
+    ! grep -q "^gemm_bench exit status: 77$" "$report" && status=1
 fi
 
 cat "$report"
