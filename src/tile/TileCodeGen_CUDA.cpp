@@ -6,9 +6,12 @@
 #include <set>
 #include <sstream>
 
+#include "arith/Simplify.h"
 #include "codegen/CudaSources.h"
+#include "ir/IREquality.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/Substitute.h"
 #include "ir/Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
@@ -272,21 +275,29 @@ class Emitter {
             }
         }
         stmts(program.body, 1);
-        k.source = head.str() + body.str() + "}\n";
+        k.source = head.str() + hoisted.str() + body.str() + "}\n";
         return k;
     }
 
   private:
     const TileProgram &program;
     const std::vector<TileBuffer> &buffers;
-    std::ostringstream body;
+    std::ostringstream body, hoisted;
+    std::map<std::string, std::string> thread_values;
     CNames names;
     std::map<std::string, std::string> buffer_c, variable_c, value_c;
     std::map<std::string, TileType> value_types;
     /** Register values computed element by element where they are used
      * (find_fused), by their defining op. */
     std::map<std::string, const TileOp *> fused;
-    int loops = 0, temporaries = 0;
+    int loops = 0, temporaries = 0, slots = 0;
+    /** The copies of the loop being printed known to be 16-byte aligned
+     * (decided before it). */
+    std::set<const TileOp *> aligned16;
+    /** And those known to be wholly within their bounds. */
+    std::set<const TileOp *> unmasked;
+    /** The slots that are rotating counters of the loops being printed. */
+    std::vector<std::pair<Expr, std::string>> rotating;
 
     /** Loads and maps whose one use is a map or store later in the same
      * list, with only loads and maps between that redefine none of their
@@ -503,17 +514,167 @@ class Emitter {
         const std::string pad(4 * depth, ' ');
         for (const TileStmt &s : ss) {
             if (s.loop) {
-                const std::string var = names.add(s.loop->var), end = "loom_end" + str(loops++);
-                variable_c[s.loop->var] = var;
-                body << pad << "for (int " << var << " = " << c_expr(s.loop->min) << ", " << end
-                     << " = " << var << " + " << c_expr(s.loop->extent) << "; " << var << " < "
-                     << end << "; " << var << "++) {\n";
-                stmts(s.loop->body, depth + 1);
-                body << pad << "}\n";
+                loop(*s.loop, depth);
             } else {
                 op(*s.op, pad);
             }
         }
+    }
+
+    /** A name for a C expression of the thread's indices alone (loom_tid,
+     * loom_lane, loom_warp and constants), computed once at the kernel's
+     * start rather than in the loops that use it. */
+    std::string thread_value(const std::string &e) {
+        auto it = thread_values.find(e);
+        if (it != thread_values.end()) return it->second;
+        const std::string name = "loom_h" + str(thread_values.size());
+        hoisted << "    const int " << name << " = " << e << ";\n";
+        thread_values[e] = name;
+        return name;
+    }
+
+    /** Whether e is `var` plus something that does not depend on it. */
+    static bool var_plus_invariant(const Expr &e, const std::string &var) {
+        const Expr rest = substitute(var, make_zero(Int(32)), e);
+        return e.type() == Int(32) && !expr_uses_var(rest, var) &&
+               equal(simplify(e - rest), Variable::make(Int(32), var));
+    }
+
+    /** Whether e is c * var plus something that does not depend on var,
+     * with c a multiple of `m`. */
+    static bool steps_by_multiple(const Expr &e, const std::string &var, int64_t m) {
+        if (!expr_uses_var(e, var)) return true;
+        const Expr rest = substitute(var, make_zero(Int(32)), e);
+        const Expr c = simplify(substitute(var, make_one(Int(32)), e) - rest);
+        const int64_t *k = as_const_int(c);
+        return e.type() == Int(32) && k && *k % m == 0 &&
+               can_prove(simplify(e - rest) == Variable::make(Int(32), var) * c);
+    }
+
+    /** Whether async_copy `o` goes by cp.async chunks (its layout's
+     * 16-byte chunks run along the buffer's dense dimension). */
+    bool chunked(const TileOp &o) {
+        if (o.kind != TileOpKind::AsyncCopy || o.type.elem.bits != 16 || o.type.shape.size() != 2 ||
+            !o.type.layout) {
+            return false;
+        }
+        const int fast = chunk_axis(*o.type.layout, 3);
+        const std::vector<int> axes = access_axes(o, 2);
+        return fast >= 0 && !axes.empty() && axes.back() == fast;
+    }
+
+    /** A loop. Its copies by 16-byte chunks whose alignment is the same
+     * at every step (the origin along the dense dimension advancing by
+     * multiples of the chunk) are decided once, before it: the loop is
+     * versioned, the fallbacks (4-byte and element copies) kept out of the
+     * fast version. That version runs in two loops: while every such copy's
+     * tile is wholly within its bounds, by unmasked chunks; then, from the
+     * first step where one is not (the ragged edges, the steps past the
+     * end), masked. The slots of its ops, (var + c) % S, are counters that
+     * rotate with the loop rather than a modulo each step. */
+    void loop(const TileLoop &l, int depth) {
+        const std::string pad(4 * depth, ' '), in = pad + "    ";
+        const std::string var = names.add(l.var), end = "loom_end" + str(loops++);
+        std::vector<const TileOp *> versioned;
+        std::string cond;
+        for (const TileStmt &s : l.body) {
+            if (!s.op || !chunked(*s.op) || s.op->origin.empty() ||
+                !steps_by_multiple(s.op->origin.back(), l.var, 8)) {
+                continue;
+            }
+            TileOp at_min = *s.op;
+            at_min.origin.back() = substitute(l.var, l.min, at_min.origin.back());
+            cond += (cond.empty() ? "" : " && ") + ("(" + aligned(at_min, 8) + ")");
+            versioned.push_back(s.op.get());
+        }
+        // The loop's counters: its variable, its end and its rotating slots.
+        const size_t outer_slots = rotating.size();
+        std::string init = var + " = " + c_expr(l.min) + ", " + end + " = " + var + " + " +
+                           c_expr(l.extent),
+                    advance = var + "++";
+        for (const TileStmt &s : l.body) {
+            if (!s.op || !s.op->slot.defined()) continue;
+            const Mod *m = s.op->slot.as<Mod>();
+            const int64_t *n = m ? as_const_int(m->b) : nullptr;
+            if (!n || *n < 1 || *n > (1 << 20) || !var_plus_invariant(m->a, l.var)) continue;
+            if (std::any_of(rotating.begin() + outer_slots, rotating.end(),
+                            [&](const auto &r) { return equal(r.first, s.op->slot); })) {
+                continue;
+            }
+            const std::string c = "loom_slot" + str(slots++);
+            // Its value at the first step, then + 1 modulo n each step.
+            init += ", " + c + " = " + c_expr(substitute(l.var, l.min, s.op->slot));
+            advance += ", " + c + " = " + c + " == " + str(*n - 1) + " ? 0 : " + c + " + 1";
+            rotating.emplace_back(s.op->slot, c);
+        }
+        variable_c[l.var] = var;
+        if (versioned.empty()) {
+            body << pad << "for (int " << init << "; " << var << " < " << end << "; " << advance
+                 << ") {\n";
+            stmts(l.body, depth + 1);
+            body << pad << "}\n";
+        } else {
+            // The unmasked loop runs while every versioned copy's tile is
+            // within its bounds: origin + extent <= bound along each
+            // dimension. A condition the loop does not change is decided
+            // before it; one growing with the loop's variable (c var + r <=
+            // 0, c > 0) is a last step, floor(-r / c); any other is tested
+            // each step.
+            std::string invariant, each_step, stop = end;
+            for (const TileOp *o : versioned) {
+                aligned16.insert(o);
+                const std::vector<int> axes = access_axes(*o, 2);
+                for (size_t d = 0; d < axes.size(); d++) {
+                    const int64_t extent = axes[d] >= 0 ? o->type.shape[axes[d]] : 1;
+                    const Expr f = simplify(o->origin[d] + int(extent) - o->bounds[d]);
+                    const Expr r = simplify(substitute(l.var, make_zero(Int(32)), f));
+                    const Expr c = simplify(substitute(l.var, make_one(Int(32)), f) - r);
+                    const int64_t *k = as_const_int(c);
+                    const bool linear =
+                        f.type() == Int(32) && k &&
+                        can_prove(simplify(f - r) == Variable::make(Int(32), l.var) * c);
+                    if (!expr_uses_var(f, l.var)) {
+                        invariant +=
+                            (invariant.empty() ? "" : " && ") + ("(" + c_expr(f) + " <= 0)");
+                    } else if (linear && *k > 0) {
+                        stop = "loom_min(" + stop + ", " + c_expr(simplify(Div::make(-r, c) + 1)) +
+                               ")";
+                    } else {
+                        each_step += " && (" + c_expr(f) + " <= 0)";
+                    }
+                }
+            }
+            const std::string last = "loom_stop" + str(loops - 1);
+            body << pad << "if (" << cond << ") {\n"
+                 << in << "int " << init << ";\n"
+                 << in << "const int " << last << " = "
+                 << (invariant.empty() ? stop : invariant + " ? " + stop + " : " + var) << ";\n";
+            for (const TileOp *o : versioned) unmasked.insert(o);
+            body << in << "for (; " << var << " < " << last << each_step << "; " << advance
+                 << ") {\n";
+            stmts(l.body, depth + 2);
+            for (const TileOp *o : versioned) unmasked.erase(o);
+            body << in << "}\n"
+                 << in << "for (; " << var << " < " << end << "; " << advance << ") {\n";
+            stmts(l.body, depth + 2);
+            for (const TileOp *o : versioned) aligned16.erase(o);
+            body << in << "}\n"
+                 << pad << "} else {\n"
+                 << in << "for (int " << init << "; " << var << " < " << end << "; " << advance
+                 << ") {\n";
+            stmts(l.body, depth + 2);
+            body << in << "}\n" << pad << "}\n";
+        }
+        rotating.resize(outer_slots);
+    }
+
+    /** The C of an op's slot: a rotating counter of its loop, or the
+     * Expr. */
+    std::string slot_c(const Expr &slot) {
+        for (const auto &[e, c] : rotating) {
+            if (equal(e, slot)) return c;
+        }
+        return c_expr(slot);
     }
 
     void op(const TileOp &o, const std::string &pad) {
@@ -693,7 +854,7 @@ class Emitter {
             << ", which has " << b.dims;
         const std::string dst =
             value_c.at(o.result) + " + " +
-            (o.slot.defined() ? "(" + c_expr(o.slot) + ") * " + str(t.elements()) : "0");
+            (o.slot.defined() ? "(" + slot_c(o.slot) + ") * " + str(t.elements()) : "0");
         const std::string in = pad + "    ";
         body << pad << "{\n" << in << c_type(t.elem) << " *const loom_dst = " << dst << ";\n";
         const int fast = chunk_axis(l, 3);
@@ -707,6 +868,13 @@ class Emitter {
             // plain stores land at once, an empty group completes at once,
             // and the barrier after the wait shows both to the block.
             internal_assert(chunk_axis(l, 1) == fast) << what << ": pairs split across axes";
+            if (aligned16.count(&o)) {
+                // Decided before the loop, and whether the tile is wholly
+                // within its bounds (no masks) too.
+                chunk_copy(o, 8, in, "", unmasked.count(&o) > 0);
+                body << pad << "}\n";
+                return;
+            }
             body << in << "if (" << aligned(o, 8) << ") {\n";
             chunk_copy(o, 8, in + "    ", "");
             body << in << "} else if (" << aligned(o, 2) << ") {\n";
@@ -745,7 +913,8 @@ class Emitter {
      * buffer's dense dimension, the block's threads taking turns (chunk =
      * thread + step x threads), zero-filled past the bounds. The chunks'
      * global addresses must be aligned to their size (see aligned). */
-    void chunk_copy(const TileOp &o, int elems, const std::string &pad, const std::string &unroll) {
+    void chunk_copy(const TileOp &o, int elems, const std::string &pad, const std::string &unroll,
+                    bool interior = false) {
         const TileType &t = o.type;
         const TileBuffer &b = buffer(o.buffer);
         const LinearLayout &l = *t.layout;
@@ -756,9 +925,15 @@ class Emitter {
         const int64_t chunks = t.elements() / elems, steps = (chunks + threads - 1) / threads;
         const bool whole = chunks % threads == 0, split = power_of_two(threads);
         const std::string in = pad + "    ", e = str(elems);
+        // The thread's chunk in the slot, then the step's (a constant
+        // offset, folded into the instruction).
+        body << pad << c_type(t.elem) << " *const loom_dst_t = loom_dst + loom_tid * " << e
+             << ";\n";
+        const std::string dst = "loom_dst_t + loom_i * " + str(threads * elems);
         for (size_t a = 0; a < 2; a++) {
             body << pad << "const int loom_r" << a << " = "
-                 << layout_expr(l, a, {{"offset", split ? "loom_tid * " + e : "0"}}) << ";\n";
+                 << thread_value(layout_expr(l, a, {{"offset", split ? "loom_tid * " + e : "0"}}))
+                 << ";\n";
         }
         body << pad << "#pragma unroll" << unroll << "\n"
              << pad << "for (int loom_i = 0; loom_i < " << steps << "; loom_i++) {\n"
@@ -788,15 +963,23 @@ class Emitter {
             offset += (d ? " + " : "") + g +
                       (d + 1 < axes.size() ? " * " + c_var(b.name + ".stride." + str(d)) : "");
         }
+        if (interior) {
+            internal_assert(elems == 8) << "tile codegen: unmasked chunks of 16 bytes";
+            body << in << "loom_cp_async_16_full(" << dst << ", " << buffer_c.at(b.name) << " + ("
+                 << offset << "));\n";
+            if (!whole) body << in << "}\n";
+            body << pad << "}\n";
+            return;
+        }
         const std::string last = "loom_g" + str(axes.size() - 1);
         const std::string left =
             "loom_max(0, loom_min(" + e + ", " + c_expr(o.bounds.back()) + " - " + last + "))";
         body << in
              << "const int loom_left = " << (inside.empty() ? left : inside + " ? " + left + " : 0")
              << ";\n";
-        body << in << "loom_cp_async_" << bytes << "(loom_dst + loom_chunk * " << e
-             << ", loom_left ? " << buffer_c.at(b.name) << " + (" << offset
-             << ") : " << buffer_c.at(b.name) << ", loom_left * 2);\n";
+        body << in << "loom_cp_async_" << bytes << "(" << dst << ", loom_left ? "
+             << buffer_c.at(b.name) << " + (" << offset << ") : " << buffer_c.at(b.name)
+             << ", loom_left * 2);\n";
         if (!whole) body << in << "}\n";
         body << pad << "}\n";
     }
@@ -870,7 +1053,7 @@ class Emitter {
         const int count = is_a ? 4 : (warp_cols / 8 >= 2 ? 4 : 2);
         const int step_cols = is_a ? 16 : 8 * (count / 2);
         const std::string slot =
-            o.slot.defined() ? "(" + c_expr(o.slot) + ") * " + str(from.elements()) : "0";
+            o.slot.defined() ? "(" + slot_c(o.slot) + ") * " + str(from.elements()) : "0";
         // Lane l addresses row l % 8 of matrix j = l / 8 % count: A's
         // matrices (0, 0), (8, 0), (0, 8), (8, 8) (a0..a3); B's (0, 0), (8,
         // 0) (b0, b1), then (0, 8), (8, 8) for the next fragment.
@@ -884,15 +1067,14 @@ class Emitter {
                  : "(loom_warp % " + str(wn) + ") * " + str(warp_cols);
         (is_a ? lane_coord[0] : lane_coord[1]) += " + " + warp_coord;
         const std::string in = pad + "    ";
+        const std::string row = "(" + lane_coord[0] + ")", col = "(" + lane_coord[1] + ")";
         body << pad << "{\n"
-             << in << "const int loom_row = " << lane_coord[0] << ", loom_col = " << lane_coord[1]
-             << ";\n"
              << in
              << "const unsigned short *const loom_base = reinterpret_cast<const unsigned "
                 "short *>("
              << value_c.at(o.operands[0]) << " + " << slot << ");\n"
              << in << "const int loom_off = "
-             << layout_expr(where, 0, {{"row", "loom_row"}, {"col", "loom_col"}}) << ";\n";
+             << thread_value(layout_expr(where, 0, {{"row", row}, {"col", col}})) << ";\n";
         const int frags_r = warp_rows / frag_rows, frags_c = warp_cols / step_cols;
         // The coordinate bits the lane and the warp set: a fragment's
         // offset bits beyond what they reach are added, not XORed.

@@ -71,7 +71,11 @@ struct TileKernelSource {
  * buffer's start, its strides and the copy's origin along the dense
  * dimension make every chunk 16-byte aligned, else of 4 bytes when they
  * make pairs 4-byte aligned, else element by element (checked at run
- * time, the same for the whole block); element by element with plain
+ * time, the same for the whole block; for the copies of a loop whose
+ * origin along the dense dimension advances by multiples of 8, once before
+ * the loop, which is versioned: its fast version runs unmasked 16-byte
+ * chunks while every such tile is within its bounds, a last step computed
+ * before the loop, then masked ones); element by element with plain
  * loads and stores otherwise (a transposed source into a row-major
  * layout); async_commit,
  * async_wait, barrier; convert_layout from a shared slot to the A or B
@@ -81,6 +85,9 @@ struct TileKernelSource {
  * f32 accumulator). A load or map whose one use is a map or store just
  * after it (only loads and maps between) is computed element by element
  * there, so an epilogue's operands never take a tile of registers.
+ * Slots (var + c) % S of a loop's ops are counters rotating with the loop;
+ * the thread's part of each chunk's and each ldmatrix row's offset is
+ * computed once, at the kernel's start.
  * Anything else is an InternalError naming the op. */
 TileKernelSource tile_program_to_cuda(const TileProgram &p, const std::vector<TileBuffer> &buffers);
 

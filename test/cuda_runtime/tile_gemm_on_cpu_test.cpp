@@ -12,6 +12,7 @@
 // sm_90a, whose machine code multiplies on tensor cores without spilling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -496,6 +497,32 @@ std::vector<BlockCase> block_cases() {
     t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
     t.a_transposed = true;  // A's rows (m) of 150 elements
     cases.push_back({"bf16_transposed_a_by_chunks_unpadded_even_rows", t, 150, 97, 90, false});
+    // K long enough that the main loop's first steps copy whole tiles
+    // (unmasked cp.async, decided before the loop), the last ones masked;
+    // blocks wholly inside M and N and blocks at their edges; K a multiple
+    // of the tile or not.
+    cases.push_back({"f16_128x128x32_long_k_unmasked_steps",
+                     tiling(Float(16), Float(32), 128, 128, 32, 2, 2, 3), 200, 150, 300});
+    cases.push_back({"f16_64x64x32_k_a_multiple_of_the_tile",
+                     tiling(Float(16), Float(16), 64, 64, 32, 2, 2, 3), 128, 192, 256});
+    cases.push_back({"bf16_64x32x32_4x1w_2s_long_k",
+                     tiling(BFloat(16), BFloat(16), 64, 32, 32, 4, 1, 2), 130, 70, 260});
+    cases.push_back({"f16_32x16x16_2x2w_4s_long_k",
+                     tiling(Float(16), Float(32), 32, 16, 16, 2, 2, 4), 45, 29, 200});
+    t = tiling(BFloat(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.a_transposed = true;
+    cases.push_back({"bf16_transposed_a_by_chunks_long_k", t, 150, 97, 200});
+    t = tiling(Float(16), Float(32), 64, 64, 32, 2, 2, 3);
+    t.b_transposed = t.b_shared_transposed = true;
+    cases.push_back({"f16_transposed_b_by_chunks_long_k", t, 150, 97, 200});
+    t = tiling(Float(16), Float(16), 64, 64, 32, 2, 2, 3);
+    t.bias = t.residual = true;
+    t.epilogue = bias_residual_epilogue(Float(16));
+    cases.push_back({"f16_epilogue_long_k", t, 150, 97, 250});
+    // The same long K with rows that 16-byte chunks cannot take: the
+    // versioned loop's other side.
+    cases.push_back({"bf16_long_k_unpadded_even_rows_by_4_byte_copies",
+                     tiling(BFloat(16), BFloat(16), 64, 64, 32, 2, 2, 3), 150, 98, 250, false});
     return cases;
 }
 
@@ -743,5 +770,117 @@ TEST(TileBlockGemmThroughNvrtc, FourWarps128x128x32ThreeStagesUseTensorCoresWith
             EXPECT_NE(sass.find(op), std::string::npos) << "no " << op;
         }
         EXPECT_EQ(sass.find("STL"), std::string::npos) << "local memory stores (spills)";
+    }
+}
+
+namespace {
+
+/** The loops of each kernel in nvdisasm's output (a backward branch to a
+ * label, as scripts/sass_loops.py finds them): each loop's instructions,
+ * opcodes without their predicates. */
+std::vector<std::vector<std::string>> sass_loops(const std::string &sass) {
+    std::vector<std::vector<std::string>> loops;
+    std::map<std::string, size_t> labels;
+    std::vector<std::string> code;
+    auto finish = [&]() {
+        for (size_t i = 0; i < code.size(); i++) {
+            const size_t bra = code[i].find("BRA `(");
+            if (bra == std::string::npos) continue;
+            const size_t from = bra + 6, to = code[i].find(')', from);
+            auto label = labels.find(code[i].substr(from, to - from));
+            if (label == labels.end() || label->second > i) continue;
+            std::vector<std::string> body;
+            for (size_t j = label->second; j <= i; j++) {
+                std::istringstream words(code[j]);
+                std::string op;
+                words >> op;
+                if (!op.empty() && op[0] == '@') words >> op;
+                body.push_back(op);
+            }
+            loops.push_back(body);
+        }
+        labels.clear();
+        code.clear();
+    };
+    std::istringstream lines(sass);
+    for (std::string line; std::getline(lines, line);) {
+        const size_t text = line.find(".text.");
+        if (text != std::string::npos && line.find(':') != std::string::npos &&
+            line.find("/*") == std::string::npos) {
+            finish();
+            continue;
+        }
+        if (line.compare(0, 5, ".L_x_") == 0) {
+            labels[line.substr(0, line.find(':'))] = code.size();
+            continue;
+        }
+        const size_t open = line.find("/*"), close = line.find("*/");
+        const size_t semi = line.find(';');
+        if (open == std::string::npos || close == std::string::npos || semi == std::string::npos ||
+            close > semi || close - open != 6) {
+            continue;
+        }
+        code.push_back(line.substr(close + 2, semi - close - 2));
+    }
+    finish();
+    return loops;
+}
+
+}  // namespace
+
+// The main loop of a 128 x 128 x 32 block on 2 x 2 warps (each warp 64 x
+// 64: 64 HMMA per step of k) issues little besides its tensor-core,
+// ldmatrix and cp.async instructions: the copies' alignment is decided
+// before the loop and their masks only at the edges, the slots rotate, and
+// the per-thread parts of the addresses are computed once. (It issued ~9
+// instructions per HMMA before.)
+TEST(TileBlockGemmThroughNvrtc, MainLoopIssuesFewInstructionsBesidesTensorCores) {
+    std::string why;
+    if (!internal::nvrtc_available(&why)) GTEST_SKIP() << why;
+    const std::string nvdisasm = find_nvdisasm();
+    if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (pip install nvidia-cuda-nvdisasm)";
+    std::vector<std::pair<std::string, GemmTiling>> variants;
+    GemmTiling g = tiling(Float(16), Float(16), 128, 128, 32, 2, 2, 3);
+    variants.push_back({"gemm_128", g});
+    g = tiling(BFloat(16), BFloat(16), 128, 128, 32, 2, 2, 3);
+    g.bias = g.residual = true;
+    g.epilogue = bias_residual_epilogue(BFloat(16));
+    variants.push_back({"gemm_128_epilogue", g});
+    g = tiling(Float(16), Float(32), 128, 128, 32, 2, 2, 3);
+    g.b_transposed = g.b_shared_transposed = true;
+    variants.push_back({"gemm_128_transposed_b", g});
+    for (auto &[name, tiling] : variants) {
+        SCOPED_TRACE(name);
+        TileProgram p = gemm_program(tiling);
+        p.name = name;
+        std::vector<TileBuffer> buffers = {
+            {"A", tiling.in}, {"B", tiling.in}, {"C", tiling.out, 2, true}};
+        if (tiling.bias) buffers.push_back({"bias", Float(32), 1});
+        if (tiling.residual) buffers.push_back({"R", tiling.out});
+        const std::string source = tile_module_source({tile_program_to_cuda(p, buffers).source});
+        for (const char *arch : {"sm_80", "sm_90a"}) {
+            SCOPED_TRACE(arch);
+            const internal::CudaBinary bin = internal::compile_cuda(source, name, arch, {});
+            // The fast loop: the shortest with tensor-core instructions.
+            std::vector<std::string> fast;
+            for (const std::vector<std::string> &loop : sass_loops(sass_of(bin.cubin, nvdisasm))) {
+                const bool mma = std::any_of(loop.begin(), loop.end(), [](const std::string &op) {
+                    return op.compare(0, 4, "HMMA") == 0;
+                });
+                if (mma && (fast.empty() || loop.size() < fast.size())) fast = loop;
+            }
+            std::map<std::string, int> ops;
+            for (const std::string &op : fast) ops[op.substr(0, op.find('.'))]++;
+            std::printf("[main loop] %s %s: %zu instructions, %d HMMA, %d LDSM, %d LDGSTS\n",
+                        name.c_str(), arch, fast.size(), ops["HMMA"], ops["LDSM"], ops["LDGSTS"]);
+            EXPECT_EQ(ops["HMMA"], 64);
+            EXPECT_EQ(ops["LDSM"], 16);
+            EXPECT_EQ(ops["LDGSTS"], 8);
+            // 88 of them the work itself; at most ~60 more (it was ~500).
+            EXPECT_LT(int(fast.size()), 150);
+            // No thread index, no mask arithmetic of partial chunks.
+            EXPECT_EQ(ops["S2R"], 0);
+            EXPECT_EQ(ops["VIMNMX"] + ops["IMNMX"], 0);
+        }
     }
 }

@@ -15,6 +15,16 @@ __device__ __forceinline__ void loom_cp_async_16(void *dst, const void *src, int
     loom_cpu::cp_async(dst, src, 16, bytes);
 #endif
 }
+// 16 bytes, all from global memory (no zero fill: a chunk known to be
+// inside the tile's bounds), which spares the size's arithmetic.
+__device__ __forceinline__ void loom_cp_async_16_full(void *dst, const void *src) {
+#if defined(__CUDA_ARCH__)
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+#else
+    loom_cpu::cp_async(dst, src, 16, 16);
+#endif
+}
 // 4 bytes, through L1 (.cg takes 16-byte copies only).
 __device__ __forceinline__ void loom_cp_async_4(void *dst, const void *src, int bytes) {
 #if defined(__CUDA_ARCH__)
