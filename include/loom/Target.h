@@ -9,7 +9,7 @@ namespace loom {
 /** A compilation target, written as a string: "host" (this machine, with the
  * features it has), or "arch-os[-feature...]" such as "x86-64-linux-avx2" or
  * "x86-64-linux-avx512". Features: sse41, avx, avx2, fma, f16c, avx512,
- * no_asserts, debug, fast_math, llvm_loop_opt, cuda.
+ * no_asserts, debug, fast_math, llvm_loop_opt, cuda, cuda_source.
  *
  * `cuda` adds an NVIDIA GPU: loops scheduled with gpu_blocks / gpu_threads
  * become CUDA kernels. A GPU capability token, sm_80, sm_86, sm_89, sm_90 or
@@ -51,6 +51,11 @@ class Target {
         LLVMLoopOpt,
         /** An NVIDIA GPU, programmed in CUDA C++ compiled by NVRTC. */
         CUDA,
+        /** With cuda: code compiled ahead of time carries its kernels' CUDA
+         * C++ source besides the cubin and PTX (JIT code always does), for a
+         * driver that compiles source itself: the test suite's stand-in,
+         * which runs kernels on the CPU. Implies cuda. */
+        CUDASource,
         FeatureEnd
     };
 

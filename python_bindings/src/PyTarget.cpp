@@ -20,7 +20,8 @@ void define_target(nb::module_ &m) {
         .value("Debug", Target::Debug)
         .value("FastMath", Target::FastMath)
         .value("LLVMLoopOpt", Target::LLVMLoopOpt)
-        .value("CUDA", Target::CUDA);
+        .value("CUDA", Target::CUDA)
+        .value("CUDASource", Target::CUDASource);
     t.def(nb::init<>())
         .def(nb::init<const std::string &>(), nb::arg("target"))
         .def_static("host", &Target::host)

@@ -33,6 +33,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -41,14 +42,13 @@
 
 #include "arith/Bounds.h"
 #include "gpu/OffloadGPULoops.h"
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Scope.h"
 #include "ir/Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
 #include "loom/runtime/loom_runtime.h"
-#include "lower/BufferPromises.h"
-#include "tile/TileKernel.h"
 
 namespace loom {
 namespace internal {
@@ -90,6 +90,17 @@ class CollectMemoryNames : public IRVisitor {
         IRVisitor::visit(op);
     }
     void visit(const Allocate *op) override {
+        names.insert(op->name);
+        IRVisitor::visit(op);
+    }
+};
+
+// The buffer and allocation names a statement stores to.
+class CollectStoredNames : public IRVisitor {
+  public:
+    std::set<std::string> names;
+    using IRVisitor::visit;
+    void visit(const Store *op) override {
         names.insert(op->name);
         IRVisitor::visit(op);
     }
@@ -155,15 +166,14 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     std::unique_ptr<llvm::Module> compile(const LoweredFunc &f,
-                                          std::shared_ptr<const GpuOffload> offload) {
-        gpu = std::move(offload);
+                                          const std::vector<HostGlobal> &globals) {
         module = std::make_unique<llvm::Module>(f.name, ctx);
         module->setTargetTriple(kTriple);
         builder = std::make_unique<llvm::IRBuilder<>>(ctx);
         func_name = f.name;
 
         setup_alias_scopes(f.body);
-        host_use = host_accesses(f.body);
+        for (const HostGlobal &g : globals) symbols.push(g.name, define_global(g));
 
         llvm::FunctionType *ft = llvm::FunctionType::get(i32_t, {i8ptr_t->getPointerTo()}, false);
         function =
@@ -220,29 +230,20 @@ class CodeGen_LLVM : public IRVisitor {
                 symbols.push(a.name, host);
                 symbols.push(a.name + ".buffer", p);
                 symbols.push(a.name + ".is_null", is_null);
-                // A buffer that only kernels touch may have GPU memory alone;
-                // one the CPU code uses may not.
+                // The views of the CPU code, which uses the buffer's host
+                // memory: a pass that moves the buffer's uses elsewhere (to
+                // a GPU kernel) rebinds these.
                 Value *no_host = builder->CreateIsNull(host);
                 Value *device = field(i64_t, {0}, 8, a.name + ".device");
                 Value *has_device = builder->CreateICmpNE(device, builder->getInt64(0));
-                const bool kernels_only = gpu && !host_use.count(a.name);
-                Value *no_memory = no_host, *gpu_memory_alone = builder->getFalse();
-                if (kernels_only) {
-                    no_memory = builder->CreateAnd(no_host, builder->CreateNot(has_device));
-                } else {
-                    gpu_memory_alone = builder->CreateAnd(no_host, has_device);
-                }
-                symbols.push(a.name + ".host_is_null", no_memory);
-                symbols.push(a.name + ".gpu_memory_alone", gpu_memory_alone);
-                // The CPU's address, whose alignment a promise is checked on;
-                // a kernel's launch checks the GPU address it passes.
-                symbols.push(a.name + ".host_address", kernels_only
-                                                           ? builder->getInt64(0)
-                                                           : builder->CreatePtrToInt(host, i64_t));
+                symbols.push(a.name + ".host_is_null", no_host);
+                symbols.push(a.name + ".gpu_memory_alone", builder->CreateAnd(no_host, has_device));
+                // The address whose alignment a promise is checked on.
+                symbols.push(a.name + ".host_address", builder->CreatePtrToInt(host, i64_t));
                 // Both memories, for the checks that buffers do not overlap.
                 symbols.push(a.name + ".host_pointer", builder->CreatePtrToInt(host, i64_t));
                 symbols.push(a.name + ".device_pointer", device);
-                if (a.host_alignment > 1) promised_alignment[a.name] = a;
+                symbols.push(a.name + ".flags", field(i64_t, {3}, 8, a.name + ".flags"));
                 buffer_descriptors[a.name] = b;
                 symbols.push(a.name + ".type.code", builder->CreateZExt(code, i32_t));
                 symbols.push(a.name + ".type.bits", builder->CreateZExt(bits, i32_t));
@@ -275,40 +276,13 @@ class CodeGen_LLVM : public IRVisitor {
             }
         }
 
-        // Buffers the CPU reads must hold the GPU's data if that is newer.
-        for (const LoweredArgument &a : f.args) {
-            auto use = host_use.find(a.name);
-            if (a.is_buffer && use != host_use.end() && use->second.read) {
-                Value *b = buffer_descriptors[a.name];
-                Value *flags = load_buffer_field(b, i64_t, 3);
-                emit_if_rarely(flag_set(flags, loom_buffer_device_dirty), a.name + ".to_host", [&] {
-                    check_error(builder->CreateCall(
-                        runtime_fn("loom_cuda_buffer_for_host", i32_t, {i8ptr_t, i8ptr_t}),
-                        {builder->CreateBitCast(b, i8ptr_t), string_constant(a.name)}));
-                });
-            }
-        }
-
         if (f.body.defined()) codegen(f.body);
 
-        if (gpu) {
-            std::vector<std::string> names;
-            for (const CudaKernel &k : gpu->module.kernels) {
-                names.push_back(k.name + (k.checks.empty()
-                                              ? ""
-                                              : " [its checks: " + join(k.checks, " Or: ") + "]"));
-            }
-            internal_assert(next_kernel == gpu->module.kernels.size())
-                << "launched " << next_kernel << " of " << gpu->module.kernels.size()
-                << " kernels of " << f.name;
-            check_error(
-                builder->CreateCall(runtime_fn("loom_cuda_finish", i32_t, {i8ptr_t, i8ptr_t}),
-                                    {string_constant(f.name), string_constant(join(names, ", "))}));
-        }
-        // What the CPU wrote is newer than a GPU copy of it.
+        // What this code wrote is newer than a GPU copy of it.
+        CollectStoredNames stored;
+        if (f.body.defined()) f.body.accept(&stored);
         for (const LoweredArgument &a : f.args) {
-            auto use = host_use.find(a.name);
-            if (a.is_buffer && use != host_use.end() && use->second.written) {
+            if (a.is_buffer && stored.names.count(a.name)) {
                 Value *b = buffer_descriptors[a.name];
                 Value *device = load_buffer_field(b, i64_t, 0);
                 emit_if_rarely(
@@ -349,21 +323,11 @@ class CodeGen_LLVM : public IRVisitor {
     std::vector<std::pair<std::string, Expr>> enclosing_lets;
     int closure_count = 0;
 
-    // GPU pipelines: the kernels and what their launches need (null for a
-    // CPU-only pipeline), the next kernel to launch, the GPU allocations live
-    // at the current point (an error return frees them), and the module
-    // state the runtime keeps for this pipeline.
-    std::shared_ptr<const GpuOffload> gpu;
-    size_t next_kernel = 0;
-    std::vector<Value *> device_allocations;
-    llvm::GlobalVariable *cuda_module_state = nullptr;
-    llvm::Constant *cubin = nullptr, *ptx = nullptr, *cuda_source = nullptr;
-    // The CPU's loads and stores by name, and each buffer argument's
-    // descriptor (a stand-in when the caller passed null).
-    std::map<std::string, BufferAccess> host_use;
-    // The buffer arguments with a promised alignment, checked on the GPU
-    // address at each kernel launch that passes one.
-    std::map<std::string, LoweredArgument> promised_alignment;
+    // The calls an error return makes at the current point (on_error), after
+    // freeing the heap allocations, innermost last.
+    std::vector<Expr> error_cleanups;
+    // Each buffer argument's descriptor (a stand-in when the caller passed
+    // null).
     std::map<std::string, Value *> buffer_descriptors;
 
     llvm::Type *i1_t, *i8_t, *i16_t, *i32_t, *i64_t, *f16_t, *f32_t, *f64_t, *void_t, *i8ptr_t;
@@ -1471,6 +1435,11 @@ class CodeGen_LLVM : public IRVisitor {
             value = codegen(Div::make(Sub::make(Add::make(a, b), make_one(b.type())), b));
         } else if (op->is_intrinsic(Call::error)) {
             internal_error << "Codegen: Call::error outside the message of an AssertStmt";
+        } else if (op->is_intrinsic(HostIntrinsic::return_on_error)) {
+            check_error(codegen(op->args[0]));
+            value = builder->getInt32(0);
+        } else if (op->is_intrinsic(HostIntrinsic::on_error)) {
+            internal_error << "Codegen: on_error outside the value of a LetStmt";
         } else if (op->call_type == Call::Extern) {
             // A C function taking and returning scalars of the given types.
             std::vector<Value *> args;
@@ -1493,6 +1462,14 @@ class CodeGen_LLVM : public IRVisitor {
     // ------------------------------------------------------------ statements
 
     void visit(const LetStmt *op) override {
+        if (const Call *c = op->value.as<Call>()) {
+            if (c->is_intrinsic(HostIntrinsic::on_error)) {
+                error_cleanups.push_back(c->args[0]);
+                codegen(op->body);
+                error_cleanups.pop_back();
+                return;
+            }
+        }
         Value *v = codegen(op->value);
         name_value(v, op->name);
         note_index_let(op->value, v);
@@ -1526,9 +1503,11 @@ class CodeGen_LLVM : public IRVisitor {
         for (auto it = heap_allocations.rbegin(); it != heap_allocations.rend(); ++it) {
             builder->CreateCall(free_fn, {*it});
         }
-        for (auto it = device_allocations.rbegin(); it != device_allocations.rend(); ++it) {
-            builder->CreateCall(runtime_fn("loom_cuda_free", void_t, {i64_t}), {*it});
-        }
+        // Set aside while they run: a cleanup's own code then has none.
+        std::vector<Expr> cleanups = std::move(error_cleanups);
+        error_cleanups.clear();
+        for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) codegen(*it);
+        error_cleanups = std::move(cleanups);
         builder->CreateRet(code);
     }
 
@@ -1544,18 +1523,9 @@ class CodeGen_LLVM : public IRVisitor {
         builder->SetInsertPoint(ok);
     }
 
-    Value *string_constant(const std::string &s) {
-        return builder->CreateGlobalStringPtr(s, "str", 0, module.get());
-    }
-
     Value *load_buffer_field(Value *b, llvm::Type *t, unsigned field) {
         return builder->CreateAlignedLoad(t, builder->CreateStructGEP(buffer_t, b, field),
                                           llvm::Align(8));
-    }
-
-    Value *flag_set(Value *flags, uint64_t bit) {
-        return builder->CreateICmpNE(builder->CreateAnd(flags, builder->getInt64(bit)),
-                                     builder->getInt64(0));
     }
 
     /** Runs emit() where `condition` holds, expected to be rarely. */
@@ -1570,128 +1540,29 @@ class CodeGen_LLVM : public IRVisitor {
         builder->SetInsertPoint(done);
     }
 
-    // ------------------------------------------------------ kernel launches
+    // --------------------------------------------------------------- globals
 
-    /** The module's GPU code and the runtime's state for it, as globals. */
-    void define_gpu_globals() {
-        if (cuda_module_state) return;
-        llvm::Type *ptr = i8ptr_t;
-        // The JIT finds it by name, to unload the modules with the code;
-        // an AOT library keeps it to itself.
-        cuda_module_state = new llvm::GlobalVariable(
-            *module, ptr, false,
-            portable ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage,
-            llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
-            func_name + "_cuda_module_state");
-        const std::vector<char> &bin = gpu->binary.cubin;
-        llvm::Constant *data = llvm::ConstantDataArray::get(
-            ctx,
-            llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()));
-        auto *cubin_global =
-            new llvm::GlobalVariable(*module, data->getType(), true,
-                                     llvm::GlobalValue::PrivateLinkage, data, func_name + ".cubin");
-        cubin_global->setAlignment(llvm::Align(16));
-        cubin = llvm::ConstantExpr::getPointerCast(cubin_global, i8ptr_t);
-        llvm::Constant *text = llvm::ConstantDataArray::getString(ctx, gpu->binary.ptx, true);
-        auto *ptx_global =
-            new llvm::GlobalVariable(*module, text->getType(), true,
-                                     llvm::GlobalValue::PrivateLinkage, text, func_name + ".ptx");
-        ptx = llvm::ConstantExpr::getPointerCast(ptx_global, i8ptr_t);
-        // JIT code also carries the CUDA C++ source, for a driver that
-        // compiles it itself (the tests' stand-in, which runs kernels on the
-        // CPU); AOT libraries ship the cubin and PTX only.
-        if (portable) {
-            cuda_source = llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(i8ptr_t));
-        } else {
-            llvm::Constant *src = llvm::ConstantDataArray::getString(ctx, gpu->module.source, true);
-            auto *src_global = new llvm::GlobalVariable(*module, src->getType(), true,
-                                                        llvm::GlobalValue::PrivateLinkage, src,
-                                                        func_name + ".cuda_source");
-            cuda_source = llvm::ConstantExpr::getPointerCast(src_global, i8ptr_t);
+    llvm::Constant *define_global(const HostGlobal &g) {
+        if (g.is_state) {
+            // The JIT finds it by name (to release the runtime's state with
+            // the code); portable code keeps it to itself.
+            auto *ptr = llvm::cast<llvm::PointerType>(i8ptr_t);
+            auto *state = new llvm::GlobalVariable(
+                *module, ptr, false,
+                portable ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage,
+                llvm::ConstantPointerNull::get(ptr), g.name);
+            return llvm::ConstantExpr::getPointerCast(state, i8ptr_t);
         }
-    }
-
-    /** Replaces a kernel's loop nest with its launch: the buffers' GPU
-     * memory (copied there if the host's is newer), the arguments, and the
-     * grid and block shape. */
-    void codegen_kernel_launch(const std::string &loop_name) {
-        internal_assert(gpu && next_kernel < gpu->module.kernels.size())
-            << "GPU loop " << loop_name << " without a kernel";
-        const CudaKernel &k = gpu->module.kernels[next_kernel++];
-        internal_assert(k.loop_name == loop_name)
-            << "kernel " << k.name << " is for loop " << k.loop_name << ", not " << loop_name;
-        define_gpu_globals();
-
-        llvm::Type *args_t = llvm::ArrayType::get(i8ptr_t, std::max<size_t>(k.params.size(), 1));
-        Value *args = entry_alloca(args_t, k.name + ".args", 8);
-        // The buffers the kernel reads get their GPU copies first: a buffer
-        // passed both as an input and as an output (an in-place update) is
-        // one descriptor, and preparing it as an output first would mark the
-        // host's data stale before it was copied.
-        std::vector<size_t> order;
-        for (size_t i = 0; i < k.params.size(); i++) {
-            if (k.params[i].read) order.push_back(i);
-        }
-        for (size_t i = 0; i < k.params.size(); i++) {
-            if (!k.params[i].read) order.push_back(i);
-        }
-        for (size_t i : order) {
-            const CudaKernel::Param &p = k.params[i];
-            // A buffer's argument is its GPU address.
-            Value *slot = entry_alloca(p.is_buffer ? i64_t : storage_type(p.type),
-                                       p.name + (p.is_buffer ? ".device" : ".value"), 8);
-            if (p.is_buffer && buffer_descriptors.count(p.name)) {
-                Value *b = builder->CreateBitCast(symbols.get(p.name + ".buffer"), i8ptr_t);
-                check_error(builder->CreateCall(
-                    runtime_fn("loom_cuda_buffer_for_kernel", i32_t,
-                               {i8ptr_t, i32_t, i32_t, i8ptr_t, i64_t->getPointerTo()}),
-                    {b, builder->getInt32(p.read), builder->getInt32(p.written),
-                     string_constant(p.name), slot}));
-                auto promise = promised_alignment.find(p.name);
-                if (promise != promised_alignment.end()) {
-                    const LoweredArgument &a = promise->second;
-                    const std::string name = p.name + ".device_address";
-                    symbols.push(name, builder->CreateAlignedLoad(i64_t, slot, llvm::Align(8)));
-                    Expr address = Variable::make(Int(64), name);
-                    codegen(AssertStmt::make(
-                        address % make_const(Int(64), a.host_alignment) == make_zero(Int(64)),
-                        host_alignment_message(a.name, a.is_output, a.host_alignment, "on the GPU",
-                                               address)));
-                    symbols.pop(name);
-                }
-            } else if (p.is_buffer) {
-                builder->CreateStore(builder->CreatePtrToInt(symbols.get(p.name), i64_t), slot);
-            } else {
-                Value *v = codegen(p.value.defined() ? p.value : Variable::make(p.type, p.name));
-                if (p.type.is_bool()) v = builder->CreateZExt(v, storage_type(p.type));
-                builder->CreateStore(v, slot);
-            }
-            builder->CreateStore(
-                builder->CreateBitCast(slot, i8ptr_t),
-                builder->CreateConstInBoundsGEP2_32(args_t, args, 0, static_cast<unsigned>(i)));
-        }
-        std::vector<Value *> call_args = {cuda_module_state,
-                                          cubin,
-                                          builder->getInt64(gpu->binary.cubin.size()),
-                                          ptx,
-                                          cuda_source,
-                                          string_constant(k.name)};
-        for (int d = 0; d < 3; d++) {
-            call_args.push_back(cast_value(codegen(k.grid[d]), k.grid[d].type(), Int(32)));
-        }
-        for (int d = 0; d < 3; d++) call_args.push_back(builder->getInt32(k.block[d]));
-        Expr shared = Expr(k.shared_bytes);
-        if (k.dynamic_shared_bytes.defined()) {
-            // Sized at launch; past 2^31 bytes no GPU has it anyway.
-            shared = min(k.dynamic_shared_bytes + k.shared_bytes, Expr(int64_t(INT32_MAX)));
-        }
-        call_args.push_back(cast_value(codegen(cast(Int(64), shared)), Int(64), Int(32)));
-        call_args.push_back(builder->CreateBitCast(args, i8ptr_t->getPointerTo()));
-        llvm::FunctionCallee launch =
-            runtime_fn("loom_cuda_launch", i32_t,
-                       {i8ptr_t->getPointerTo(), i8ptr_t, i64_t, i8ptr_t, i8ptr_t, i8ptr_t, i32_t,
-                        i32_t, i32_t, i32_t, i32_t, i32_t, i32_t, i8ptr_t->getPointerTo()});
-        check_error(builder->CreateCall(launch, call_args));
+        llvm::Constant *data =
+            g.null_terminated
+                ? llvm::ConstantDataArray::getString(ctx, g.bytes, true)
+                : llvm::ConstantDataArray::get(
+                      ctx, llvm::ArrayRef<uint8_t>(
+                               reinterpret_cast<const uint8_t *>(g.bytes.data()), g.bytes.size()));
+        auto *global = new llvm::GlobalVariable(*module, data->getType(), true,
+                                                llvm::GlobalValue::PrivateLinkage, data, g.name);
+        if (g.alignment > 0) global->setAlignment(llvm::Align(g.alignment));
+        return llvm::ConstantExpr::getPointerCast(global, i8ptr_t);
     }
 
     void append_error_piece(const Expr &piece) {
@@ -1745,10 +1616,15 @@ class CodeGen_LLVM : public IRVisitor {
 
     void visit(const ProducerConsumer *op) override { codegen(op->body); }
 
-    void visit(const TileKernel *op) override { codegen_kernel_launch(op->contents->program.name); }
+    void visit(const TileKernel *) override {
+        internal_error << "Codegen: a tile program's kernel in host code; offload_gpu_loops "
+                          "replaces it with its launch";
+    }
 
     void visit(const For *op) override {
-        if (op->for_type == ForType::GPUBlock) return codegen_kernel_launch(op->name);
+        internal_assert(op->for_type != ForType::GPUBlock)
+            << "Codegen: GPU loop " << op->name
+            << " in host code; offload_gpu_loops replaces it with its kernel's launch";
         internal_assert(op->for_type != ForType::GPUThread)
             << "gpu_threads loop " << op->name << " outside a kernel";
         if (op->for_type == ForType::Parallel) return codegen_parallel_for(op);
@@ -1840,9 +1716,9 @@ class CodeGen_LLVM : public IRVisitor {
         Scope<Value *> saved_symbols = std::move(symbols);
         symbols = Scope<Value *>();
         std::vector<Value *> saved_heap = std::move(heap_allocations);
-        std::vector<Value *> saved_device = std::move(device_allocations);
+        std::vector<Expr> saved_cleanups = std::move(error_cleanups);
         heap_allocations.clear();
-        device_allocations.clear();
+        error_cleanups.clear();
 
         function = task;
         BasicBlock *entry = BasicBlock::Create(ctx, "entry", task);
@@ -1863,7 +1739,7 @@ class CodeGen_LLVM : public IRVisitor {
         function = saved_function;
         symbols = std::move(saved_symbols);
         heap_allocations = std::move(saved_heap);
-        device_allocations = std::move(saved_device);
+        error_cleanups = std::move(saved_cleanups);
         builder->SetInsertPoint(saved_block);
 
         llvm::FunctionCallee par_for =
@@ -1957,7 +1833,6 @@ class CodeGen_LLVM : public IRVisitor {
             << (op->memory_type == MemoryType::Shared ? "shared memory" : "registers")
             << " (store_in), but it is computed on the CPU. Compute it inside a GPU kernel, or "
                "use MemoryType::Stack or Heap.";
-        if (gpu && gpu->device_allocations.count(op->name)) return codegen_device_allocate(op);
         bool on_stack =
             op->memory_type == MemoryType::Stack ||
             (op->memory_type != MemoryType::Heap && op->memory_type != MemoryType::Global &&
@@ -2043,28 +1918,6 @@ class CodeGen_LLVM : public IRVisitor {
     }
 
     static constexpr int loom_error_out_of_memory_code = -2;
-
-    /** GPU memory for a Func that only kernels touch. */
-    void codegen_device_allocate(const Allocate *op) {
-        Type t = op->type;
-        Value *size =
-            builder->getInt64(static_cast<int64_t>(t.is_bool() ? 1 : t.bytes()) * t.lanes);
-        for (const Expr &e : op->extents) {
-            size = builder->CreateMul(size, cast_value(codegen(e), e.type(), Int(64)));
-        }
-        Value *slot = entry_alloca(i64_t, op->name + ".device", 8);
-        check_error(builder->CreateCall(
-            runtime_fn("loom_cuda_malloc", i32_t, {i64_t, i8ptr_t, i64_t->getPointerTo()}),
-            {size, string_constant(op->name), slot}));
-        Value *p = builder->CreateAlignedLoad(i64_t, slot, llvm::Align(8), op->name);
-        device_allocations.push_back(p);
-        {
-            ScopedBinding<Value *> bind(symbols, op->name, builder->CreateIntToPtr(p, i8ptr_t));
-            codegen(op->body);
-        }
-        device_allocations.pop_back();
-        builder->CreateCall(runtime_fn("loom_cuda_free", void_t, {i64_t}), {p});
-    }
 
     void visit(const Free *) override {
         // Allocations are released at the end of their Allocate's body.
@@ -2235,7 +2088,11 @@ std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t
                                            llvm::LLVMContext &ctx, bool portable) {
     initialize_llvm();
     CodeGen_LLVM cg(t, ctx, portable);
-    return cg.compile(f, offload_gpu_loops(f, t));
+    OffloadedFunc host = offload_gpu_loops(f, t, portable);
+    if (std::getenv("LOOM_DEBUG") != nullptr) {
+        std::cerr << "---- after offload_gpu_loops ----\n" << host.func.body << "\n";
+    }
+    return cg.compile(host.func, host.globals);
 }
 
 void optimize_module(llvm::Module &m, llvm::TargetMachine &tm, const Target &t) {

@@ -38,10 +38,21 @@
 //    sizes are checked for int64 overflow. Free nodes are no-ops.
 //  - A Parallel For becomes a closure function `int32_t(int32_t i, uint8_t *)`
 //    run by loom_do_par_for; its bounds are converted to int32.
+//  - An Extern call is a plain C call, which LLVM keeps whatever it does;
+//    the host intrinsics below check the results of runtime calls. GPU loops
+//    and TileKernel nodes must have been offloaded (OffloadGPULoops.h): host
+//    code calls the runtime for its GPU work like any other C function.
+//  - A HostGlobal is the Handle variable of its name (its address).
+//  - Besides LoweredFunc.h's names of a buffer argument `b`, `b.flags`
+//    (UInt(64)) is its descriptor's flags (loom_buffer_flags_t) on entry.
+//  - A buffer argument that the code stores to and that has GPU memory when
+//    the function returns is marked host-dirty (loom_runtime.h), so that
+//    what the CPU wrote is copied to the GPU before a kernel reads it.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "loom/Target.h"
 #include "lower/LoweredFunc.h"
@@ -54,6 +65,33 @@ class TargetMachine;
 
 namespace loom {
 namespace internal {
+
+/** Intrinsics (Call::Intrinsic) with which passes write calls of the
+ * runtime into host code:
+ *  - return_on_error(code): evaluates code, the Int(32) result of an
+ *    extern call; if it is not 0, the function returns it at once, after
+ *    freeing what is live as a failed check does (the callee reported the
+ *    message). Its own value is 0.
+ *  - on_error(call), as the value of a LetStmt (which binds nothing):
+ *    every error return from within the LetStmt's body evaluates `call`
+ *    first (innermost first, after freeing heap allocations); the body ends
+ *    with its own cleanup for the normal path. */
+struct HostIntrinsic {
+    static constexpr const char *return_on_error = "return_on_error";
+    static constexpr const char *on_error = "on_error";
+};
+
+/** A global of the host module that host code names: constant bytes (a GPU
+ * module's code), or, for `is_state`, a pointer-sized slot, initially null,
+ * where the runtime keeps its state for the module. A state global is
+ * visible to the JIT (which finds it by name), private to portable code. */
+struct HostGlobal {
+    std::string name;
+    std::string bytes;
+    bool null_terminated = false;  // a C string: ends with a 0 byte
+    int alignment = 0;             // 0: the natural one
+    bool is_state = false;
+};
 
 /** Initializes LLVM's X86 target (once per process; thread-safe). */
 void initialize_llvm();
@@ -78,8 +116,9 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const Target &t, bool p
 bool host_supports_target(const Target &t, std::string *why);
 
 /** Generates an LLVM module that defines `int32_t f.name(void **args)` (and the
- * closures of its parallel loops), for target t, in context ctx. `portable`
- * as for llvm_cpu_name. */
+ * closures of its parallel loops), for target t, in context ctx, after
+ * offloading its GPU loops (offload_gpu_loops). `portable` as for
+ * llvm_cpu_name. */
 std::unique_ptr<llvm::Module> codegen_llvm(const LoweredFunc &f, const Target &t,
                                            llvm::LLVMContext &ctx, bool portable = false);
 

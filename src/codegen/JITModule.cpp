@@ -29,6 +29,7 @@
 
 #include "codegen/CodeGen_LLVM.h"
 #include "codegen/JITMemoryManager.h"
+#include "gpu/OffloadGPULoops.h"
 #include "loom/Error.h"
 #include "loom/runtime/loom_runtime.h"
 
@@ -67,12 +68,12 @@ std::vector<std::pair<const char *, void *>> runtime_symbols() {
         {"loom_free", addr(&loom_free)},
         {"loom_do_par_for", addr(&loom_do_par_for)},
         {"loom_num_threads", addr(&loom_num_threads)},
-        {"loom_cuda_buffer_for_host", addr(&loom_cuda_buffer_for_host)},
-        {"loom_cuda_buffer_for_kernel", addr(&loom_cuda_buffer_for_kernel)},
-        {"loom_cuda_malloc", addr(&loom_cuda_malloc)},
-        {"loom_cuda_free", addr(&loom_cuda_free)},
-        {"loom_cuda_launch", addr(&loom_cuda_launch)},
-        {"loom_cuda_finish", addr(&loom_cuda_finish)},
+        {"loom_device_buffer_for_host", addr(&loom_device_buffer_for_host)},
+        {"loom_device_buffer_for_kernel", addr(&loom_device_buffer_for_kernel)},
+        {"loom_device_allocate", addr(&loom_device_allocate)},
+        {"loom_device_deallocate", addr(&loom_device_deallocate)},
+        {"loom_device_launch", addr(&loom_device_launch)},
+        {"loom_device_finish", addr(&loom_device_finish)},
         {"loom_type_name", addr(&loom_type_name)},
         {"__gnu_h2f_ieee", addr(&loom_half_to_float)},
         {"__gnu_f2h_ieee", addr(&loom_float_to_half)},
@@ -126,13 +127,13 @@ std::string llvm_error_string(llvm::Error e) { return llvm::toString(std::move(e
 
 struct JITModule::Impl {
     std::unique_ptr<llvm::orc::LLJIT> jit;
-    // A GPU pipeline's module state (loom_cuda_launch's): its modules are
+    // A GPU pipeline's module state (loom_device_launch's): its modules are
     // unloaded with the code that launches them.
-    void **cuda_module_state = nullptr;
+    void **device_module_state = nullptr;
 };
 
 JITModule::~JITModule() {
-    if (impl_ && impl_->cuda_module_state) loom_cuda_release_module(impl_->cuda_module_state);
+    if (impl_ && impl_->device_module_state) loom_device_release_module(impl_->device_module_state);
 }
 
 std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target &t) {
@@ -153,8 +154,8 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
         entry_name += ".loom_entry";
         m->getFunction(f.name)->setName(entry_name);
     }
-    const std::string cuda_state_name = f.name + "_cuda_module_state";
-    const bool has_gpu_code = m->getNamedGlobal(cuda_state_name) != nullptr;
+    const std::string state_name = device_module_state_name(f.name);
+    const bool has_gpu_code = m->getNamedGlobal(state_name) != nullptr;
     std::unique_ptr<llvm::TargetMachine> tm = make_target_machine(t);
     optimize_module(*m, *tm, t);
 
@@ -227,12 +228,12 @@ std::shared_ptr<JITModule> JITModule::compile(const LoweredFunc &f, const Target
     result->entry_ = reinterpret_cast<Entry>(static_cast<uintptr_t>(sym->getAddress()));
     result->impl_ = std::make_unique<Impl>();
     if (has_gpu_code) {
-        auto state = J.lookup(cuda_state_name);
+        auto state = J.lookup(state_name);
         if (!state) {
-            internal_error << "The JIT lost " << cuda_state_name << ": "
+            internal_error << "The JIT lost " << state_name << ": "
                            << llvm_error_string(state.takeError());
         }
-        result->impl_->cuda_module_state =
+        result->impl_->device_module_state =
             reinterpret_cast<void **>(static_cast<uintptr_t>(state->getAddress()));
     }
     result->impl_->jit = std::move(*jit);

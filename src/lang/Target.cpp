@@ -32,6 +32,7 @@ const FeatureName feature_names[] = {
     {Target::FastMath, "fast_math"},
     {Target::LLVMLoopOpt, "llvm_loop_opt"},
     {Target::CUDA, "cuda"},
+    {Target::CUDASource, "cuda_source"},
 };
 
 // The GPU capabilities Loom generates code for (major * 10 + minor).
@@ -42,6 +43,7 @@ const int cuda_capabilities[] = {80, 86, 89, 90};
 unsigned with_implied(unsigned f) {
     auto bit = [](Target::Feature x) { return 1u << x; };
     if (f & bit(Target::AVX512)) f |= bit(Target::AVX2);
+    if (f & bit(Target::CUDASource)) f |= bit(Target::CUDA);
     if (f & bit(Target::AVX2)) f |= bit(Target::AVX) | bit(Target::FMA) | bit(Target::F16C);
     if (f & bit(Target::AVX)) f |= bit(Target::SSE41);
     return f;

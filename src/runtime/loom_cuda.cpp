@@ -1,10 +1,11 @@
 // The CUDA side of the runtime: the driver (libcuda.so.1, loaded with dlopen
 // on first use), device memory of buffers with dirty tracking, the module
-// cache and kernel launches. Neither libloom nor an AOT library links the
-// driver, so both load and run on machines without a GPU; a GPU pipeline
-// there fails at its first use with a message saying why. Every failed
-// driver call becomes a Loom error that names the call (and the kernel or
-// buffer it was for).
+// cache and kernel launches: the CUDA implementation of the device
+// interface (loom_device.cpp), through which compiled code reaches them.
+// Neither libloom nor an AOT library links the driver, so both load and run
+// on machines without a GPU; a GPU pipeline there fails at its first use
+// with a message saying why. Every failed driver call becomes a Loom error
+// that names the call (and the kernel or buffer it was for).
 //
 // The driver API is declared here with the few types it needs, so that
 // building Loom needs no CUDA headers. Like the rest of the runtime this file
@@ -701,3 +702,22 @@ LOOM_RUNTIME_EXPORT void loom_cuda_release_module(void **module_state) {
         m = next;
     }
 }
+
+namespace {
+
+int32_t cuda_deallocate(uint64_t device) {
+    loom_cuda_free(device);
+    return 0;
+}
+
+// In loom_device_api_t's order.
+const loom_device_api_t cuda_api = {
+    loom_cuda_buffer_for_host, loom_cuda_buffer_for_kernel,
+    loom_cuda_malloc,          cuda_deallocate,
+    loom_cuda_launch,          loom_cuda_finish,
+    loom_cuda_release_module,
+};
+
+}  // namespace
+
+LOOM_RUNTIME_EXPORT const loom_device_api_t *loom_cuda_device_api(void) { return &cuda_api; }

@@ -35,4 +35,24 @@ extern "C" void loom_runtime_copy_error_message(char *dst, size_t size);
 extern "C" void loom_runtime_set_error_message(const char *msg);
 extern "C" uint16_t loom_double_to_half(double d);
 
+/** One GPU API's implementation of the device interface (loom_runtime.h's
+ * loom_device_*, which loom_device.cpp forwards here), one entry per call,
+ * with the same arguments. */
+struct loom_device_api_t {
+    int32_t (*buffer_for_host)(loom_buffer_t *b, const char *name);
+    int32_t (*buffer_for_kernel)(loom_buffer_t *b, int32_t read, int32_t written, const char *name,
+                                 uint64_t *device);
+    int32_t (*allocate)(uint64_t bytes, const char *name, uint64_t *device);
+    int32_t (*deallocate)(uint64_t device);
+    int32_t (*launch)(void **module_state, const uint8_t *binary, uint64_t binary_size,
+                      const char *assembly, const char *source, const char *kernel, int32_t grid_x,
+                      int32_t grid_y, int32_t grid_z, int32_t block_x, int32_t block_y,
+                      int32_t block_z, int32_t shared_bytes, void **args);
+    int32_t (*finish)(const char *pipeline, const char *kernels);
+    void (*release_module)(void **module_state);
+};
+
+/** CUDA's (loom_cuda.cpp). */
+extern "C" const loom_device_api_t *loom_cuda_device_api(void);
+
 #endif

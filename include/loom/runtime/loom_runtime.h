@@ -160,13 +160,46 @@ void loom_cuda_set_stream(void *stream);
 /** This thread's stream (null: the legacy default stream). */
 void *loom_cuda_stream(void);
 
-/* Used by compiled GPU pipelines. module_state is a pipeline's own pointer
- * (initially null) to its loaded module: the cubin, or the PTX when the
- * driver cannot load the cubin, or else the CUDA C++ source when one is
- * given (JIT code gives it, for a driver that compiles source itself, such
- * as the tests' stand-in that runs kernels on the CPU). A pipeline returns
- * after its kernels have finished, reporting a kernel's fault with the
- * pipeline's name. */
+/* ---- The device interface: every call compiled code makes for its GPU
+ * work. Host code names no GPU API; each call goes to the implementation of
+ * the API the pipeline's kernels were compiled for (CUDA's, the loom_cuda_*
+ * functions below, is the only one so far). Each returns 0 or an error code
+ * with a message. ---- */
+
+/** Copies b's GPU data to the host if that is newer, before the CPU reads
+ * it. A null or malformed descriptor is left to the argument checks. */
+int32_t loom_device_buffer_for_host(loom_buffer_t *b, const char *name);
+/** Gives b GPU memory if it has none (its span, with the host's strides),
+ * copies the host's data there first if the kernel reads b and the host's
+ * copy is newer, and marks b device-dirty if the kernel writes it; *device
+ * receives b's GPU address. */
+int32_t loom_device_buffer_for_kernel(loom_buffer_t *b, int32_t read, int32_t written,
+                                      const char *name, uint64_t *device);
+/** GPU memory of `bytes` for an allocation only kernels touch (named in
+ * errors), and its release (0 is none; returns 0). */
+int32_t loom_device_allocate(uint64_t bytes, const char *name, uint64_t *device);
+int32_t loom_device_deallocate(uint64_t device);
+/** Launches `kernel` on a grid of blocks. module_state is a pipeline's own
+ * pointer (initially null) to its loaded module, loaded on first use in each
+ * context from `binary` (a cubin), or else from `assembly` (PTX), or else
+ * from `source` when one is given (JIT code gives the CUDA C++, for a driver
+ * that compiles source itself, such as the tests' stand-in that runs
+ * kernels on the CPU). args[i] points to the value of the kernel's i-th
+ * parameter (a GPU address for a buffer). An empty grid launches nothing. */
+int32_t loom_device_launch(void **module_state, const uint8_t *binary, uint64_t binary_size,
+                           const char *assembly, const char *source, const char *kernel,
+                           int32_t grid_x, int32_t grid_y, int32_t grid_z, int32_t block_x,
+                           int32_t block_y, int32_t block_z, int32_t shared_bytes, void **args);
+/** Waits for the kernels launched, so that a pipeline returns after they
+ * have finished; a fault is reported with the pipeline's name and its
+ * kernels (a comma-separated list). */
+int32_t loom_device_finish(const char *pipeline, const char *kernels);
+/** Unloads the modules of a module_state (when the code that owns it goes). */
+void loom_device_release_module(void **module_state);
+
+/* The CUDA implementation of the device interface, callable directly too:
+ * loom_cuda_X is loom_device_X (loom_cuda_malloc and loom_cuda_free are
+ * loom_device_allocate and loom_device_deallocate). */
 int32_t loom_cuda_buffer_for_host(loom_buffer_t *b, const char *name);
 int32_t loom_cuda_buffer_for_kernel(loom_buffer_t *b, int32_t read, int32_t written,
                                     const char *name, uint64_t *device);
