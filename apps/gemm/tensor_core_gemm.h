@@ -12,6 +12,8 @@
 
 #include <loom/loom.h>
 
+#include <utility>
+
 #include "../../schedules/gemm.h"
 
 namespace gemm {
@@ -34,19 +36,28 @@ struct TensorCoreGemm {
 
     explicit TensorCoreGemm(loom::Type in = loom::Float(16), loom::Type out = loom::Float(32),
                             bool b_column_major = false, Epilogue epilogue = Epilogue::None)
-        : in(in),
+        : TensorCoreGemm(out, b_column_major, epilogue, loom::BufferParam(in, 2, "A"),
+                         loom::BufferParam(in, 2, "B"),
+                         loom::BufferParam(loom::Float(32), 1, "bias"),
+                         loom::BufferParam(out, 2, "residual")) {}
+
+    /** The same over given inputs (a generator's): A and B of the input
+     * type, bias float32 [N], residual of the output type [M, N]. */
+    TensorCoreGemm(loom::Type out, bool b_column_major, Epilogue epilogue, loom::BufferParam a,
+                   loom::BufferParam b, loom::BufferParam bias_in, loom::BufferParam residual_in)
+        : in(a.type()),
           out(out),
           b_column_major(b_column_major),
           epilogue(epilogue),
-          A(in, 2, "A"),
-          B(in, 2, "B"),
-          bias(loom::Float(32), 1, "bias"),
-          residual(out, 2, "residual"),
+          A(std::move(a)),
+          B(std::move(b)),
+          bias(std::move(bias_in)),
+          residual(std::move(residual_in)),
           k(0, A.dim(1).extent(), "k") {
         using namespace loom;
         acc(i, j) = 0.0f;
-        Expr b = b_column_major ? B(j, k) : B(k, j);
-        acc(i, j) += cast<float>(A(i, k)) * cast<float>(b);
+        Expr b_at = b_column_major ? B(j, k) : B(k, j);
+        acc(i, j) += cast<float>(A(i, k)) * cast<float>(b_at);
         Expr v = acc(i, j);
         if (epilogue == Epilogue::BiasGelu) v = gelu(v + bias(j));
         if (epilogue == Epilogue::BiasResidual) v = v + bias(j) + cast<float>(residual(i, j));

@@ -21,6 +21,7 @@
 #include "../layernorm/layernorm_reference.h"
 #include "../rmsnorm/rmsnorm_reference.h"
 #include "../softmax/softmax_reference.h"
+#include "aot_descriptor.h"
 #include "app_attention_decode_f32.h"
 #include "app_attention_f16.h"
 #include "app_attention_f32.h"
@@ -34,33 +35,6 @@
 #include "app_softmax.h"
 
 namespace {
-
-// A dense descriptor over `data`: dimension 0 outermost, the last one
-// contiguous, as Loom lays out a Func's arguments. It keeps its own
-// loom_dimension_t array, which the descriptor points into, so it must not
-// be copied once raw() was taken (hence no copy).
-class Descriptor {
-  public:
-    Descriptor(void *data, loom_type_t type, const std::vector<int> &shape) : dims_(shape.size()) {
-        int32_t stride = 1;
-        for (size_t n = shape.size(); n-- > 0;) {
-            dims_[n] = {0, shape[n], stride, 0};
-            stride *= shape[n];
-        }
-        std::memset(&buf_, 0, sizeof(buf_));
-        buf_.host = static_cast<uint8_t *>(data);
-        buf_.type = type;
-        buf_.dimensions = static_cast<int32_t>(shape.size());
-        buf_.dim = dims_.data();
-    }
-    Descriptor(const Descriptor &) = delete;
-    Descriptor &operator=(const Descriptor &) = delete;
-    loom_buffer_t *raw() { return &buf_; }
-
-  private:
-    std::vector<loom_dimension_t> dims_;
-    loom_buffer_t buf_;
-};
 
 const loom_type_t kFloat32 = {loom_type_float, 32, 1};
 const loom_type_t kFloat16 = {loom_type_float, 16, 1};
