@@ -47,8 +47,8 @@ class TensorCoreGemmBase : public Generator {
                     out.value() == BFloat(16))
             << "gemm_tc: out must be float32, float16 or bfloat16, not "
             << type_to_string(out.value());
-        algo = std::make_unique<gemm::TensorCoreGemm>(out, b_column_major, e, A.param(),
-                                                      B.param(), bias, residual);
+        algo = std::make_unique<gemm::TensorCoreGemm>(out, b_column_major, e, A.param(), B.param(),
+                                                      bias, residual);
     }
     void schedule_template() {
         schedules::GemmTileOptions o;

@@ -162,5 +162,5 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{BFloat(16), false, Gemm::Residual, 37, 61, 45, 32, 64, 1, 2, 32, 1},
                       Case{Float(16), false, Gemm::CastToInput, 33, 47, 70, 32, 32, 1, 1, 32, 4},
                       Case{BFloat(16), true, Gemm::None, 45, 38, 77, 32, 32, 2, 2, 32, 3},
-        Case{BFloat(16), false, Gemm::BiasGelu, 66, 70, 48, 64, 64, 2, 2, 16, 3}),
+                      Case{BFloat(16), false, Gemm::BiasGelu, 66, 70, 48, 64, 64, 2, 2, 16, 3}),
     name_of);

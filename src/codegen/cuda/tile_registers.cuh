@@ -7,7 +7,8 @@ template <> __device__ __forceinline__ __half loom_tile_get<__half>(unsigned w, 
     r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
     return __half(r);
 }
-template <> __device__ __forceinline__ __nv_bfloat16 loom_tile_get<__nv_bfloat16>(unsigned w, int h) {
+template <>
+__device__ __forceinline__ __nv_bfloat16 loom_tile_get<__nv_bfloat16>(unsigned w, int h) {
     __nv_bfloat16_raw r;
     r.x = (unsigned short)(h ? w >> 16 : w & 0xffffu);
     return __nv_bfloat16(r);
