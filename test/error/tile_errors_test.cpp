@@ -138,3 +138,24 @@ TEST(TileErrors, ProducersAreComputedAtTheTileLoop) {
     EXPECT_TRUE(throws_with<CompileError>([&] { p.lower(sch); },
                                           {"Func prod", "loop io", "compute_at(C, jo)"}));
 }
+
+TEST(TileErrors, ProgramsStoreToOutputs) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    Func D("D");
+    D(p.i, p.j) = p.C(p.i, p.j) + 1.0f;
+    Schedule sch = p.schedule();
+    sch[p.C].compute_root();
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(D).compile_to_lowered_stmt(sch, kSm80); },
+                                          {"Func C", "not an output of the pipeline"}));
+}
+
+TEST(TileErrors, ProgramsComputeOneValue) {
+    Product p;
+    Func t("t");
+    t(p.i, p.j) = Tuple(cast<float>(p.A(p.i, p.j)), cast<float>(p.B(p.i, p.j)));
+    Schedule sch;
+    sch[t].tile_program(p.i, p.j, p.io, p.jo, 32, 32);
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(t).compile_to_lowered_stmt(sch, kSm80); },
+                                          {"Func t", "Tuple"}));
+}
