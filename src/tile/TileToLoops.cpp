@@ -160,32 +160,43 @@ class Lowering {
                                                     r * t.shape[1] + c, Expr());
                              });
         case TileOpKind::Dot: {
-            // acc(r, c) += a(r, kk) * b(kk, c): for each row, k outside the
-            // columns, so the row's accumulators stay in registers over k.
+            // acc(r, c) += a(r, kk) * b(kk, c), register-blocked: a block
+            // of rows by all the columns' vectors, unrolled, k outside it,
+            // so that the block's accumulators (at most 16 vectors) stay in
+            // registers over k and each b vector serves the block's rows.
             const TileType &a = types.at(o.operands[0]);
             const int M = t.shape[0], N = t.shape[1], K = a.shape[1];
             const std::string id = std::to_string(loops++);
-            const Expr r = int_var("tile.r" + id), kk = int_var("tile.k" + id),
-                       c = int_var("tile.c" + id), ci = int_var("tile.ci" + id);
+            const Expr rb = int_var("tile.rb" + id), ri = int_var("tile.ri" + id),
+                       kk = int_var("tile.k" + id), c = int_var("tile.c" + id),
+                       ci = int_var("tile.ci" + id);
             const int vector = vector_of(t.elem, N);
+            const bool vectors = N % vector == 0 && vector > 1;
+            const int chunks = vectors ? N / vector : N;
+            int rows = 1;
+            while (rows * 2 <= M && M % (rows * 2) == 0 && rows * 2 * chunks <= 16) rows *= 2;
             internal_assert(o.result == o.operands[2])
                 << "tile program on the CPU: dot " << o.result << " accumulates in place";
+            const Expr r = rb * rows + ri;
             auto update = [&](const Expr &col) {
                 Expr product = cast(t.elem, element(o.operands[0], r, kk)) *
                                cast(t.elem, element(o.operands[1], kk, col));
                 return Store::make(storage(o.result), element(o.result, r, col) + product,
                                    r * N + col, Expr());
             };
+            // Unrolled only where the block fits the registers.
+            const ForType unrolled = rows * chunks <= 16 ? ForType::Unrolled : ForType::Serial;
             Stmt cols;
-            if (N % vector == 0 && vector > 1) {
+            if (vectors) {
                 cols = For::make("tile.ci" + id, 0, vector, ForType::Vectorized,
                                  update(c * vector + ci));
-                cols = For::make("tile.c" + id, 0, N / vector, ForType::Serial, cols);
+                cols = For::make("tile.c" + id, 0, chunks, unrolled, cols);
             } else {
                 cols = For::make("tile.c" + id, 0, N, ForType::Serial, update(c));
             }
-            Stmt ks = For::make("tile.k" + id, 0, K, ForType::Serial, cols);
-            return For::make("tile.r" + id, 0, M, ForType::Serial, ks);
+            Stmt block = For::make("tile.ri" + id, 0, rows, unrolled, cols);
+            Stmt ks = For::make("tile.k" + id, 0, K, ForType::Serial, block);
+            return For::make("tile.rb" + id, 0, M / rows, ForType::Serial, ks);
         }
         default:
             internal_error << "tile program on the CPU: the op of " << o.result

@@ -2,8 +2,9 @@
 // the CPU backend vectorizes and compiles like any other. The grid is a
 // loop nest (tiles of rows in parallel), each tile value a small stack
 // allocation, each op a loop nest over its tile with the columns
-// innermost, and dot the loops k-inside-rows that keep a row of the
-// accumulator in vector registers across k. Masked accesses read and write
+// innermost, and dot register-blocked: a block of rows by the columns'
+// vectors, unrolled, with k outside it, so that its accumulators stay in
+// vector registers across k. Masked accesses read and write
 // only inside their bounds (the rest of a loaded tile is zero), so a tile
 // schedule runs, and is checked, without a GPU.
 #pragma once
