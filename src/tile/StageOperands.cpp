@@ -14,8 +14,6 @@ namespace tile {
 
 namespace {
 
-TileStmt op_stmt(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
-
 /** The async copy of load `o` into its shared value, at the reduction
  * step `step` (an Expr of the loop's variable), into `slot`. */
 TileOp copy_of(const TileOp &load, const TileType &shared, const std::string &loop_var,
@@ -66,10 +64,8 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
         shared[l.result] = t;
     }
     const Expr k = Variable::make(Int(32), loop.var);
-    TileOp commit, barrier, wait;
-    commit.kind = TileOpKind::AsyncCommit;
-    barrier.kind = TileOpKind::Barrier;
-    wait.kind = TileOpKind::AsyncWait;
+    const TileOp commit = make_op(TileOpKind::AsyncCommit), barrier = make_op(TileOpKind::Barrier);
+    TileOp wait = make_op(TileOpKind::AsyncWait);
     auto issue = [&](std::vector<TileStmt> *out, const Expr &step, const Expr &slot) {
         for (const TileOp &l : staged)
             out->push_back(op_stmt(copy_of(l, shared[l.result], loop.var, step, slot)));
@@ -89,11 +85,8 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
     const Expr slot = stages == 1 ? Expr() : (k - loop.min) % stages;
     for (const TileStmt &s : loop.body) {
         if (s.op && s.op->kind == TileOpKind::Load && operand.count(s.op->result)) {
-            TileOp convert;
-            convert.kind = TileOpKind::ConvertLayout;
-            convert.result = s.op->result;
-            convert.type = s.op->type;
-            convert.operands = {s.op->result + "_shared"};
+            TileOp convert = make_op(TileOpKind::ConvertLayout, s.op->result, s.op->type,
+                                     {s.op->result + "_shared"});
             convert.slot = slot;
             body.push_back(op_stmt(convert));
         } else {

@@ -17,6 +17,18 @@ int64_t TileType::elements() const {
     return n;
 }
 
+TileOp make_op(TileOpKind kind, const std::string &result, TileType type,
+               std::vector<std::string> operands) {
+    TileOp o;
+    o.kind = kind;
+    o.result = result;
+    o.type = std::move(type);
+    o.operands = std::move(operands);
+    return o;
+}
+
+TileStmt op_stmt(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
+
 std::vector<int> access_axes(const TileOp &o, size_t tile_rank) {
     if (!o.axes.empty()) return o.axes;
     std::vector<int> identity(tile_rank);

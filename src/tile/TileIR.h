@@ -113,6 +113,13 @@ struct TileProgram {
     std::vector<TileStmt> body;
 };
 
+/** An op of this kind, result, type and operands (the rest defaulted). */
+TileOp make_op(TileOpKind kind, const std::string &result = "", TileType type = TileType(),
+               std::vector<std::string> operands = {});
+
+/** An op as a statement of a body. */
+TileStmt op_stmt(TileOp o);
+
 /** The tile axis each buffer dimension of an access follows: o.axes, or
  * the identity when it is empty. */
 std::vector<int> access_axes(const TileOp &o, size_t tile_rank);

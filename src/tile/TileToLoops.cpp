@@ -130,7 +130,7 @@ class Lowering {
                              });
         case TileOpKind::Load: {
             const TileBuffer &b = buffer(o.buffer);
-            Stmt zero = op(zeros_like(o));
+            Stmt zero = op(make_op(TileOpKind::Zeros, o.result, o.type));
             Stmt copy = over_tile(valid(o, 0, t.shape[0]), valid(o, 1, t.shape[1]), 1,
                                   [&](const Expr &r, const Expr &c) {
                                       return Store::make(
@@ -203,14 +203,6 @@ class Lowering {
                            << " has no CPU lowering (GPU-only staging?)";
             return Stmt();
         }
-    }
-
-    static TileOp zeros_like(const TileOp &o) {
-        TileOp z;
-        z.kind = TileOpKind::Zeros;
-        z.result = o.result;
-        z.type = o.type;
-        return z;
     }
 };
 

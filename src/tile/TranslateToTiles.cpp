@@ -30,18 +30,6 @@ namespace {
 
 Expr int_var(const std::string &name) { return Variable::make(Int(32), name); }
 
-TileStmt op_stmt(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
-
-TileOp make_op(TileOpKind kind, const std::string &result, TileType type,
-               std::vector<std::string> operands = {}) {
-    TileOp o;
-    o.kind = kind;
-    o.result = result;
-    o.type = std::move(type);
-    o.operands = std::move(operands);
-    return o;
-}
-
 TileType register_tile(Type elem, std::vector<int> shape) {
     TileType t;
     t.elem = elem;

@@ -16,8 +16,6 @@ using namespace loom;
 using namespace loom::internal;
 using namespace loom::internal::tile;
 
-inline TileStmt tile_op(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
-
 inline TileType tile_type(Type t, std::vector<int> shape, LinearLayout layout,
                           const std::string &name, MemorySpace space = MemorySpace::Registers) {
     TileType ty;
@@ -45,7 +43,7 @@ inline TileProgram gemm_program(Type in = Float(16), Expr epilogue = Expr()) {
     Expr M = var("M"), N = var("N"), K = var("K"), bm = var("bm"), bn = var("bn"), k = var("k");
     TileOp zeros{TileOpKind::Zeros, "acc",
                  tile_type(f32, {16, 8}, mma_m16n8k16_accumulator(), "mma_accumulator")};
-    p.body.push_back(tile_op(zeros));
+    p.body.push_back(op_stmt(zeros));
     auto loop = std::make_shared<TileLoop>();
     loop->var = "k";
     loop->min = 0;
@@ -73,9 +71,9 @@ inline TileProgram gemm_program(Type in = Float(16), Expr epilogue = Expr()) {
         TileOpKind::ConvertLayout, "b", tile_type(in, {16, 8}, mma_m16n8k16_b(), "mma_b"), {"b_s"}};
     TileOp dot{TileOpKind::Dot, "acc", zeros.type, {"a", "b", "acc"}};
     // The barrier after the dot: the next step's copies overwrite the tiles.
-    loop->body = {tile_op(copy_a), tile_op(copy_b),  tile_op(commit),
-                  tile_op(wait),   tile_op(barrier), tile_op(a),
-                  tile_op(b),      tile_op(dot),     tile_op(barrier)};
+    loop->body = {op_stmt(copy_a), op_stmt(copy_b),  op_stmt(commit),
+                  op_stmt(wait),   op_stmt(barrier), op_stmt(a),
+                  op_stmt(b),      op_stmt(dot),     op_stmt(barrier)};
     p.body.push_back({nullptr, loop});
     std::string result = "acc";
     if (epilogue.defined()) {
@@ -85,14 +83,14 @@ inline TileProgram gemm_program(Type in = Float(16), Expr epilogue = Expr()) {
             tile_type(epilogue.type(), {16, 8}, mma_m16n8k16_accumulator(), "mma_accumulator"),
             {"acc"}};
         map.fn = epilogue;
-        p.body.push_back(tile_op(map));
+        p.body.push_back(op_stmt(map));
         result = "c";
     }
     TileOp store{TileOpKind::Store, "", {}, {result}};
     store.buffer = "C";
     store.origin = {bm * 16, bn * 8};
     store.bounds = {M, N};
-    p.body.push_back(tile_op(store));
+    p.body.push_back(op_stmt(store));
     return p;
 }
 
@@ -146,7 +144,7 @@ inline TileProgram gemm_program(const GemmTiling &g) {
     const TileType acc_type =
         tile_type(f32, {g.bm, g.bn}, mma_accumulator_layout(g.bm, g.bn, g.warps_m, g.warps_n),
                   "mma_accumulator");
-    p.body.push_back(tile_op({TileOpKind::Zeros, "acc", acc_type}));
+    p.body.push_back(op_stmt({TileOpKind::Zeros, "acc", acc_type}));
 
     TileType a_shared =
         g.a_transposed
@@ -186,7 +184,7 @@ inline TileProgram gemm_program(const GemmTiling &g) {
             b.bounds = {K, N};
         }
         b.slot = slot;
-        return std::vector<TileStmt>{tile_op(a), tile_op(b), tile_op({TileOpKind::AsyncCommit})};
+        return std::vector<TileStmt>{op_stmt(a), op_stmt(b), op_stmt({TileOpKind::AsyncCommit})};
     };
     auto prologue = std::make_shared<TileLoop>();
     prologue->var = "pro";
@@ -201,8 +199,8 @@ inline TileProgram gemm_program(const GemmTiling &g) {
     loop->extent = (K + (g.bk - 1)) / g.bk;
     TileOp wait{TileOpKind::AsyncWait};
     wait.pending = S - 2;
-    if (!g.plant_missing_wait) loop->body.push_back(tile_op(wait));
-    loop->body.push_back(tile_op({TileOpKind::Barrier}));
+    if (!g.plant_missing_wait) loop->body.push_back(op_stmt(wait));
+    loop->body.push_back(op_stmt({TileOpKind::Barrier}));
     Expr read_slot = g.plant_wrong_slot ? (kt + 1) % S : kt % S;
     TileOp a{TileOpKind::ConvertLayout,
              "a",
@@ -214,9 +212,9 @@ inline TileProgram gemm_program(const GemmTiling &g) {
              tile_type(g.in, {g.bk, g.bn}, mma_b_layout(g.bk, g.bn, g.warps_m, g.warps_n), "mma_b"),
              {"b_s"}};
     b.slot = read_slot;
-    loop->body.push_back(tile_op(a));
-    loop->body.push_back(tile_op(b));
-    loop->body.push_back(tile_op({TileOpKind::Dot, "acc", acc_type, {"a", "b", "acc"}}));
+    loop->body.push_back(op_stmt(a));
+    loop->body.push_back(op_stmt(b));
+    loop->body.push_back(op_stmt({TileOpKind::Dot, "acc", acc_type, {"a", "b", "acc"}}));
     for (TileStmt &s : copies(kt + (S - 1), (kt + (S - 1)) % S)) loop->body.push_back(s);
     p.body.push_back({nullptr, loop});
 
@@ -228,7 +226,7 @@ inline TileProgram gemm_program(const GemmTiling &g) {
         load.origin = {bn * g.bn};
         load.bounds = {N};
         load.axes = {1};
-        p.body.push_back(tile_op(load));
+        p.body.push_back(op_stmt(load));
         operands.push_back("bias_row");
     }
     if (g.residual) {
@@ -237,18 +235,18 @@ inline TileProgram gemm_program(const GemmTiling &g) {
         load.buffer = "R";
         load.origin = {bm * g.bm, bn * g.bn};
         load.bounds = {M, N};
-        p.body.push_back(tile_op(load));
+        p.body.push_back(op_stmt(load));
         operands.push_back("res");
     }
     TileOp map{TileOpKind::Map, "c",
                tile_type(g.out, {g.bm, g.bn}, *acc_type.layout, "mma_accumulator"), operands};
     map.fn = g.epilogue.defined() ? g.epilogue : cast(g.out, Variable::make(f32, "_0"));
-    p.body.push_back(tile_op(map));
+    p.body.push_back(op_stmt(map));
     TileOp store{TileOpKind::Store, "", {}, {"c"}};
     store.buffer = "C";
     store.origin = {bm * g.bm, bn * g.bn};
     store.bounds = {M, N};
-    p.body.push_back(tile_op(store));
+    p.body.push_back(op_stmt(store));
     return p;
 }
 

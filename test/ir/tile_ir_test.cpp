@@ -141,7 +141,7 @@ TEST(TileInterpreter, ReduceAndBroadcastAlongRows) {
     store.buffer = "Y";
     store.origin = {Expr(0), Expr(0)};
     store.bounds = {Expr(4), Expr(8)};
-    for (const TileOp &o : {load, mx, bc, sub, store}) p.body.push_back(loom_test::tile_op(o));
+    for (const TileOp &o : {load, mx, bc, sub, store}) p.body.push_back(loom_test::op_stmt(o));
     std::vector<float> x(4 * 8), y(4 * 8);
     for (int i = 0; i < 32; i++) x[i] = float((i * 7) % 11) - 20.0f;  // all negative
     interpret_tile_program(p,
@@ -268,7 +268,7 @@ TEST(TileInterpreter, OneDimensionalTilesAndBroadcastAccesses) {
     store.buffer = "Y";
     store.origin = {Expr(0)};
     store.bounds = {Expr(5)};
-    for (const TileOp &o : {x, z, f, store}) p.body.push_back(loom_test::tile_op(o));
+    for (const TileOp &o : {x, z, f, store}) p.body.push_back(loom_test::op_stmt(o));
     std::vector<float> xs = {1, 2, 3, 4, 5, 6, 7, 8}, zs(4 * 6), ys(8, -1);
     for (int i = 0; i < 24; i++) zs[i] = float(i);
     interpret_tile_program(p,
