@@ -339,6 +339,64 @@ LinearLayout mma_m16n8k16_accumulator() { return mma_accumulator_layout(16, 8, 1
 LinearLayout mma_m16n8k16_a() { return mma_a_layout(16, 16, 1, 1); }
 LinearLayout mma_m16n8k16_b() { return mma_b_layout(16, 8, 1, 1); }
 
+LinearLayout blocked_layout_1d(int n, int warps) {
+    const int bits = log2_exact(n);
+    int next = 0;
+    auto take = [&] { return std::vector<int>{next < bits ? 1 << next++ : 0}; };
+    LinearLayout::InDim reg{"register", {}}, lane{"lane", {}}, warp{"warp", {}};
+    for (int b = 0; b < 5; b++) lane.bases.push_back(take());
+    for (int b = 0; b < log2_exact(warps); b++) warp.bases.push_back(take());
+    while (next < bits) reg.bases.push_back(take());
+    return LinearLayout({reg, lane, warp}, {{"row", n}});
+}
+
+namespace {
+
+/** Whether a basis steps along output `axis` (and along no other). */
+bool steps_along(const std::vector<int> &base, int axis) {
+    bool along = false, other = false;
+    for (size_t o = 0; o < base.size(); o++) (int(o) == axis ? along : other) |= base[o] != 0;
+    internal_assert(!(along && other))
+        << "slicing a layout whose basis steps along several dimensions at once";
+    return along;
+}
+
+}  // namespace
+
+std::vector<int> sliced_register_bits(const LinearLayout &l, int axis) {
+    std::vector<int> kept;
+    for (const LinearLayout::InDim &d : l.ins()) {
+        if (d.name != "register") continue;
+        for (size_t b = 0; b < d.bases.size(); b++) {
+            if (!steps_along(d.bases[b], axis)) kept.push_back(int(b));
+        }
+    }
+    return kept;
+}
+
+LinearLayout slice_layout(const LinearLayout &l, int axis) {
+    internal_assert(axis >= 0 && axis < int(l.outs().size()) && l.outs().size() > 1)
+        << "slicing dimension " << axis << " off a layout of " << l.outs().size();
+    std::vector<LinearLayout::OutDim> outs;
+    for (size_t o = 0; o < l.outs().size(); o++) {
+        if (int(o) != axis) outs.push_back(l.outs()[o]);
+    }
+    std::vector<LinearLayout::InDim> ins;
+    for (const LinearLayout::InDim &d : l.ins()) {
+        LinearLayout::InDim nd{d.name, {}};
+        for (const std::vector<int> &base : d.bases) {
+            if (d.name == "register" && steps_along(base, axis)) continue;
+            std::vector<int> projected;
+            for (size_t o = 0; o < base.size(); o++) {
+                if (int(o) != axis) projected.push_back(steps_along(base, axis) ? 0 : base[o]);
+            }
+            nd.bases.push_back(projected);
+        }
+        ins.push_back(nd);
+    }
+    return LinearLayout(ins, outs);
+}
+
 LinearLayout swizzled_shared_layout(int rows, int cols, int elem_bytes) {
     internal_assert(16 % elem_bytes == 0) << "elements of " << elem_bytes << " bytes";
     const int per_chunk = 16 / elem_bytes;

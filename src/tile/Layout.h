@@ -128,6 +128,24 @@ LinearLayout mma_a_layout(int rows, int k, int warps_m, int warps_n);
  * fragment (ki, ni). */
 LinearLayout mma_b_layout(int k, int cols, int warps_m, int warps_n);
 
+/** A 1-D tile of n elements for `warps` warps: consecutive lanes hold
+ * consecutive elements, then warps, then further registers; a hardware
+ * bit past the tile's holds the same elements again. Output "row". */
+LinearLayout blocked_layout_1d(int n, int warps);
+
+/** The layout of l's tile with output dimension `axis` removed: where a
+ * reduction along `axis` leaves its results, and what a broadcast along
+ * `axis` reads. Register bits that step along `axis` are dropped (their
+ * elements are combined in the thread); lane and warp bits that step
+ * along it map to nothing (those threads hold the same result). Each basis
+ * of l must step along one output dimension at most (true of the blocked
+ * and mma layouts; an InternalError otherwise). */
+LinearLayout slice_layout(const LinearLayout &l, int axis);
+
+/** The register bits of l that slice_layout(l, axis) keeps, in order:
+ * register r of the slice is register sum of bit b of r << kept[b] of l. */
+std::vector<int> sliced_register_bits(const LinearLayout &l, int axis);
+
 /** A row-major rows x cols tile of elem_bytes-sized elements in shared
  * memory, swizzled (as CUTLASS's and Triton's are) so that the 8 rows one
  * ldmatrix reads at the same 16-byte column fall in distinct 16-byte bank

@@ -2,6 +2,7 @@
 #include "tile/TileCodeGen_CUDA.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "ir/Util.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
+#include "tile/LayoutConversion.h"
 
 namespace loom {
 namespace internal {
@@ -237,6 +239,7 @@ class Emitter {
         std::map<std::string, int> uses, defs;
         count(program.body, &uses, &defs);
         find_fused(program.body, uses, defs);
+        find_broadcasts(program.body);
 
         std::ostringstream head;
         head << "extern \"C\" __global__ void __launch_bounds__(" << k.threads << ") "
@@ -262,7 +265,7 @@ class Emitter {
         }
         // Every value's storage up front: a loop's values live after it.
         for (const auto &[name, t] : value_types) {
-            if (fused.count(name)) continue;
+            if (fused.count(name) || broadcasts.count(name)) continue;
             const std::string c = value_c.at(name);
             if (t.space == MemorySpace::Shared) {
                 head << "    " << c_type(t.elem) << " *const " << c << " = reinterpret_cast<"
@@ -274,7 +277,15 @@ class Emitter {
                      << storage_count(t) << "];\n";
             }
         }
+        // Reductions across warps and conversions through shared memory
+        // share one scratch area after the values (each ends at a barrier).
+        const int64_t scratch_at = k.shared_bytes;
         stmts(program.body, 1);
+        if (scratch_bytes > 0) {
+            head << "    unsigned char *const loom_scratch = loom_shared_memory + " << scratch_at
+                 << ";\n";
+            k.shared_bytes += (scratch_bytes + 127) / 128 * 128;
+        }
         k.source = head.str() + hoisted.str() + body.str() + "}\n";
         return k;
     }
@@ -290,6 +301,9 @@ class Emitter {
     /** Register values computed element by element where they are used
      * (find_fused), by their defining op. */
     std::map<std::string, const TileOp *> fused;
+    /** Broadcasts, by their result: views of their operand, read in place. */
+    std::map<std::string, const TileOp *> broadcasts;
+    int64_t scratch_bytes = 0;
     int loops = 0, temporaries = 0, slots = 0;
     /** The copies of the loop being printed known to be 16-byte aligned
      * (decided before it). */
@@ -331,6 +345,16 @@ class Emitter {
                 if ((next.kind != TileOpKind::Load && next.kind != TileOpKind::Map) || redefines) {
                     break;
                 }
+            }
+        }
+    }
+
+    void find_broadcasts(const std::vector<TileStmt> &ss) {
+        for (const TileStmt &s : ss) {
+            if (s.loop) {
+                find_broadcasts(s.loop->body);
+            } else if (s.op->kind == TileOpKind::Broadcast) {
+                broadcasts[s.op->result] = s.op.get();
             }
         }
     }
@@ -393,10 +417,21 @@ class Emitter {
                                      : std::to_string(u->value) + "u";
         }
         if (const FloatImm *f = e.as<FloatImm>()) {
+            const bool f64 = f->type.bits == 64;
             std::ostringstream s;
             s.precision(17);
-            s << c_type(f->type.bits == 64 ? Float(64) : Float(32)) << "(" << f->value << ")";
-            return convert(s.str(), f->type.bits == 64 ? Float(64) : Float(32), f->type);
+            if (std::isnan(f->value)) {
+                s << (f64 ? "__longlong_as_double(0x7ff8000000000000LL)"
+                          : "__int_as_float(0x7fc00000)");
+            } else if (std::isinf(f->value)) {
+                s << (f64 ? (f->value > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                                          : "__longlong_as_double(0xfff0000000000000LL)")
+                          : (f->value > 0 ? "__int_as_float(0x7f800000)"
+                                          : "__int_as_float(0xff800000)"));
+            } else {
+                s << c_type(f64 ? Float(64) : Float(32)) << "(" << f->value << ")";
+            }
+            return convert(s.str(), f64 ? Float(64) : Float(32), f->type);
         }
         if (const Variable *v = e.as<Variable>()) {
             return is_operand_variable(v->name) ? v->name : c_var(v->name);
@@ -695,7 +730,22 @@ class Emitter {
             body << pad << "loom_cp_async_wait<" << o.pending << ">();\n";
             break;
         case TileOpKind::Barrier: body << pad << "__syncthreads();\n"; break;
-        case TileOpKind::ConvertLayout: convert_layout(o, pad); break;
+        case TileOpKind::ConvertLayout:
+            if (value(o.operands[0]).space == MemorySpace::Shared) {
+                convert_layout(o, pad);
+            } else {
+                convert_registers(o, pad);
+            }
+            break;
+        case TileOpKind::Reduce: reduce(o, pad); break;
+        case TileOpKind::Broadcast: {
+            const TileType &in = register_operand(o, 0);
+            internal_assert(*in.layout == slice_layout(*o.type.layout, o.axis))
+                << "tile codegen: broadcast " << o.result << " reads " << o.operands[0]
+                << " in a layout other than its own sliced along axis " << o.axis
+                << " (a conversion is missing)";
+            break;  // read in place by its users
+        }
         case TileOpKind::Dot: dot(o, pad); break;
         default:
             internal_error << "tile codegen: " << (o.result.empty() ? "an op" : o.result)
@@ -771,9 +821,25 @@ class Emitter {
     /** The C of element loom_i of a register value (at coordinates loom_t*
      * of its layout); a value fused into its one use is computed here, by
      * statements in a block of its own. */
-    std::string element(const std::string &name, const std::string &pad) {
+    std::string element(const std::string &name, const std::string &pad,
+                        const std::string &reg = "loom_i") {
+        auto broadcast = broadcasts.find(name);
+        if (broadcast != broadcasts.end()) {
+            // Register r of the broadcast is register r of its operand with
+            // the bits that step along the broadcast axis taken out.
+            const TileOp &o = *broadcast->second;
+            const std::vector<int> kept = sliced_register_bits(*o.type.layout, o.axis);
+            std::string r;
+            for (size_t b = 0; b < kept.size(); b++) {
+                r +=
+                    (b ? " | " : "") + ("((" + reg + ") >> " + str(kept[b]) + " & 1) << " + str(b));
+            }
+            return element(o.operands[0], pad, r.empty() ? "0" : "(" + r + ")");
+        }
         auto fused_op = fused.find(name);
-        if (fused_op == fused.end()) return read(name, "loom_i");
+        if (fused_op == fused.end()) return read(name, reg);
+        internal_assert(reg == "loom_i")
+            << "tile codegen: " << name << " is read away from its registers";
         const TileOp &o = *fused_op->second;
         const std::string e = "loom_e" + str(temporaries++), in = pad + "    ";
         body << pad << c_type(o.type.elem) << " " << e << ";\n" << pad << "{\n";
@@ -1103,6 +1169,204 @@ class Emitter {
              << in << "    }\n"
              << in << "}\n"
              << pad << "}\n";
+    }
+
+    /** The C of a function of a register index that is XOR-linear in its
+     * bits, given its value at each power of two (table[1 << b]): folds to
+     * a constant in an unrolled loop. */
+    static std::string linear_in(const std::string &i, const std::vector<int> &table) {
+        std::string s;
+        for (size_t b = 1, bit = 0; b < table.size(); b <<= 1, bit++) {
+            if (!table[b]) continue;
+            s += (s.empty() ? "" : " ^ ") +
+                 ("((" + i + ") >> " + str(bit) + " & 1) * " + str(table[b]));
+        }
+        return s.empty() ? "0" : "(" + s + ")";
+    }
+
+    /** The identity of a reduction, in type t. */
+    std::string identity(const std::string &reduction, Type t) {
+        if (reduction == "sum") return t.is_float() ? convert("0.0f", Float(32), t) : "0";
+        const bool max = reduction == "max";
+        if (t.is_float()) {
+            return c_expr(cast(t, make_const(Float(64), max ? -INFINITY : INFINITY)));
+        }
+        internal_assert(t == Int(32))
+            << "tile codegen: a " << reduction << " of " << type_to_string(t);
+        return max ? "(-2147483647 - 1)" : "2147483647";
+    }
+
+    static std::string combine(const std::string &reduction, const std::string &a,
+                               const std::string &b) {
+        if (reduction == "sum") return "(" + a + " + " + b + ")";
+        return "loom_" + reduction + "(" + a + ", " + b + ")";
+    }
+
+    /** A reduction along an axis, in three steps: each thread combines
+     * its registers (into the result's, the slice of the operand's
+     * layout), then lanes that hold the same results combine by XOR
+     * shuffles, then warps through shared memory. Every thread holding a
+     * result ends with the same value. */
+    void reduce(const TileOp &o, const std::string &pad) {
+        const TileType &in = register_operand(o, 0);
+        const LinearLayout &l = *in.layout, &out = *o.type.layout;
+        const std::string what = "tile codegen: reduce " + o.result;
+        internal_assert(out == slice_layout(l, o.axis) && in.elem == o.type.elem)
+            << what << " is not in the slice of its operand's layout, or changes its type";
+        const Type t = o.type.elem;
+        if (packed(t)) zero_words(o.result, pad);
+        body << pad << "#pragma unroll\n"
+             << pad << "for (int loom_i = 0; loom_i < " << register_count(o.type) << "; loom_i++) "
+             << write(o.result, "loom_i", identity(o.reduction, t)) << "\n";
+        // Bits of each hardware index that step along the axis; register
+        // bits that step nowhere hold the same element again.
+        auto along = [&](const std::string &name) {
+            std::vector<int> bits;
+            int repeats = 0;
+            for (const LinearLayout::InDim &d : l.ins()) {
+                if (d.name != name) continue;
+                for (size_t b = 0; b < d.bases.size(); b++) {
+                    bool zero = true, on_axis = false;
+                    for (size_t a = 0; a < d.bases[b].size(); a++) {
+                        zero &= d.bases[b][a] == 0;
+                        on_axis |= int(a) == o.axis && d.bases[b][a] != 0;
+                    }
+                    if (on_axis) bits.push_back(int(b));
+                    if (zero) repeats |= 1 << b;
+                }
+            }
+            return std::make_pair(bits, repeats);
+        };
+        const int repeats = along("register").second;
+        const std::vector<int> kept = sliced_register_bits(l, o.axis);
+        std::string slice_register;
+        for (size_t b = 0; b < kept.size(); b++) {
+            slice_register +=
+                (b ? " | " : "") + ("(loom_i >> " + str(kept[b]) + " & 1) << " + str(b));
+        }
+        const std::string in_loop = pad + "        ";
+        open_register_loop(l, pad);
+        const std::string x = element(o.operands[0], in_loop);
+        std::string cond = repeats ? "(loom_i & " + str(repeats) + ") == 0" : "";
+        if (!o.bounds.empty()) {
+            cond += (cond.empty() ? "" : " && ") +
+                    ("loom_t" + str(o.axis) + " < " + c_expr(o.bounds[0]));
+        }
+        body << in_loop << "const int loom_j = " << (slice_register.empty() ? "0" : slice_register)
+             << ";\n"
+             << in_loop << (cond.empty() ? "" : "if (" + cond + ") ")
+             << write(o.result, "loom_j", combine(o.reduction, read(o.result, "loom_j"), x))
+             << "\n";
+        close_register_loop(pad);
+        for (int b : along("lane").first) {
+            body << pad << "#pragma unroll\n"
+                 << pad << "for (int loom_i = 0; loom_i < " << register_count(o.type)
+                 << "; loom_i++) {\n"
+                 << pad << "    const " << c_type(t) << " loom_y = __shfl_xor_sync(0xffffffffu, "
+                 << read(o.result, "loom_i") << ", " << (1 << b) << ");\n"
+                 << pad << "    "
+                 << write(o.result, "loom_i",
+                          combine(o.reduction, read(o.result, "loom_i"), "loom_y"))
+                 << "\n"
+                 << pad << "}\n";
+        }
+        const std::vector<int> warp_bits = along("warp").first;
+        if (warp_bits.empty()) return;
+        // Each warp's partial results by (warp along the axis, element),
+        // combined in the same order by every thread.
+        const int64_t n = o.type.elements(), warps = int64_t(1) << warp_bits.size();
+        scratch_bytes = std::max(scratch_bytes, warps * n * t.bytes());
+        std::string warp_index;
+        for (size_t k = 0; k < warp_bits.size(); k++) {
+            warp_index +=
+                (k ? " | " : "") + ("(loom_warp >> " + str(warp_bits[k]) + " & 1) << " + str(k));
+        }
+        const std::string ty = c_type(t), s = "reinterpret_cast<" + ty + " *>(loom_scratch)";
+        open_register_loop(out, pad);
+        body << in_loop << s << "[(" << thread_value(warp_index) << ") * " << n
+             << " + loom_t0] = " << read(o.result, "loom_i") << ";\n";
+        close_register_loop(pad);
+        body << pad << "__syncthreads();\n";
+        open_register_loop(out, pad);
+        body << in_loop << ty << " loom_y = " << s << "[loom_t0];\n";
+        for (int64_t w = 1; w < warps; w++) {
+            body << in_loop << "loom_y = "
+                 << combine(o.reduction, "loom_y", s + "[" + str(w * n) + " + loom_t0]") << ";\n";
+        }
+        body << in_loop << write(o.result, "loom_i", "loom_y") << "\n";
+        close_register_loop(pad);
+        body << pad << "__syncthreads();\n";
+    }
+
+    /** A register value into another register layout, as
+     * plan_conversion says: by renaming registers, by one shuffle per
+     * register, or through shared memory. */
+    void convert_registers(const TileOp &o, const std::string &pad) {
+        const TileType &from = register_operand(o, 0);
+        const std::string &src = o.operands[0];
+        const ConversionPlan plan = plan_conversion(*from.layout, *o.type.layout);
+        const Type t = o.type.elem;
+        const int64_t registers = register_count(o.type);
+        const std::string in_loop = pad + "    ";
+        body << pad << "// " << to_string(plan.kind) << "\n";
+        if (plan.kind == ConversionPlan::Registers && packed(t) && !broadcasts.count(src)) {
+            // Whole words when pairs stay pairs.
+            bool pairs = true;
+            for (int64_t i = 0; i + 1 < registers; i += 2) {
+                pairs &= plan.source_register[i] % 2 == 0 &&
+                         plan.source_register[i + 1] == plan.source_register[i] + 1;
+            }
+            if (pairs && registers % 2 == 0) {
+                std::vector<int> words;
+                for (int64_t i = 0; i < registers; i += 2)
+                    words.push_back(plan.source_register[i] / 2);
+                body << pad << "#pragma unroll\n"
+                     << pad << "for (int loom_i = 0; loom_i < " << registers / 2 << "; loom_i++) "
+                     << value_c.at(o.result) << "[loom_i] = " << value_c.at(src) << "["
+                     << linear_in("loom_i", words) << "];\n";
+                return;
+            }
+        }
+        if (packed(t)) zero_words(o.result, pad);
+        if (plan.kind == ConversionPlan::Registers || plan.kind == ConversionPlan::Shuffles) {
+            body << pad << "#pragma unroll\n"
+                 << pad << "for (int loom_i = 0; loom_i < " << registers << "; loom_i++) {\n";
+            const std::string x = element(src, in_loop, linear_in("loom_i", plan.source_register));
+            if (plan.kind == ConversionPlan::Registers) {
+                body << in_loop << write(o.result, "loom_i", x) << "\n";
+            } else {
+                std::string lane;
+                for (size_t b = 0; b < plan.lane_bases.size(); b++) {
+                    if (!plan.lane_bases[b]) continue;
+                    lane += (lane.empty() ? "" : " ^ ") +
+                            ("(loom_lane >> " + str(b) + " & 1) * " + str(plan.lane_bases[b]));
+                }
+                lane = lane.empty() ? "0" : thread_value(lane);
+                body << in_loop << "const " << c_type(t) << " loom_y = __shfl_sync(0xffffffffu, "
+                     << x << ", " << lane << " ^ " << linear_in("loom_i", plan.lane_constant)
+                     << ");\n"
+                     << in_loop << write(o.result, "loom_i", "loom_y") << "\n";
+            }
+            body << pad << "}\n";
+            return;
+        }
+        // Through shared memory, the tile row-major.
+        scratch_bytes = std::max(scratch_bytes, o.type.elements() * t.bytes());
+        const std::string s = "reinterpret_cast<" + c_type(t) + " *>(loom_scratch)";
+        std::string flat = "loom_t0";
+        for (size_t a = 1; a < o.type.shape.size(); a++) {
+            flat = "(" + flat + ") * " + str(o.type.shape[a]) + " + loom_t" + str(a);
+        }
+        const std::string in_regs = pad + "        ";
+        open_register_loop(*from.layout, pad);
+        const std::string x = element(src, in_regs);
+        body << in_regs << s << "[" << flat << "] = " << x << ";\n";
+        close_register_loop(pad);
+        body << pad << "__syncthreads();\n";
+        open_register_loop(*o.type.layout, pad);
+        body << in_regs << write(o.result, "loom_i", s + "[" + flat + "]") << "\n";
+        close_register_loop(pad);
+        body << pad << "__syncthreads();\n";
     }
 
     void dot(const TileOp &o, const std::string &pad) {

@@ -144,6 +144,9 @@ class Verifier {
                 << what << ": a 2-D tile reduced along one axis";
             internal_assert(o.reduction == "sum" || o.reduction == "max" || o.reduction == "min")
                 << what << ": reduction " << o.reduction;
+            internal_assert(o.bounds.size() <= 1 &&
+                            (o.bounds.empty() || o.bounds[0].type() == Int(32)))
+                << what << ": a reduction is masked past one Int(32) index of its axis";
             break;
         }
         case TileOpKind::Dot: {

@@ -81,6 +81,9 @@ struct TileOp {
     /** Map: a scalar Expr of the Variables _0, _1, ... (the operands'
      * elements), of the result's element type. */
     Expr fn;
+    /** Reduce: when `bounds` holds one Expr, only the elements of the
+     * reduced axis before that index take part (a ragged edge); where none
+     * does, the result is the reduction's identity (0, -inf or +inf). */
     int axis = -1;          // Broadcast, Reduce
     std::string reduction;  // Reduce: "sum", "max" or "min"
     int pending = 0;        // AsyncWait

@@ -199,15 +199,18 @@ class Instance {
             const HostTile &in = tile(o.operands[0]);
             const int R = in.shape[0], C = in.shape[1];
             HostTile h = blank(t);
+            int n = o.axis == 1 ? C : R;
+            if (!o.bounds.empty()) n = std::max(0, std::min<int>(n, int(integer(o.bounds[0]))));
             for (int i = 0; i < t.shape[0]; i++) {
-                double acc = 0;
-                const int n = o.axis == 1 ? C : R;
+                double acc = o.reduction == "sum"   ? 0.0
+                             : o.reduction == "max" ? -INFINITY
+                                                    : INFINITY;
                 for (int k = 0; k < n; k++) {
                     const double x = o.axis == 1 ? in.v[i * C + k] : in.v[k * C + i];
-                    if (k == 0) acc = x;
-                    else if (o.reduction == "sum") acc = round_to(t.elem, acc + x);
-                    else if (o.reduction == "max") acc = std::max(acc, x);
-                    else acc = std::min(acc, x);
+                    // From the identity, as every translation combines.
+                    if (o.reduction == "sum") acc = round_to(t.elem, acc + x);
+                    else if (o.reduction == "max") acc = acc > x ? acc : x;
+                    else acc = acc < x ? acc : x;
                 }
                 h.v[i] = acc;
             }

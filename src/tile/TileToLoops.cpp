@@ -2,6 +2,7 @@
 #include "tile/TileToLoops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "ir/Substitute.h"
@@ -70,10 +71,23 @@ class Lowering {
         return Block::make(out);
     }
 
+    /** A 1-D tile is one row here: its element c is at (0, c). */
+    static int rows_of(const TileType &t) { return t.shape.size() == 2 ? t.shape[0] : 1; }
+    static int cols_of(const TileType &t) { return t.shape.back(); }
+
     /** The element of value `v` at tile coordinates (r, c). */
     Expr element(const std::string &v, const Expr &r, const Expr &c) {
         const TileType &t = types.at(v);
-        return Load::make(t.elem, storage(v), r * t.shape[1] + c, Expr());
+        return Load::make(t.elem, storage(v), r * cols_of(t) + c, Expr());
+    }
+    Stmt set(const std::string &v, const Expr &r, const Expr &c, const Expr &x) {
+        return Store::make(storage(v), x, r * cols_of(types.at(v)) + c, Expr());
+    }
+
+    /** The loop variable (r or c) that tile axis `axis` of a tile of rank
+     * `rank` runs along. */
+    static const Expr &along(int axis, size_t rank, const Expr &r, const Expr &c) {
+        return rank == 1 || axis == 1 ? c : r;
     }
 
     /** for r in [0, rows), c in [0, cols): body(r, c), the columns
@@ -97,24 +111,27 @@ class Lowering {
     static int vector_of(Type t, int cols) { return std::min(cols, 64 / std::max(1, t.bytes())); }
 
     /** The flat index into buffer b of the tile element (r, c) of access o. */
-    Expr index(const TileOp &o, const TileBuffer &b, const Expr &r, const Expr &c) {
-        const std::vector<int> axes = access_axes(o, 2);
+    Expr index(const TileOp &o, size_t rank, const TileBuffer &b, const Expr &r, const Expr &c) {
+        const std::vector<int> axes = access_axes(o, rank);
         Expr idx = 0;
         for (size_t d = 0; d < axes.size(); d++) {
             Expr coord = o.origin[d];
-            if (axes[d] == 0) coord = coord + r;
-            if (axes[d] == 1) coord = coord + c;
+            if (axes[d] >= 0) coord = coord + along(axes[d], rank, r, c);
             idx = idx + coord * int_var(b.name + ".stride." + std::to_string(d));
         }
         return idx;
     }
 
-    /** The extent along tile axis `axis` that lies inside o's bounds. */
-    Expr valid(const TileOp &o, int axis, int size) {
-        const std::vector<int> axes = access_axes(o, 2);
+    /** The extent along loop r (rows) or c (columns) of a tile of rank
+     * `rank` that lies inside o's bounds. */
+    Expr valid(const TileOp &o, size_t rank, bool columns, int size) {
+        const std::vector<int> axes = access_axes(o, rank);
         Expr e = size;
         for (size_t d = 0; d < axes.size(); d++) {
-            if (axes[d] == axis) e = min(e, max(o.bounds[d] - o.origin[d], 0));
+            const bool on_columns = rank == 1 || axes[d] == 1;
+            if (axes[d] >= 0 && on_columns == columns) {
+                e = min(e, max(o.bounds[d] - o.origin[d], 0));
+            }
         }
         return e;
     }
@@ -123,42 +140,75 @@ class Lowering {
         const TileType &t = o.type;
         switch (o.kind) {
         case TileOpKind::Zeros:
-            return over_tile(t.shape[0], t.shape[1], vector_of(t.elem, t.shape[1]),
+            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
                              [&](const Expr &r, const Expr &c) {
-                                 return Store::make(storage(o.result), make_zero(t.elem),
-                                                    r * t.shape[1] + c, Expr());
+                                 return set(o.result, r, c, make_zero(t.elem));
                              });
         case TileOpKind::Load: {
             const TileBuffer &b = buffer(o.buffer);
+            const size_t rank = t.shape.size();
             Stmt zero = op(make_op(TileOpKind::Zeros, o.result, o.type));
-            Stmt copy = over_tile(valid(o, 0, t.shape[0]), valid(o, 1, t.shape[1]), 1,
-                                  [&](const Expr &r, const Expr &c) {
-                                      return Store::make(
-                                          storage(o.result),
-                                          Load::make(b.elem, b.name, index(o, b, r, c), Expr()),
-                                          r * t.shape[1] + c, Expr());
-                                  });
+            Stmt copy = over_tile(
+                valid(o, rank, false, rows_of(t)), valid(o, rank, true, cols_of(t)), 1,
+                [&](const Expr &r, const Expr &c) {
+                    return set(o.result, r, c,
+                               Load::make(b.elem, b.name, index(o, rank, b, r, c), Expr()));
+                });
             return Block::make(zero, copy);
         }
         case TileOpKind::Store: {
             const TileBuffer &b = buffer(o.buffer);
             const TileType &v = types.at(o.operands[0]);
-            return over_tile(valid(o, 0, v.shape[0]), valid(o, 1, v.shape[1]), 1,
+            const size_t rank = v.shape.size();
+            return over_tile(valid(o, rank, false, rows_of(v)), valid(o, rank, true, cols_of(v)), 1,
                              [&](const Expr &r, const Expr &c) {
                                  return Store::make(b.name, element(o.operands[0], r, c),
-                                                    index(o, b, r, c), Expr());
+                                                    index(o, rank, b, r, c), Expr());
                              });
         }
         case TileOpKind::Map:
-            return over_tile(t.shape[0], t.shape[1], vector_of(t.elem, t.shape[1]),
+            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
                              [&](const Expr &r, const Expr &c) {
                                  std::map<std::string, Expr> args;
                                  for (size_t i = 0; i < o.operands.size(); i++) {
                                      args["_" + std::to_string(i)] = element(o.operands[i], r, c);
                                  }
-                                 return Store::make(storage(o.result), substitute(args, o.fn),
-                                                    r * t.shape[1] + c, Expr());
+                                 return set(o.result, r, c, substitute(args, o.fn));
                              });
+        case TileOpKind::ConvertLayout:
+            // Layouts are the GPU's: on the CPU a conversion is a copy.
+            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
+                             [&](const Expr &r, const Expr &c) {
+                                 return set(o.result, r, c, element(o.operands[0], r, c));
+                             });
+        case TileOpKind::Broadcast:
+            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
+                             [&](const Expr &r, const Expr &c) {
+                                 return set(o.result, r, c,
+                                            element(o.operands[0], 0, o.axis == 1 ? r : c));
+                             });
+        case TileOpKind::Reduce: {
+            // In order along the axis from the identity, as the interpreter
+            // combines; the kept axis is the columns of the result's row.
+            const TileType &in = types.at(o.operands[0]);
+            const int n = in.shape[o.axis];
+            const std::string id = std::to_string(loops++);
+            const Expr i = int_var("tile.i" + id), k = int_var("tile.k" + id);
+            const Expr x =
+                o.axis == 1 ? element(o.operands[0], i, k) : element(o.operands[0], k, i);
+            const Expr acc = element(o.result, 0, i);
+            const Expr combined = o.reduction == "sum"   ? acc + x
+                                  : o.reduction == "max" ? select(acc > x, acc, x)
+                                                         : select(acc < x, acc, x);
+            const Expr ident = o.reduction == "sum"   ? make_zero(t.elem)
+                               : o.reduction == "max" ? type_min(t.elem)
+                                                      : type_max(t.elem);
+            const Expr count = o.bounds.empty() ? Expr(n) : clamp(o.bounds[0], 0, n);
+            Stmt body =
+                For::make("tile.k" + id, 0, count, ForType::Serial, set(o.result, 0, i, combined));
+            body = Block::make(set(o.result, 0, i, ident), body);
+            return For::make("tile.i" + id, 0, t.shape[0], ForType::Serial, body);
+        }
         case TileOpKind::Dot: {
             // acc(r, c) += a(r, kk) * b(kk, c), register-blocked: a block
             // of rows by all the columns' vectors, unrolled, k outside it,

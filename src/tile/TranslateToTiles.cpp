@@ -90,8 +90,12 @@ class ProgramBuilder {
             const Expr hi = host_scalar(stage + v + ".loop_max") + 1;
             if (v == ts.row_var) {
                 axes[v] = {0, lo + int_var("tile_row") * ts.rows, hi};
+                axis_min[0] = int_var(stage + v + ".loop_min");
+                axis_tiles[0] = grid_extents[1];
             } else if (v == ts.col_var) {
                 axes[v] = {1, lo + int_var("tile_col") * ts.cols, hi};
+                axis_min[1] = int_var(stage + v + ".loop_min");
+                axis_tiles[1] = grid_extents[0];
             } else {
                 program.grid.push_back("tile_batch");
                 grid_extents.push_back(int_var(stage + v + ".loop_extent"));
@@ -109,16 +113,20 @@ class ProgramBuilder {
         store_output();
         auto contents = std::make_shared<TileKernelContents>();
         contents->buffers = buffers;
+        Stmt kernel;
         if (!gpu) {
             simplify_program(program.body);
             contents->program = program;
-            return tile_program_to_loops(*contents, grid_extents, scalar_names, scalar_values);
+            kernel = tile_program_to_loops(*contents, grid_extents, scalar_names, scalar_values);
+        } else {
+            assign_layouts(program, warps(), instruction);
+            stage_operands(program, ts.options.stages);
+            simplify_program(program.body);
+            contents->program = program;
+            kernel = TileKernel::make(contents, grid_extents, scalar_names, scalar_values);
         }
-        assign_layouts(program, warps(), instruction);
-        stage_operands(program, ts.options.stages);
-        simplify_program(program.body);
-        contents->program = program;
-        return TileKernel::make(contents, grid_extents, scalar_names, scalar_values);
+        checks.push_back(kernel);
+        return Block::make(checks);
     }
 
   private:
@@ -136,6 +144,15 @@ class ProgramBuilder {
     std::map<std::string, std::string> value;  // each member's tile value
     const TensorInstruction *instruction = nullptr;
     int next_value = 0;
+    /** The program axis of each member Func of one dimension (a row's or
+     * a column's values), whose tile is 1-D. */
+    std::map<std::string, int> program_axis;
+    /** What must hold at run time for the program to compute the
+     * pipeline (a reduction fits its tile), checked before it. */
+    std::vector<Stmt> checks;
+    /** The host's first coordinate of each program axis and its tile
+     * count. */
+    Expr axis_min[2], axis_tiles[2];
 
     WarpGrid warps() const { return {ts.options.warps_m, ts.options.warps_n}; }
 
@@ -174,8 +191,8 @@ class ProgramBuilder {
 
     /** Gives each member Func the axes of its Vars, from the calls to it
      * in f's definitions (f's own axes known). */
-    void assign_axes(const FunctionPtr &f, const Axes &axes) {
-        func_axes[f->name] = axes;
+    void assign_axes(const FunctionPtr &f, const Axes &own) {
+        func_axes[f->name] = own;
         struct Calls : IRVisitor {
             std::vector<const Call *> found;
             using IRVisitor::visit;
@@ -185,10 +202,14 @@ class ProgramBuilder {
             }
         } calls;
         for (const Expr &v : f->init.values) v.accept(&calls);
+        const size_t in_init = calls.found.size();
         for (const Definition &d : f->updates) {
             for (const Expr &v : d.values) v.accept(&calls);
         }
-        for (const Call *c : calls.found) {
+        const Axes in_update = with_reduction_axis(f, own);
+        for (size_t i = 0; i < calls.found.size(); i++) {
+            const Call *c = calls.found[i];
+            const Axes &axes = i < in_init ? own : in_update;
             if (!members.count(c->name) || c->name == f->name || func_axes.count(c->name)) continue;
             const FunctionPtr &g = env.funcs.at(c->name);
             Axes ga;
@@ -215,20 +236,71 @@ class ProgramBuilder {
         user_assert(f->output_types.size() == 1)
             << "Func " << f->name << " has a Tuple of values; tile programs compute one.";
         const Axes &axes = func_axes.at(f->name);
-        value[f->name] =
-            translate_expr(f->init.values[0], axes, f->name, "its definition", tile_shape());
+        int on_axes = 0, last = -1;
+        for (const auto &[v, a] : axes) {
+            if (a.axis >= 0) on_axes++, last = a.axis;
+        }
+        user_assert(on_axes > 0) << "Func " << f->name << " is computed in the tile program of "
+                                 << out->name << " but depends on neither of its tile coordinates ("
+                                 << ts.row_var << ", " << ts.col_var
+                                 << "). Compute it outside the program.";
+        if (on_axes == 1) program_axis[f->name] = last;
+        value[f->name] = translate_expr(f->init.values[0], local_axes(f, axes), f->name,
+                                        "its definition", shape_of(f));
         user_assert(f->updates.size() <= 1)
             << "Func " << f->name << " has " << f->updates.size()
-            << " updates; in a tile program a Func has one at most, a contraction.";
-        if (f->updates.size() == 1) translate_contraction(f, axes);
+            << " updates; in a tile program a Func has one at most, a contraction or a "
+               "reduction along a row or column.";
+        if (f->updates.size() == 1) {
+            if (program_axis.count(f->name)) {
+                translate_reduction(f, axes);
+            } else {
+                translate_contraction(f, axes);
+            }
+        }
     }
 
-    /** f(i, j) = f(i, j) + a(i, k) * b(k, j) over an RDom of k: a dot in a
-     * loop over k's tiles. */
-    void translate_contraction(const FunctionPtr &f, const Axes &axes) {
+    int axis_size(int axis) const { return axis == 0 ? ts.rows : ts.cols; }
+
+    /** f's axes and, for a Func of one tile coordinate reduced over one
+     * RVar, the RVar's: along the other axis, over its range. */
+    Axes with_reduction_axis(const FunctionPtr &f, Axes axes) {
+        int on_axes = 0, a = -1;
+        for (const auto &[v, ax] : axes) {
+            if (ax.axis >= 0) on_axes++, a = ax.axis;
+        }
+        if (on_axes != 1 || f->updates.size() != 1 || !f->updates[0].rdom ||
+            f->updates[0].rdom->domain.size() != 1) {
+            return axes;  // not a reduction (translation says why if it must be)
+        }
+        const ReductionVariable &rv = f->updates[0].rdom->domain[0];
+        const Expr r_min = bind_scalar(f->name + ".r_min", rv.min);
+        axes[rv.var] = {1 - a, r_min, r_min + bind_scalar(f->name + ".r_extent", rv.extent)};
+        return axes;
+    }
+
+    /** A member's tile: the program's, or for a Func of one tile
+     * coordinate, a 1-D tile along it. */
+    std::vector<int> shape_of(const FunctionPtr &f) const {
+        auto a = program_axis.find(f->name);
+        if (a == program_axis.end()) return tile_shape();
+        return {axis_size(a->second)};
+    }
+
+    /** A member's Vars on its own tile's axes: a 1-D tile's one axis is
+     * its 0. */
+    Axes local_axes(const FunctionPtr &f, Axes axes) const {
+        if (!program_axis.count(f->name)) return axes;
+        for (auto &[v, a] : axes) {
+            if (a.axis >= 0) a.axis = 0;
+        }
+        return axes;
+    }
+
+    /** The one RVar of f's update, which writes at f's own Vars. */
+    static const ReductionVariable &single_reduction_variable(const FunctionPtr &f,
+                                                              const std::string &where) {
         const Definition &u = f->updates[0];
-        const std::string where =
-            "The update of Func " + f->name + " (in the tile program of " + out->name + ")";
         for (size_t d = 0; d < u.args.size(); d++) {
             const Variable *v = u.args[d].as<Variable>();
             user_assert(v && v->name == f->args[d])
@@ -238,8 +310,119 @@ class ProgramBuilder {
         user_assert(u.rdom && u.rdom->domain.size() == 1 && !u.rdom->predicate.defined())
             << where
             << " is not over one reduction variable without a where() condition, which is "
-               "what a tile program's contraction reduces over.";
-        const ReductionVariable &rv = u.rdom->domain[0];
+               "what a tile program's contractions and reductions are over.";
+        return u.rdom->domain[0];
+    }
+
+    /** f(i) = op(f(i), e(i, r)) over an RDom of r, f a Func of one tile
+     * coordinate: e as a tile, r along the other axis, reduced along it. */
+    void translate_reduction(const FunctionPtr &f, const Axes &axes) {
+        const Definition &u = f->updates[0];
+        const std::string where =
+            "The update of Func " + f->name + " (in the tile program of " + out->name + ")";
+        const ReductionVariable &rv = single_reduction_variable(f, where);
+        std::string reduction;
+        Expr e;
+        const Expr &value_expr = u.values[0];
+        auto other = [&](const Expr &a, const Expr &b) {
+            if (is_self_call(a, f) && !calls_func(b, f->name)) e = b;
+            else if (is_self_call(b, f) && !calls_func(a, f->name)) e = a;
+            return e.defined();
+        };
+        if (const Add *o = value_expr.as<Add>()) {
+            if (other(o->a, o->b)) reduction = "sum";
+        } else if (const Max *o = value_expr.as<Max>()) {
+            if (other(o->a, o->b)) reduction = "max";
+        } else if (const Min *o = value_expr.as<Min>()) {
+            if (other(o->a, o->b)) reduction = "min";
+        }
+        user_assert(!reduction.empty())
+            << where << " is " << to_string(value_expr) << ": in a tile program a Func of one "
+            << "tile coordinate reduces by " << f->name << "(...) + e, max(" << f->name
+            << "(...), e) or min(" << f->name << "(...), e).";
+        for (const auto &[v, a] : axes) {
+            user_assert(!expr_uses_var(rv.min, v) && !expr_uses_var(rv.extent, v))
+                << where << " reduces over " << rv.var << " in a range that depends on " << v
+                << "; a tile program's reduction has the same range at every point.";
+        }
+        const int along = 1 - program_axis.at(f->name);
+        const Axes e_axes = with_reduction_axis(f, axes);
+        const Expr r_extent = bind_scalar(f->name + ".r_extent", rv.extent);
+        const std::string x = translate_expr(e, e_axes, f->name, "its update", tile_shape());
+        const char *lines = along == 1 ? "columns" : "rows";
+        // One tile holds the whole reduction.
+        checks.push_back(AssertStmt::make(
+            rv.extent <= axis_size(along),
+            error_message({StringImm::make(where + " reduces over " + rv.var + ", of extent "),
+                           rv.extent,
+                           StringImm::make(", but the program's tiles hold " +
+                                           std::to_string(axis_size(along)) + " " + lines +
+                                           ": a tile program reduces within one tile. Make the "
+                                           "tiles at least as large as the reduction.")})));
+        // Funcs of the program read at r must be the tile's own lines.
+        if (reads_member_at(e, rv.var)) {
+            checks.push_back(AssertStmt::make(
+                rv.min == axis_min[along] && axis_tiles[along] == 1,
+                error_message(
+                    {StringImm::make(where + " reads Funcs of the program at " + rv.var +
+                                     ", so its range must be the program's " + lines + ": from "),
+                     axis_min[along], StringImm::make(" in one tile, but it starts at "), rv.min,
+                     StringImm::make(" and the " + std::string(lines) + " span "),
+                     axis_tiles[along],
+                     StringImm::make(" tiles. Reduce over the Func's own range, in a tile as "
+                                     "large as it.")})));
+        }
+        TileOp reduce = make_op(TileOpKind::Reduce, fresh(f->name),
+                                register_tile(f->output_types[0], shape_of(f)), {x});
+        reduce.axis = along;
+        reduce.reduction = reduction;
+        reduce.bounds = {r_extent};
+        body->push_back(op_stmt(reduce));
+        TileOp combine =
+            make_op(TileOpKind::Map, fresh(f->name), reduce.type, {value[f->name], reduce.result});
+        const Expr p0 = Variable::make(reduce.type.elem, "_0"),
+                   p1 = Variable::make(reduce.type.elem, "_1");
+        combine.fn = reduction == "sum" ? p0 + p1 : reduction == "max" ? max(p0, p1) : min(p0, p1);
+        body->push_back(op_stmt(combine));
+        value[f->name] = combine.result;
+    }
+
+    static bool calls_func(const Expr &e, const std::string &name) {
+        bool found = false;
+        visit_calls(e,
+                    [&](const Call *c) { found |= c->call_type == Call::Func && c->name == name; });
+        return found;
+    }
+
+    bool reads_member_at(const Expr &e, const std::string &var) const {
+        bool found = false;
+        visit_calls(e, [&](const Call *c) {
+            if (c->call_type != Call::Func || !members.count(c->name)) return;
+            for (const Expr &arg : c->args) found |= expr_uses_var(arg, var);
+        });
+        return found;
+    }
+
+    template <typename F> static void visit_calls(const Expr &e, F f) {
+        struct Calls : IRVisitor {
+            F *f;
+            using IRVisitor::visit;
+            void visit(const Call *op) override {
+                (*f)(op);
+                IRVisitor::visit(op);
+            }
+        } calls;
+        calls.f = &f;
+        e.accept(&calls);
+    }
+
+    /** f(i, j) = f(i, j) + a(i, k) * b(k, j) over an RDom of k: a dot in a
+     * loop over k's tiles. */
+    void translate_contraction(const FunctionPtr &f, const Axes &axes) {
+        const Definition &u = f->updates[0];
+        const std::string where =
+            "The update of Func " + f->name + " (in the tile program of " + out->name + ")";
+        const ReductionVariable &rv = single_reduction_variable(f, where);
         const auto sched = env.schedules.find(f->name);
         const std::string tensorize_name =
             sched == env.schedules.end() || sched->second.stages.size() < 2
@@ -509,7 +692,29 @@ class ProgramBuilder {
                     }
                     auto it = b->value.find(op->name);
                     internal_assert(it != b->value.end()) << op->name << " not translated yet";
-                    return operand(it->second, op->type);
+                    auto one_d = b->program_axis.find(op->name);
+                    if (one_d == b->program_axis.end()) {
+                        user_assert(shape.size() == 2)
+                            << "Func " << func << " reads " << to_string(Expr(op)) << " in " << what
+                            << " of a tile program, but " << func
+                            << " is a Func of one tile coordinate and " << op->name
+                            << " of two; reduce it along a row or column instead.";
+                        return operand(it->second, op->type);
+                    }
+                    if (shape.size() == 1) return operand(it->second, op->type);
+                    // A row's (column's) values over the tile: broadcast
+                    // along the other axis.
+                    int along = -1;
+                    for (const Expr &arg : op->args) {
+                        const Axis &ax = axes->at(arg.as<Variable>()->name);
+                        if (ax.axis >= 0) along = ax.axis;
+                    }
+                    internal_assert(along >= 0) << op->name << " read off the tile's axes";
+                    TileOp bc = make_op(TileOpKind::Broadcast, b->fresh(op->name),
+                                        register_tile(op->type, shape), {it->second});
+                    bc.axis = 1 - along;
+                    b->body->push_back(op_stmt(bc));
+                    return operand(bc.result, op->type);
                 }
                 return IRMutator::visit(op);
             }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "classifier_head.h"
 #include "loom/loom.h"
 #include "test_util.h"
 
@@ -109,4 +110,26 @@ TEST(TileProgramCpu, PointwiseConvolution) {
     sch[conv].tile_program(co, p, cot, pt, 16, 32, TileOptions().reduction_tile(8));
     RawBuffer expected = interpret(conv, {images, cout, pixels});
     EXPECT_TRUE(buffers_match(Pipeline(conv).realize({images, cout, pixels}, sch, kCpu), expected));
+}
+
+TEST(TileProgramCpu, GemmWithARowSoftmaxMatchesTheInterpreter) {
+    // The dot and the reductions sum in the interpreter's order; exp is
+    // the CPU's own, within an ulp or two of the interpreter's.
+    const int M = 45, classes = 61, K = 40;
+    for (bool half : {false, true}) {
+        loom_test::ClassifierHead h(half ? Float(16) : Float(32), classes);
+        if (half) {
+            h.X.set(random_buffer<float16_t>({M, K}));
+            h.W.set(random_buffer<float16_t>({K, classes}));
+        } else {
+            h.X.set(random_buffer<float>({M, K}));
+            h.W.set(random_buffer<float>({K, classes}));
+        }
+        Schedule sch = h.schedule(16, 64, 1, 2, half);
+        const std::string lowered = Pipeline(h.prob).compile_to_lowered_stmt(sch, kCpu);
+        RawBuffer expected = interpret(h.prob, {M, classes});
+        EXPECT_TRUE(
+            buffers_match(Pipeline(h.prob).realize({M, classes}, sch, kCpu), expected, 1e-5, 1e-12))
+            << lowered;
+    }
 }

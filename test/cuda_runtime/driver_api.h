@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "fake_cuda.h"
@@ -52,5 +54,22 @@ class StandInSession {
         if (host) EXPECT_EQ(cuMemcpyHtoD_v2(p, host, bytes), 0);
         allocations.push_back(p);
         return p;
+    }
+};
+
+/** Sets LOOM_FAKE_CUDA_REVERSED for the scope (the stand-in reads it at
+ * each launch), then restores it. */
+struct ThreadOrder {
+    std::string before;
+    bool was_set;
+    explicit ThreadOrder(bool reversed) {
+        const char *v = getenv("LOOM_FAKE_CUDA_REVERSED");
+        was_set = v != nullptr;
+        if (v) before = v;
+        setenv("LOOM_FAKE_CUDA_REVERSED", reversed ? "1" : "0", 1);
+    }
+    ~ThreadOrder() {
+        if (was_set) setenv("LOOM_FAKE_CUDA_REVERSED", before.c_str(), 1);
+        else unsetenv("LOOM_FAKE_CUDA_REVERSED");
     }
 };

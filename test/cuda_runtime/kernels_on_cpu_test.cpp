@@ -130,25 +130,9 @@ TEST_F(KernelsOnCpu, ReversedOrderShowsRaces) {
     // of the GPU tests set it) they read the shared memory's fill (-1) and
     // the buffer's old value (0).
     const unsigned blocks = 2, threads = 48;
-    /** Sets LOOM_FAKE_CUDA_REVERSED for the scope, then restores it, also
-     * when an assertion ends the test early. */
-    struct Order {
-        std::string before;
-        bool was_set;
-        explicit Order(bool reversed) {
-            const char *v = getenv("LOOM_FAKE_CUDA_REVERSED");
-            was_set = v != nullptr;
-            if (v) before = v;
-            setenv("LOOM_FAKE_CUDA_REVERSED", reversed ? "1" : "0", 1);
-        }
-        ~Order() {
-            if (was_set) setenv("LOOM_FAKE_CUDA_REVERSED", before.c_str(), 1);
-            else unsetenv("LOOM_FAKE_CUDA_REVERSED");
-        }
-    };
     for (bool reversed : {false, true}) {
         SCOPED_TRACE(reversed ? "reversed" : "in order");
-        const Order order(reversed);
+        const ThreadOrder order(reversed);
         unsigned long long out = device_ints(blocks * threads);
         ASSERT_EQ(run("rotate_racing", blocks, threads, out, threads * sizeof(int)), 0);
         std::vector<int> got = host_ints(out, blocks * threads);

@@ -177,23 +177,6 @@ TEST(TileGemmThroughNvrtc, CompilesForSm80WithTensorCores) {
 
 namespace {
 
-/** Sets LOOM_FAKE_CUDA_REVERSED for the scope (the stand-in reads it at
- * each launch), then restores it. */
-struct ThreadOrder {
-    std::string before;
-    bool was_set;
-    explicit ThreadOrder(bool reversed) {
-        const char *v = getenv("LOOM_FAKE_CUDA_REVERSED");
-        was_set = v != nullptr;
-        if (v) before = v;
-        setenv("LOOM_FAKE_CUDA_REVERSED", reversed ? "1" : "0", 1);
-    }
-    ~ThreadOrder() {
-        if (was_set) setenv("LOOM_FAKE_CUDA_REVERSED", before.c_str(), 1);
-        else unsetenv("LOOM_FAKE_CUDA_REVERSED");
-    }
-};
-
 struct BlockCase {
     std::string name;
     GemmTiling tiling;

@@ -3,6 +3,7 @@
 // tile operation, is a CompileError naming the Func and the reason.
 #include <gtest/gtest.h>
 
+#include "classifier_head.h"
 #include "loom/loom.h"
 #include "test_util.h"
 
@@ -158,4 +159,65 @@ TEST(TileErrors, ProgramsComputeOneValue) {
     sch[t].tile_program(p.i, p.j, p.io, p.jo, 32, 32);
     EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(t).compile_to_lowered_stmt(sch, kSm80); },
                                           {"Func t", "Tuple"}));
+}
+
+// Reductions along a row or column of a tile program: the forms refused,
+// and a reduction wider than its tile refused when the program runs.
+TEST(TileErrors, RowReductionsAreSumsMaximaOrMinimaWithinOneTile) {
+    {
+        BufferParam X(Float(32), 2, "X");
+        Var i("i"), j("j"), io("io"), jo("jo");
+        RDom c(0, 61, "c");
+        Func g("g"), out("out");
+        g(i) = 1.0f;
+        g(i) = g(i) * X(i, c);  // a product: not a tile reduction
+        out(i, j) = X(i, j) / g(i);
+        Schedule sch;
+        sch[out].tile_program(i, j, io, jo, 16, 64);
+        sch[g].compute_at(out, jo);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(out).compile_to_lowered_stmt(sch, Target("host")); },
+            {"update of Func g", "reduces by g(...) + e, max(g(...), e) or min"}));
+        // A Func of neither tile coordinate.
+        Func s("s"), out2("out2");
+        RDom all({{0, 8}, {0, 8}}, "all");
+        s() = 0.0f;
+        s() += X(all.x, all.y);
+        out2(i, j) = X(i, j) - s();
+        Schedule sch2;
+        sch2[out2].tile_program(i, j, io, jo, 16, 64);
+        sch2[s].compute_at(out2, jo);
+        EXPECT_TRUE(throws_with<CompileError>(
+            [&] { Pipeline(out2).compile_to_lowered_stmt(sch2, Target("host")); },
+            {"Func s", "depends on neither of its tile coordinates", "outside the program"}));
+    }
+    {
+        // Classes as a Param: 100 of them do not fit tiles of 64 columns.
+        Param<int> classes("classes");
+        loom_test::ClassifierHead h(Float(32), classes);
+        const int M = 20, K = 8;
+        h.X.set(loom_test::random_buffer<float>({M, K}));
+        h.W.set(loom_test::random_buffer<float>({K, 100}));
+        classes.set(100);
+        Schedule sch = h.schedule(16, 64, 1, 2, false);
+        EXPECT_TRUE(throws_with<RuntimeError>(
+            [&] {
+                Pipeline(h.prob).realize({M, 100}, sch, Target("host"));
+            },
+            {"update of Func rmax", "of extent 100", "tiles hold 64 columns",
+             "reduces within one tile"}));
+        // 100 classes in tiles of 128: one tile, fine.
+        classes.set(100);
+        Schedule wide = h.schedule(16, 128, 1, 2, false);
+        EXPECT_NO_THROW(Pipeline(h.prob).realize({M, 100}, wide, Target("host")));
+        // The product's columns start at 3 but the reductions at 0: the
+        // program's tile of logits is not the one the reductions read.
+        EXPECT_TRUE(throws_with<RuntimeError>(
+            [&] {
+                RawBuffer out(Float(32), {M, 97});
+                out.set_min({0, 3});
+                Pipeline(h.prob).realize({out}, wide, Target("host"));
+            },
+            {"reads Funcs of the program at c", "program's columns"}));
+    }
 }

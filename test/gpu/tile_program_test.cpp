@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "classifier_head.h"
 #include "gpu_test_pipelines.h"
 #include "loom/loom.h"
 #include "test_util.h"
@@ -164,3 +165,44 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{BFloat(16), true, Gemm::None, 45, 38, 77, 32, 32, 2, 2, 32, 3},
                       Case{BFloat(16), false, Gemm::BiasGelu, 66, 70, 48, 64, 64, 2, 2, 16, 3}),
     name_of);
+
+// A softmax along each row of a product, in the same tile program: the
+// rows' maxima and sums reduced inside the accumulator's layout (each
+// quad's lanes by shuffles, warps side by side through shared memory),
+// broadcast back from the same registers, no layout conversion.
+TEST(TileGemm, RowSoftmaxOfAProductInOneProgram) {
+    REQUIRE_GPU();
+    const int M = 45, classes = 61, K = 40;
+    for (auto [warps_m, warps_n] : {std::pair{2, 2}, std::pair{1, 4}}) {
+        SCOPED_TRACE(std::to_string(warps_m) + " x " + std::to_string(warps_n) + " warps");
+        loom_test::ClassifierHead h(Float(16), classes);
+        Buffer<float16_t> x = random_buffer<float16_t>({M, K}, -1, 1, "X");
+        Buffer<float16_t> w = random_buffer<float16_t>({K, classes}, -1, 1, "W");
+        h.X.set(x);
+        h.W.set(w);
+        Schedule sch = h.schedule(32, 64, warps_m, warps_n, true);
+        const std::string lowered = Pipeline(h.prob).compile_to_lowered_stmt(sch, kGpu);
+        EXPECT_NE(lowered.find("reduce.max"), std::string::npos) << lowered;
+        EXPECT_NE(lowered.find("slice(mma_accumulator)"), std::string::npos) << lowered;
+        EXPECT_EQ(lowered.find("convert_layout %rmax"), std::string::npos) << lowered;
+        Buffer<float> out(Pipeline(h.prob).realize({M, classes}, sch, kGpu));
+        int bad = 0;
+        for (int r = 0; r < M; r++) {
+            std::vector<double> logit(classes);
+            double mx = -INFINITY, sum = 0;
+            for (int c = 0; c < classes; c++) {
+                for (int q = 0; q < K; q++) logit[c] += value(x, r, q) * value(w, q, c);
+                mx = std::max(mx, logit[c]);
+            }
+            for (int c = 0; c < classes; c++) sum += std::exp(logit[c] - mx);
+            for (int c = 0; c < classes; c++) {
+                const double want = std::exp(logit[c] - mx) / sum;
+                if (!(std::fabs(out(r, c) - want) <= 1e-5 * want + 1e-7) && bad++ < 5) {
+                    ADD_FAILURE() << "prob(" << r << ", " << c << ") = " << out(r, c) << ", want "
+                                  << want;
+                }
+            }
+        }
+        EXPECT_EQ(bad, 0);
+    }
+}

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tile/Layout.h"
+#include "tile/LayoutConversion.h"
 
 using namespace loom::internal::tile;
 
@@ -298,4 +299,117 @@ TEST(TileLayout, TransposedSwizzleKeepsColumnsInChunksWithoutConflicts) {
             }
         }
     }
+}
+
+namespace {
+
+/** Checks a plan element by element: each thread's destination register
+ * i holds, where the plan says to find it, the element the destination
+ * layout puts there. */
+void expect_plan_moves_every_element(const LinearLayout &from, const LinearLayout &to,
+                                     const ConversionPlan &plan) {
+    const int warps = to.in_size("warp");
+    for (int w = 0; w < warps; w++) {
+        for (int lane = 0; lane < 32; lane++) {
+            for (int i = 0; i < to.in_size("register"); i++) {
+                const std::vector<int> want = to.apply({i, lane, w});
+                int src_lane = lane;
+                if (plan.kind == ConversionPlan::Shuffles) {
+                    src_lane = plan.lane_constant[i];
+                    for (int b = 0; b < 5; b++) {
+                        if ((lane >> b) & 1) src_lane ^= plan.lane_bases[b];
+                    }
+                }
+                ASSERT_EQ(from.apply({plan.source_register[i], src_lane, w}), want)
+                    << "register " << i << ", lane " << lane << ", warp " << w;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST(TileLayout, SlicesDropTheAxisAndLeaveItsLanesHoldingTheSameResult) {
+    const LinearLayout acc = mma_accumulator_layout(64, 32, 2, 2);
+    const LinearLayout rows = slice_layout(acc, 1), cols = slice_layout(acc, 0);
+    // 32 rows per warp row: 2 fragments of 16, 2 rows (g, g + 8) each.
+    EXPECT_EQ(rows.in_size("register"), 4);
+    EXPECT_EQ(cols.in_size("register"), 4);  // 2 fragments of 8, pairs
+    ASSERT_EQ(rows.outs().size(), 1u);
+    EXPECT_EQ(rows.outs()[0].name, "row");
+    EXPECT_EQ(cols.outs()[0].name, "col");
+    // Every thread of the block holds, at register j of the slice, the
+    // row of its register j's elements in the accumulator.
+    const std::vector<int> kept = sliced_register_bits(acc, 1);
+    for (int w = 0; w < 4; w++) {
+        for (int lane = 0; lane < 32; lane++) {
+            for (int i = 0; i < acc.in_size("register"); i++) {
+                int j = 0;
+                for (size_t b = 0; b < kept.size(); b++) j |= ((i >> kept[b]) & 1) << b;
+                EXPECT_EQ(rows.apply({j, lane, w})[0], acc.apply({i, lane, w})[0]);
+            }
+        }
+    }
+    // A quad's lanes and the warps of a warp row hold each row.
+    EXPECT_TRUE(rows.is_surjective());
+    EXPECT_EQ(rows.apply({1, 3, 1}), rows.apply({1, 0, 0}));
+    EXPECT_EQ(blocked_layout_1d(64, 4).in_size("register"), 1);
+    EXPECT_TRUE(blocked_layout_1d(256, 4).is_bijective());
+    EXPECT_EQ(blocked_layout_1d(16, 2).in_size("register"), 1);
+}
+
+TEST(TileLayout, ConversionPlansTakeTheCheapestWayThatExists) {
+    // Attention's P: the accumulator of one warp row's m16n8 fragments is
+    // the A operand of the next mma, register for register.
+    for (auto [rows, cols, wm] :
+         {std::tuple{16, 16, 1}, std::tuple{64, 64, 4}, std::tuple{128, 32, 8}}) {
+        const LinearLayout acc = mma_accumulator_layout(rows, cols, wm, 1),
+                           a = mma_a_layout(rows, cols, wm, 1);
+        const ConversionPlan plan = plan_conversion(acc, a);
+        EXPECT_EQ(plan.kind, ConversionPlan::Registers) << rows << " x " << cols;
+        expect_plan_moves_every_element(acc, a, plan);
+    }
+    // With warps along the columns, A is replicated where the accumulator
+    // is not: through shared memory.
+    EXPECT_EQ(
+        plan_conversion(mma_accumulator_layout(64, 64, 2, 2), mma_a_layout(64, 64, 2, 2)).kind,
+        ConversionPlan::SharedMemory);
+    // A register bit and a lane bit exchanged: which register a lane
+    // reads would depend on the lane, so shared memory.
+    const LinearLayout acc = mma_m16n8k16_accumulator();
+    const LinearLayout swapped({{"register", {{1, 0}, {8, 0}}},
+                                {"lane", {{0, 2}, {0, 4}, {0, 1}, {2, 0}, {4, 0}}},
+                                {"warp", {}}},
+                               {{"row", 16}, {"col", 8}});
+    EXPECT_EQ(plan_conversion(acc, swapped).kind, ConversionPlan::SharedMemory);
+    // A lane bit's elements gathered into registers of every lane that
+    // differs in it (each pair of lanes holds both rows): one shuffle per
+    // register, from a lane that depends on the register.
+    const LinearLayout gathered({{"register", {{0, 1}, {8, 0}, {1, 0}}},
+                                 {"lane", {{0, 2}, {0, 4}, {0, 0}, {2, 0}, {4, 0}}},
+                                 {"warp", {}}},
+                                {{"row", 16}, {"col", 8}});
+    ConversionPlan plan = plan_conversion(acc, gathered);
+    EXPECT_EQ(plan.kind, ConversionPlan::Shuffles);
+    EXPECT_EQ(plan.lane_constant[4], 4);
+    expect_plan_moves_every_element(acc, gathered, plan);
+    // Lanes permuted among themselves.
+    const LinearLayout permuted({{"register", {{0, 1}, {8, 0}}},
+                                 {"lane", {{1, 0}, {2, 0}, {4, 0}, {0, 2}, {0, 4}}},
+                                 {"warp", {}}},
+                                {{"row", 16}, {"col", 8}});
+    plan = plan_conversion(acc, permuted);
+    EXPECT_EQ(plan.kind, ConversionPlan::Shuffles);
+    expect_plan_moves_every_element(acc, permuted, plan);
+    // A blocked tile into the accumulator: registers depend on the lane.
+    EXPECT_EQ(plan_conversion(blocked_layout(16, 8, 4, 1), acc).kind, ConversionPlan::SharedMemory);
+    // The same layout: registers, each its own.
+    plan = plan_conversion(acc, acc);
+    EXPECT_EQ(plan.kind, ConversionPlan::Registers);
+    EXPECT_EQ(plan.source_register, (std::vector<int>{0, 1, 2, 3}));
+    // Slices of the accumulator into a row-replicated broadcast of them.
+    const LinearLayout rows = slice_layout(mma_accumulator_layout(64, 32, 4, 1), 1);
+    plan = plan_conversion(rows, rows);
+    EXPECT_EQ(plan.kind, ConversionPlan::Registers);
+    expect_plan_moves_every_element(rows, rows, plan);
 }
