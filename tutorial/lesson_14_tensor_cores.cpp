@@ -16,13 +16,15 @@
 //       the compiler checks that the update computes what it computes
 //
 // Sections 1 to 4 need no GPU (NVRTC compiles without one); section 5 runs
-// the kernel where there is a GPU, and the same schedule on the CPU.
+// the kernel where there is a GPU, and the same schedule on the CPU;
+// section 6 adds a softmax along the product's rows to the program.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <loom/loom.h>
 
@@ -151,11 +153,69 @@ int main() {
     std::printf("\n4. running it\n");
     // The same schedule on the CPU: the program becomes vectorized loops.
     if (!check(Pipeline(C).realize({M, N}, sch, Target("host")), "CPU")) return 1;
+
+    // ---- 6. More than an elementwise epilogue: a softmax along each row
+    // of the product, in the same program. The rows' maxima and sums are
+    // Funcs of i alone, reduced over the columns; in the tile program they
+    // are 1-D tiles, reduced along the tile's columns where the
+    // accumulator's registers hold them (each thread its registers, then
+    // the four lanes of a quad by shuffles, then the two warps of a row
+    // through shared memory), and broadcast back from the same registers.
+    // A reduction fits in one tile: here the 90 columns in tiles of 128.
+    RDom col(0, N, "col");
+    Func rmax("rmax"), e("e"), rsum("rsum"), P("P");
+    rmax(i) = Expr(-INFINITY);
+    rmax(i) = max(rmax(i), acc(i, col));
+    e(i, j) = exp(acc(i, j) - rmax(i));
+    rsum(i) = 0.0f;
+    rsum(i) += e(i, col);
+    P(i, j) = e(i, j) / rsum(i);
+    Schedule soft;
+    soft[P].tile_program(i, j, io, jo, 32, 128, TileOptions().warps(1, 2).reduction_tile(32));
+    for (Func f : {acc, rmax, e, rsum}) soft[f].compute_at(P, jo);
+    soft[acc].update().tensorize("mma.m16n8k16");
+    std::printf("\n5. a row softmax in the program: its reductions and broadcasts\n");
+    std::istringstream program(Pipeline(P).compile_to_lowered_stmt(soft, gpu));
+    for (std::string line; std::getline(program, line);) {
+        if (line.find("reduce.") != std::string::npos ||
+            line.find("= broadcast") != std::string::npos) {
+            std::printf("%s\n", line.c_str());
+        }
+    }
+    Buffer<float> p(Pipeline(P).realize({M, N}, soft, Target("host")));
+    for (int x = 0; x < M; x++) {
+        double row_max = -INFINITY, sum = 0;
+        std::vector<double> logit(N);
+        for (int y = 0; y < N; y++) {
+            for (int r = 0; r < K; r++) logit[y] += double(float(a(x, r))) * double(float(b(r, y)));
+            row_max = std::max(row_max, logit[y]);
+        }
+        for (int y = 0; y < N; y++) sum += std::exp(logit[y] - row_max);
+        for (int y = 0; y < N; y++) {
+            const double want = std::exp(logit[y] - row_max) / sum;
+            if (std::fabs(p(x, y) - want) > 1e-5) {
+                std::printf("P(%d, %d) = %g, want %g\n", x, y, p(x, y), want);
+                return 1;
+            }
+        }
+    }
+    std::printf("  CPU: P equals the float64 softmax\n");
+
     int32_t capability = 0;
     if (loom_cuda_device_capability(0, &capability) != 0) {
         std::printf("  (GPU skipped: %s)\n", loom_last_error_message());
         return 0;
     }
     if (!check(Pipeline(C).realize({M, N}, sch, Target("host-cuda")), "GPU")) return 1;
+    Buffer<float> pg(Pipeline(P).realize({M, N}, soft, Target("host-cuda")));
+    for (int x = 0; x < M; x++) {
+        for (int y = 0; y < N; y++) {
+            if (std::fabs(pg(x, y) - p(x, y)) > 1e-5) {
+                std::printf("GPU: P(%d, %d) = %g, the CPU's %g\n", x, y, pg(x, y), p(x, y));
+                return 1;
+            }
+        }
+    }
+    std::printf("  GPU: P equals the CPU's\n");
     return 0;
 }

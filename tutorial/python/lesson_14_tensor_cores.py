@@ -89,6 +89,36 @@ def main():
     if not np.allclose(got, want, rtol=1e-4, atol=1e-4):
         print("the CPU's product differs from float64")
         return 1
+
+    # A softmax along each row of the product, in the same program: the
+    # rows' maxima and sums are Funcs of i alone, reduced over the columns.
+    # In the program they are 1-D tiles reduced where the accumulator's
+    # registers hold the row (quads of lanes by shuffles), broadcast back.
+    col = loom.RDom(0, 90, name="col")
+    rmax, e, rsum, P = (loom.Func(n) for n in ("rmax", "e", "rsum", "P"))
+    rmax[i] = float("-inf")
+    rmax[i] = loom.max(rmax[i], acc[i, col])
+    e[i, j] = loom.exp(acc[i, j] - rmax[i])
+    rsum[i] = 0.0
+    rsum[i] += e[i, col]
+    P[i, j] = e[i, j] / rsum[i]
+    soft = loom.Schedule()
+    soft[P].tile_program(i, j, io, jo, 32, 128, warps=(1, 2), k_tile=32)
+    for f in (acc, rmax, e, rsum):
+        soft[f].compute_at(P, jo)
+    soft[acc].update().tensorize("mma.m16n8k16")
+    stmt = loom.Pipeline(P).compile_to_lowered_stmt(soft, "host-cuda-sm_80")
+    for line in stmt.splitlines():
+        if "reduce." in line or "= broadcast" in line:
+            print(line.strip())
+    logits = a.astype(np.float64) @ b.astype(np.float64)
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    got = loom.Pipeline(P).compile(soft, output_shape=(100, 90))(a, b)
+    if not np.allclose(got, probs, rtol=1e-4, atol=1e-6):
+        print("the CPU's softmax differs from float64")
+        return 1
+    print("the row softmax equals float64's")
     print("Lesson 14 passed.")
     return 0
 
