@@ -68,7 +68,8 @@ struct FreeVariables : IRVisitor {
     std::map<std::string, Type> types;
     using IRVisitor::visit;
     void visit(const Variable *op) override {
-        if (is_operand_variable(op->name)) return;  // a map's own, typed per map
+        // A map's own, typed per map, and its element's coordinates.
+        if (is_operand_variable(op->name) || is_tile_coordinate(op->name)) return;
         auto [it, fresh] = types.emplace(op->name, op->type);
         internal_assert(fresh || it->second == op->type)
             << "tile codegen: variable " << op->name << " is read as " << type_to_string(it->second)
@@ -434,6 +435,8 @@ class Emitter {
             return convert(s.str(), f64 ? Float(64) : Float(32), f->type);
         }
         if (const Variable *v = e.as<Variable>()) {
+            int axis;
+            if (is_tile_coordinate(v->name, &axis)) return "loom_t" + str(axis);
             return is_operand_variable(v->name) ? v->name : c_var(v->name);
         }
         auto bin = [&](const Expr &a, const Expr &b, const char *op) {

@@ -29,6 +29,14 @@ TileOp make_op(TileOpKind kind, const std::string &result, TileType type,
 
 TileStmt op_stmt(TileOp o) { return {std::make_shared<TileOp>(std::move(o)), nullptr}; }
 
+Expr tile_coordinate(int axis) { return Variable::make(Int(32), "_i" + std::to_string(axis)); }
+
+bool is_tile_coordinate(const std::string &name, int *axis) {
+    if (name != "_i0" && name != "_i1") return false;
+    if (axis) *axis = name[2] - '0';
+    return true;
+}
+
 std::vector<int> access_axes(const TileOp &o, size_t tile_rank) {
     if (!o.axes.empty()) return o.axes;
     std::vector<int> identity(tile_rank);

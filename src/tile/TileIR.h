@@ -79,7 +79,8 @@ struct TileOp {
      * from a shared value: the slot it reads. Undefined: slot 0. */
     Expr slot;
     /** Map: a scalar Expr of the Variables _0, _1, ... (the operands'
-     * elements), of the result's element type. */
+     * elements) and _i0, _i1 (Int(32): the element's coordinates in the
+     * tile, for masks and positions), of the result's element type. */
     Expr fn;
     /** Reduce: when `bounds` holds one Expr, only the elements of the
      * reduced axis before that index take part (a ragged edge); where none
@@ -122,6 +123,12 @@ TileOp make_op(TileOpKind kind, const std::string &result = "", TileType type = 
 
 /** An op as a statement of a body. */
 TileStmt op_stmt(TileOp o);
+
+/** The Int(32) Variable a map's function reads for its element's
+ * coordinate along tile axis `axis` ("_i0", "_i1"). */
+Expr tile_coordinate(int axis);
+/** Whether `name` is one (its axis in *axis). */
+bool is_tile_coordinate(const std::string &name, int *axis = nullptr);
 
 /** The tile axis each buffer dimension of an access follows: o.axes, or
  * the identity when it is empty. */

@@ -182,6 +182,9 @@ class Instance {
                     const HostTile &in = tile(o.operands[k]);
                     args["_" + std::to_string(k)] = internal::make_const(in.elem, in.v[i]);
                 }
+                const int64_t cols = t.shape.back();
+                args["_i0"] = Expr(int(t.shape.size() == 2 ? i / cols : i));
+                args["_i1"] = Expr(int(i % cols));
                 // Math intrinsics, selects, comparisons and casts are
                 // evaluate_expr's, with the host's math library.
                 Expr v = evaluate_expr(o.fn, args);

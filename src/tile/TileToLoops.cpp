@@ -173,6 +173,8 @@ class Lowering {
                                  for (size_t i = 0; i < o.operands.size(); i++) {
                                      args["_" + std::to_string(i)] = element(o.operands[i], r, c);
                                  }
+                                 args["_i0"] = t.shape.size() == 2 ? r : c;
+                                 args["_i1"] = c;
                                  return set(o.result, r, c, substitute(args, o.fn));
                              });
         case TileOpKind::ConvertLayout:

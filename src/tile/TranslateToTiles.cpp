@@ -719,11 +719,13 @@ class ProgramBuilder {
                 return IRMutator::visit(op);
             }
             Expr visit(const Variable *op) override {
-                user_assert(!axes->count(op->name))
-                    << "Func " << func << " uses the coordinate " << op->name << " as a value in "
-                    << what << "; tile programs compute values from loads (an index as a value "
-                    << "is not translated yet).";
-                return b->bind_scalar(op->name, Expr(op));
+                auto a = axes->find(op->name);
+                if (a == axes->end()) return b->bind_scalar(op->name, Expr(op));
+                // A coordinate as a value (a mask, a position): the tile's
+                // start plus the element's coordinate along its axis.
+                const Axis &ax = a->second;
+                const Expr at = ax.axis >= 0 ? ax.start + tile_coordinate(ax.axis) : ax.start;
+                return cast(op->type, at);
             }
         } leaves;
         leaves.b = this;

@@ -133,3 +133,23 @@ TEST(TileProgramCpu, GemmWithARowSoftmaxMatchesTheInterpreter) {
             << lowered;
     }
 }
+
+TEST(TileProgramCpu, CoordinatesAsValuesMaskAndPosition) {
+    // A causal mask and a position bias on a product: the tile's
+    // coordinates as values, each tile at its own origin.
+    BufferParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var i("i"), j("j"), io("io"), jo("jo");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func prod("prod"), C("C");
+    prod(i, j) = 0.0f;
+    prod(i, j) += A(i, k) * B(k, j);
+    C(i, j) = select(j <= i, prod(i, j) + cast<float>(i - j) * 0.25f, -1.0f);
+    const int M = 53, N = 47, K = 21;
+    A.set(random_buffer<float>({M, K}));
+    B.set(random_buffer<float>({K, N}));
+    Schedule sch;
+    sch[C].tile_program(i, j, io, jo, 16, 32, TileOptions().reduction_tile(8));
+    sch[prod].compute_at(C, jo);
+    RawBuffer expected = interpret(C, {M, N});
+    EXPECT_TRUE(buffers_match(Pipeline(C).realize({M, N}, sch, kCpu), expected));
+}

@@ -206,3 +206,39 @@ TEST(TileGemm, RowSoftmaxOfAProductInOneProgram) {
         EXPECT_EQ(bad, 0);
     }
 }
+
+// The tile's coordinates as values: a causal mask and a position bias in
+// the epilogue, each block at its own origin.
+TEST(TileGemm, CoordinatesAsValuesInTheEpilogue) {
+    REQUIRE_GPU();
+    BufferParam A(Float(16), 2, "A"), B(Float(16), 2, "B");
+    Var i("i"), j("j"), io("io"), jo("jo");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func prod("prod"), C("C");
+    prod(i, j) = 0.0f;
+    prod(i, j) += cast<float>(A(i, k)) * cast<float>(B(k, j));
+    C(i, j) = select(j <= i, prod(i, j) + cast<float>(i - j) * 0.25f, -1.0f);
+    const int M = 75, N = 70, K = 40;
+    Buffer<float16_t> a = random_buffer<float16_t>({M, K}, -1, 1, "A");
+    Buffer<float16_t> b = random_buffer<float16_t>({K, N}, -1, 1, "B");
+    A.set(a);
+    B.set(b);
+    Schedule sch;
+    sch[C].tile_program(i, j, io, jo, 32, 32, TileOptions().warps(2, 2).reduction_tile(16));
+    sch[prod].compute_at(C, jo).update().tensorize("mma.m16n8k16");
+    Buffer<float> out(Pipeline(C).realize({M, N}, sch, kGpu));
+    int bad = 0;
+    for (int x = 0; x < M; x++) {
+        for (int y = 0; y < N; y++) {
+            double want = -1;
+            if (y <= x) {
+                want = (x - y) * 0.25;
+                for (int r = 0; r < K; r++) want += value(a, x, r) * value(b, r, y);
+            }
+            if (!(std::fabs(out(x, y) - want) <= 1e-4) && bad++ < 5) {
+                ADD_FAILURE() << "C(" << x << ", " << y << ") = " << out(x, y) << ", want " << want;
+            }
+        }
+    }
+    EXPECT_EQ(bad, 0);
+}
