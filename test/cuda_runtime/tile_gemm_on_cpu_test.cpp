@@ -756,61 +756,6 @@ TEST(TileBlockGemmThroughNvrtc, FourWarps128x128x32ThreeStagesUseTensorCoresWith
     }
 }
 
-namespace {
-
-/** The loops of each kernel in nvdisasm's output (a backward branch to a
- * label, as scripts/sass_loops.py finds them): each loop's instructions,
- * opcodes without their predicates. */
-std::vector<std::vector<std::string>> sass_loops(const std::string &sass) {
-    std::vector<std::vector<std::string>> loops;
-    std::map<std::string, size_t> labels;
-    std::vector<std::string> code;
-    auto finish = [&]() {
-        for (size_t i = 0; i < code.size(); i++) {
-            const size_t bra = code[i].find("BRA `(");
-            if (bra == std::string::npos) continue;
-            const size_t from = bra + 6, to = code[i].find(')', from);
-            auto label = labels.find(code[i].substr(from, to - from));
-            if (label == labels.end() || label->second > i) continue;
-            std::vector<std::string> body;
-            for (size_t j = label->second; j <= i; j++) {
-                std::istringstream words(code[j]);
-                std::string op;
-                words >> op;
-                if (!op.empty() && op[0] == '@') words >> op;
-                body.push_back(op);
-            }
-            loops.push_back(body);
-        }
-        labels.clear();
-        code.clear();
-    };
-    std::istringstream lines(sass);
-    for (std::string line; std::getline(lines, line);) {
-        const size_t text = line.find(".text.");
-        if (text != std::string::npos && line.find(':') != std::string::npos &&
-            line.find("/*") == std::string::npos) {
-            finish();
-            continue;
-        }
-        if (line.compare(0, 5, ".L_x_") == 0) {
-            labels[line.substr(0, line.find(':'))] = code.size();
-            continue;
-        }
-        const size_t open = line.find("/*"), close = line.find("*/");
-        const size_t semi = line.find(';');
-        if (open == std::string::npos || close == std::string::npos || semi == std::string::npos ||
-            close > semi || close - open != 6) {
-            continue;
-        }
-        code.push_back(line.substr(close + 2, semi - close - 2));
-    }
-    finish();
-    return loops;
-}
-
-}  // namespace
-
 // The main loop of a 128 x 128 x 32 block on 2 x 2 warps (each warp 64 x
 // 64: 64 HMMA per step of k) issues little besides its tensor-core,
 // ldmatrix and cp.async instructions: the copies' alignment is decided

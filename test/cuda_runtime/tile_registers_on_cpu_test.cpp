@@ -28,6 +28,7 @@
 #include "tile/TileCodeGen_CUDA.h"
 #include "tile/TileInterpreter.h"
 #include "tile_programs.h"
+#include "tile_runner.h"
 
 namespace {
 
@@ -35,122 +36,10 @@ using namespace loom_test;
 
 Expr ivar(const char *n) { return Variable::make(Int(32), n); }
 
-/** A host buffer of f32 or f16 values, row-major with `cols` per row. */
-struct HostBuffer {
-    std::string name;
-    Type elem;
-    int rows = 1, cols = 1, dims = 2;
-    std::vector<unsigned char> bytes;
-    bool written = false;
-
-    HostBuffer(std::string n, Type t, int r, int c, int d, bool w, std::mt19937 *rng)
-        : name(std::move(n)), elem(t), rows(r), cols(c), dims(d), written(w) {
-        bytes.assign(size_t(r) * c * t.bytes(), 0);
-        std::uniform_real_distribution<float> u(-4, 4);
-        for (int i = 0; i < r * c; i++) set(i, written ? NAN : u(*rng));
-    }
-    void set(int i, float v) {
-        if (elem == Float(16)) {
-            const uint16_t h = float16_t(v).bits;
-            memcpy(&bytes[size_t(i) * 2], &h, 2);
-        } else {
-            memcpy(&bytes[size_t(i) * 4], &v, 4);
-        }
-    }
-    float get(const std::vector<unsigned char> &b, int i) const {
-        if (elem == Float(16)) {
-            uint16_t h;
-            memcpy(&h, &b[size_t(i) * 2], 2);
-            return float(float16_t::from_bits(h));
-        }
-        float v;
-        memcpy(&v, &b[size_t(i) * 4], 4);
-        return v;
-    }
-    TileBuffer tile_buffer() const { return {name, elem, dims, written}; }
-};
-
-class TileRegistersOnCpu : public ::testing::Test, public StandInSession {
+class TileRegistersOnCpu : public ::testing::Test, public TileProgramRunner {
   protected:
     void SetUp() override { start_session(); }
     void TearDown() override { end_session(); }
-
-    /** Runs p on the stand-in and in the interpreter and expects every
-     * written buffer to agree (to `tolerance`, relative, for sums whose
-     * order differs; NaN where the interpreter leaves NaN). */
-    void expect_matches_interpreter(const TileProgram &p, std::vector<HostBuffer> buffers,
-                                    const std::map<std::string, int> &ints,
-                                    const std::vector<int> &grid, double tolerance) {
-        std::vector<TileBuffer> tbs;
-        for (const HostBuffer &b : buffers) tbs.push_back(b.tile_buffer());
-        const TileKernelSource k = tile_program_to_cuda(p, tbs);
-        // The interpreter's results.
-        std::vector<HostBuffer> meant = buffers;
-        std::vector<TileHostBuffer> hosts;
-        for (HostBuffer &b : meant) {
-            hosts.push_back(
-                {b.name, b.elem, b.bytes.data(),
-                 b.dims == 2 ? std::vector<int64_t>{b.cols, 1} : std::vector<int64_t>{1}});
-        }
-        std::map<std::string, Expr> scalars;
-        for (const auto &[n, v] : ints) scalars[n] = Expr(v);
-        interpret_tile_program(p, hosts, scalars, grid);
-        for (bool reversed : {false, true}) {
-            SCOPED_TRACE(reversed ? "threads highest first" : "threads lowest first");
-            const ThreadOrder order(reversed);
-            const std::string source = tile_module_source({k.source});
-            void *module = nullptr, *f = nullptr;
-            ASSERT_EQ(cuModuleLoadData(&module, source.c_str()), 0)
-                << fake_cuda_kernel_error() << "\n"
-                << source;
-            ASSERT_EQ(cuModuleGetFunction(&f, module, c_identifier(p.name).c_str()), 0);
-            std::map<std::string, unsigned long long> pointers;
-            for (const HostBuffer &b : buffers) {
-                pointers[b.name] = device(b.bytes.data(), b.bytes.size());
-            }
-            std::vector<std::array<unsigned char, 8>> values(k.params.size());
-            std::vector<void *> args;
-            for (size_t i = 0; i < k.params.size(); i++) {
-                const TileKernelParam &param = k.params[i];
-                if (param.is_buffer) {
-                    memcpy(values[i].data(), &pointers.at(param.name), 8);
-                } else {
-                    int v = 0;
-                    for (const HostBuffer &b : buffers) {
-                        if (param.name == b.name + ".stride.0") v = b.cols;
-                    }
-                    if (ints.count(param.name)) v = ints.at(param.name);
-                    memcpy(values[i].data(), &v, 4);
-                }
-                args.push_back(values[i].data());
-            }
-            ASSERT_EQ(cuLaunchKernel(f, grid[0], grid.size() > 1 ? grid[1] : 1, 1, k.threads, 1, 1,
-                                     unsigned(k.shared_bytes), nullptr, args.data(), nullptr),
-                      0)
-                << fake_cuda_kernel_error();
-            ASSERT_EQ(cuCtxSynchronize(), 0) << fake_cuda_kernel_error() << "\n" << source;
-            for (size_t bi = 0; bi < buffers.size(); bi++) {
-                const HostBuffer &b = buffers[bi];
-                if (!b.written) continue;
-                std::vector<unsigned char> got(b.bytes.size());
-                ASSERT_EQ(cuMemcpyDtoH_v2(got.data(), pointers.at(b.name), got.size()), 0);
-                int bad = 0;
-                for (int i = 0; i < b.rows * b.cols && bad < 5; i++) {
-                    const float want = b.get(meant[bi].bytes, i), have = b.get(got, i);
-                    if (std::isnan(want)) {
-                        EXPECT_TRUE(std::isnan(have)) << b.name << "[" << i << "] written";
-                        bad += !std::isnan(have);
-                        continue;
-                    }
-                    const bool ok =
-                        std::fabs(have - want) <= tolerance * std::max(1.0f, std::fabs(want));
-                    EXPECT_TRUE(ok)
-                        << b.name << "[" << i << "] = " << have << ", the interpreter " << want;
-                    bad += !ok;
-                }
-            }
-        }
-    }
 };
 
 /** A row softmax of an M x N matrix with N no wider than the tile (one
@@ -265,14 +154,14 @@ TEST_P(TileSoftmaxOnCpu, ReductionsAndBroadcastsMatchTheInterpreter) {
     const int M = 2 * c.rows + c.rows / 2 + 1, N = c.cols - 3;
     std::mt19937 rng(c.rows * 131 + c.cols);
     const int tiles = (M + c.rows - 1) / c.rows;
-    std::vector<HostBuffer> buffers = {{"X", c.in, M, N, 2, false, &rng},
-                                       {"Y", Float(32), M, N, 2, true, &rng},
-                                       {"Z", Float(32), M, N, 2, true, &rng},
-                                       {"RowMax", Float(32), 1, M, 1, true, &rng},
-                                       {"RowSum", Float(32), 1, M, 1, true, &rng},
-                                       {"RowMin", Float(32), 1, M, 1, true, &rng},
-                                       {"ColSum", Float(32), tiles, N, 2, true, &rng}};
-    expect_matches_interpreter(p, buffers, {{"M", M}, {"N", N}}, {tiles}, 1e-5);
+    std::vector<HostTileBuffer> buffers = {{"X", c.in, {M, N}, false, &rng},
+                                           {"Y", Float(32), {M, N}, true, &rng},
+                                           {"Z", Float(32), {M, N}, true, &rng},
+                                           {"RowMax", Float(32), {M}, true, &rng},
+                                           {"RowSum", Float(32), {M}, true, &rng},
+                                           {"RowMin", Float(32), {M}, true, &rng},
+                                           {"ColSum", Float(32), {tiles, N}, true, &rng}};
+    expect_matches_interpreter(p, buffers, {{{"M", M}, {"N", N}}, {}}, {tiles}, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, TileSoftmaxOnCpu,
@@ -353,10 +242,10 @@ TEST_F(TileRegistersOnCpu, ConversionsMoveEveryElementByEachPlan) {
             const TileProgram p = conversion_program(c, rows, cols, elem);
             const int M = 2 * rows + 3, N = cols - 1;
             std::mt19937 rng(rows + cols);
-            std::vector<HostBuffer> buffers = {{"X", elem, M, N, 2, false, &rng},
-                                               {"Y", elem, M, N, 2, true, &rng}};
-            expect_matches_interpreter(p, buffers, {{"M", M}, {"N", N}}, {(M + rows - 1) / rows},
-                                       0);
+            std::vector<HostTileBuffer> buffers = {{"X", elem, {M, N}, false, &rng},
+                                                   {"Y", elem, {M, N}, true, &rng}};
+            expect_matches_interpreter(p, buffers, {{{"M", M}, {"N", N}}, {}},
+                                       {(M + rows - 1) / rows}, 0);
             // Renaming moves no data: no shuffle, no shared memory.
             const std::string source =
                 tile_program_to_cuda(p, {{"X", elem}, {"Y", elem, 2, true}}).source;
@@ -408,9 +297,9 @@ TEST_F(TileRegistersOnCpu, LayoutAssignmentConvertsWhereProducerAndConsumerDisag
         EXPECT_NE(printed.find("convert_layout %m"), std::string::npos) << printed;
         const int M = 77;
         std::mt19937 rng(7);
-        std::vector<HostBuffer> buffers = {{"X", Float(32), M, 32, 2, false, &rng},
-                                           {"Y", Float(32), M, 32, 2, true, &rng}};
-        expect_matches_interpreter(q, buffers, {{"M", M}}, {(M + 31) / 32}, 0);
+        std::vector<HostTileBuffer> buffers = {{"X", Float(32), {M, 32}, false, &rng},
+                                               {"Y", Float(32), {M, 32}, true, &rng}};
+        expect_matches_interpreter(q, buffers, {{{"M", M}}, {}}, {(M + 31) / 32}, 0);
     }
 }
 
