@@ -2170,6 +2170,48 @@ void reorder(LoweringEnv &env) {
 
 }  // namespace
 
+namespace {
+
+/** Whether a tile program computes f (f is one, or is computed at one's
+ * tile loop). */
+bool computed_in_tile_program(const LoweringEnv &env, const std::string &f) {
+    auto it = env.schedules.find(f);
+    if (it == env.schedules.end()) return false;
+    if (it->second.tile_program) return true;
+    const LoopLevel &l = it->second.compute_level;
+    auto at = env.schedules.find(l.func);
+    return l.kind == LoopLevel::At && at != env.schedules.end() && at->second.tile_program;
+}
+
+/** The chain as a tile program computes it: its members with their terms
+ * and repairs. Refuses what the tile layer does not roll yet. */
+RolledChain rolled_in_tile_program(const Chain &chain, const std::string &what) {
+    RolledChain rc;
+    rc.leader = chain.leader;
+    const ReductionVariable &rv = chain.dom->domain[0];
+    user_assert(!chain.dom->predicate.defined())
+        << what << " is rolled by a tile program, over an RDom with a where() condition, "
+        << "which tile programs do not roll yet. Write the condition into the terms "
+        << "(select(cond, term, identity)).";
+    rc.rvar = rv.var;
+    rc.r_min = rv.min;
+    rc.r_extent = rv.extent;
+    user_assert(chain.pivots.empty())
+        << what << " is rolled by a tile program, and its dependents keep their state about "
+        << "a pivot (Welford's form), which tile programs do not roll yet.";
+    for (const Member &m : chain.members) {
+        user_assert(!m.made && (m.repair.kind == Repair::None || m.repair.kind == Repair::Scale ||
+                                m.repair.kind == Repair::Shift))
+            << what << " is rolled by a tile program, and " << m.name
+            << "'s repair carries running sums or resets, which tile programs do not roll "
+               "yet (they roll scale and shift repairs).";
+        rc.members.push_back({m.name, m.op, m.g, m.slots, m.repair});
+    }
+    return rc;
+}
+
+}  // namespace
+
 void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
     for (const FusionDirective &d : s.fusions) {
         std::string what = directive_name(d);
@@ -2255,6 +2297,20 @@ void fuse_reduction_chains(LoweringEnv &env, const ScheduleContents &s) {
         Chain chain(env, eff, directed_elsewhere);
         chain.discover();
         chain.derive(env.fusion_log);
+        if (d.kind == FusionDirective::RollingUpdate && computed_in_tile_program(env, d.func)) {
+            env.rolled_in_tiles.push_back(rolled_in_tile_program(chain, what));
+            // The members are computed with the leader, in its program.
+            const FuncSchedule &lead = env.schedules.at(chain.leader);
+            for (const Member &m : chain.members) {
+                internal_assert(env.schedules.count(m.name)) << "no schedule for " << m.name;
+                FuncSchedule &ms = env.schedules.at(m.name);
+                ms.compute_level = ms.store_level = lead.compute_level;
+                ms.compute_level_set = ms.store_level_set = true;
+            }
+            env.fusion_log.push_back(what + ": rolled by its tile program, per tile of " +
+                                     chain.dom->domain[0].var);
+            continue;
+        }
         Rewriter rw(env, s, eff, chain);
         if (d.kind == FusionDirective::RollingUpdate) {
             rw.rolling_update();

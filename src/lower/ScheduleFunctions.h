@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/RolledChain.h"
 #include "ir/Util.h"
 #include "lang/Function.h"
 #include "lang/ScheduleContents.h"
@@ -54,6 +55,9 @@ struct LoweringEnv {
      * a sibling reads is computed where that sibling is, not inside its
      * loops: a Tuple's elements are computed together. */
     std::map<std::string, std::set<std::string>> tuple_siblings;
+    /** The chains rolled inside tile programs: derived by reduction
+     * fusion, computed by the tile layer (TranslateToTiles). */
+    std::vector<RolledChain> rolled_in_tiles;
     /** The Funcs reduction fusion made, for messages (func_for_message). */
     FuncOrigins origins;
     bool is_output(const std::string &name) const;

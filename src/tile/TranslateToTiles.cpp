@@ -5,6 +5,7 @@
 #include <set>
 
 #include "arith/Simplify.h"
+#include "fusion/RolledChain.h"
 #include "ir/IREquality.h"
 #include "ir/IRMutator.h"
 #include "ir/IRPrinter.h"
@@ -64,6 +65,7 @@ void simplify_program(std::vector<TileStmt> &body) {
 struct Axis {
     int axis = -1;
     Expr start, end;
+    int size = 1;  // the tile's extent along its axis
 };
 using Axes = std::map<std::string, Axis>;
 
@@ -89,11 +91,11 @@ class ProgramBuilder {
             const Expr lo = host_scalar(stage + v + ".loop_min");
             const Expr hi = host_scalar(stage + v + ".loop_max") + 1;
             if (v == ts.row_var) {
-                axes[v] = {0, lo + int_var("tile_row") * ts.rows, hi};
+                axes[v] = {0, lo + int_var("tile_row") * ts.rows, hi, ts.rows};
                 axis_min[0] = int_var(stage + v + ".loop_min");
                 axis_tiles[0] = grid_extents[1];
             } else if (v == ts.col_var) {
-                axes[v] = {1, lo + int_var("tile_col") * ts.cols, hi};
+                axes[v] = {1, lo + int_var("tile_col") * ts.cols, hi, ts.cols};
                 axis_min[1] = int_var(stage + v + ".loop_min");
                 axis_tiles[1] = grid_extents[0];
             } else {
@@ -106,9 +108,11 @@ class ProgramBuilder {
             << "Func " << out->name << " is a tile program and has " << out->output_types.size()
             << " values (a Tuple): tile programs compute one. Make a Func of each.";
         members = funcs_in_program();
+        find_rolled_chain();
         assign_axes(out, axes);
+        find_per_tile_members();
         for (const std::string &name : env.order) {
-            if (members.count(name)) translate_func(env.funcs.at(name));
+            if (members.count(name) && !per_tile.count(name)) translate_func(env.funcs.at(name));
         }
         store_output();
         auto contents = std::make_shared<TileKernelContents>();
@@ -153,6 +157,17 @@ class ProgramBuilder {
     /** The host's first coordinate of each program axis and its tile
      * count. */
     Expr axis_min[2], axis_tiles[2];
+    /** The chain of reductions the program rolls over tiles of its RVar
+     * (rolling_update of a member), if any; the RVar's axis in the loop
+     * over those tiles; the members computed per tile (read at the RVar);
+     * and the rolled members whose pure values are still to come. */
+    const RolledChain *rolled = nullptr;
+    Axis key_axis;
+    Expr key_extent;
+    std::string key_loop;
+    int key_tile = 0;
+    std::set<std::string> per_tile;
+    size_t rolled_pending = 0;
 
     WarpGrid warps() const { return {ts.options.warps_m, ts.options.warps_n}; }
 
@@ -251,6 +266,12 @@ class ProgramBuilder {
             << "Func " << f->name << " has " << f->updates.size()
             << " updates; in a tile program a Func has one at most, a contraction or a "
                "reduction along a row or column.";
+        if (rolled && rolled->member(f->name)) {
+            // Its update is the rolled loop's, once every member has its
+            // starting value.
+            if (--rolled_pending == 0) translate_rolled_loop();
+            return;
+        }
         if (f->updates.size() == 1) {
             if (program_axis.count(f->name)) {
                 translate_reduction(f, axes);
@@ -265,6 +286,10 @@ class ProgramBuilder {
     /** f's axes and, for a Func of one tile coordinate reduced over one
      * RVar, the RVar's: along the other axis, over its range. */
     Axes with_reduction_axis(const FunctionPtr &f, Axes axes) {
+        if (rolled && rolled->member(f->name)) {
+            axes[rolled->rvar] = key_axis;
+            return axes;
+        }
         int on_axes = 0, a = -1;
         for (const auto &[v, ax] : axes) {
             if (ax.axis >= 0) on_axes++, a = ax.axis;
@@ -283,8 +308,14 @@ class ProgramBuilder {
      * coordinate, a 1-D tile along it. */
     std::vector<int> shape_of(const FunctionPtr &f) const {
         auto a = program_axis.find(f->name);
-        if (a == program_axis.end()) return tile_shape();
-        return {axis_size(a->second)};
+        if (a != program_axis.end()) return {axis_size(a->second)};
+        std::vector<int> shape = tile_shape();
+        auto axes = func_axes.find(f->name);
+        if (axes == func_axes.end()) return shape;
+        for (const auto &[v, ax] : axes->second) {
+            if (ax.axis >= 0) shape[ax.axis] = ax.size;
+        }
+        return shape;
     }
 
     /** A member's Vars on its own tile's axes: a 1-D tile's one axis is
@@ -312,6 +343,257 @@ class ProgramBuilder {
             << " is not over one reduction variable without a where() condition, which is "
                "what a tile program's contractions and reductions are over.";
         return u.rdom->domain[0];
+    }
+
+    /** The chain a member's rolling_update makes the program roll, its
+     * key tile (the split of its RVar) and the loop over those tiles. */
+    void find_rolled_chain() {
+        for (const RolledChain &c : env.rolled_in_tiles) {
+            if (!members.count(c.leader)) continue;
+            user_assert(!rolled) << "Func " << out->name << "'s tile program rolls two chains ("
+                                 << rolled->leader << " and " << c.leader
+                                 << "); a tile program rolls one.";
+            rolled = &c;
+        }
+        if (!rolled) return;
+        const std::string what = "rolling_update(" + rolled->leader + ", " + rolled->rvar + ")";
+        const FuncSchedule &fs = env.schedules.at(rolled->leader);
+        if (fs.stages.size() > 1) {
+            for (const Split &sp : fs.stages[1].splits) {
+                const int64_t *k = as_const_int(sp.factor);
+                if (sp.kind == Split::SplitVar && sp.old_var == rolled->rvar && k) {
+                    key_tile = int(*k);
+                }
+            }
+        }
+        user_assert(key_tile > 0) << what << " is rolled by the tile program of " << out->name
+                                  << ", which rolls over tiles of " << rolled->rvar
+                                  << ": split it into tiles of a "
+                                  << "constant size (rolling_update(...).split(" << rolled->rvar
+                                  << ", ro, ri, 64)).";
+        user_assert(key_tile == 1 << log2_exact_or_zero(key_tile))
+            << what << ": tiles of " << key_tile << " points of " << rolled->rvar
+            << "; a tile program's tiles are powers of two.";
+        key_loop = c_identifier(rolled->leader) + "_rt";
+        const Expr r_min = bind_scalar(rolled->leader + ".r_min", rolled->r_min);
+        const Expr r_extent = bind_scalar(rolled->leader + ".r_extent", rolled->r_extent);
+        key_axis = {1, r_min + int_var(key_loop) * key_tile, r_min + r_extent, key_tile};
+        key_extent = r_extent;
+        rolled_pending = rolled->members.size();
+    }
+
+    static int log2_exact_or_zero(int n) {
+        int b = 0;
+        while ((1 << b) < n) b++;
+        return b;
+    }
+
+    /** Members a rolled member reads at the RVar: computed in each tile. */
+    void find_per_tile_members() {
+        if (!rolled) return;
+        for (const RolledMember &m : rolled->members) {
+            visit_calls(m.term, [&](const Call *c) {
+                if (c->call_type != Call::Func || !members.count(c->name) ||
+                    rolled->member(c->name)) {
+                    return;
+                }
+                for (const Expr &arg : c->args) {
+                    if (expr_uses_var(arg, rolled->rvar)) per_tile.insert(c->name);
+                }
+            });
+        }
+    }
+
+    static const char *reduction_name(ReduceOp op) {
+        switch (op) {
+        case ReduceOp::Add: return "sum";
+        case ReduceOp::Max: return "max";
+        case ReduceOp::Min: return "min";
+        default: return "";
+        }
+    }
+
+    /** The call to `func` in e (a producer's, at the member's Vars). */
+    static Expr call_in(const Expr &e, const std::string &func) {
+        Expr found;
+        visit_calls(e, [&](const Call *c) {
+            if (c->call_type == Call::Func && c->name == func && !found.defined()) found = c;
+        });
+        return found;
+    }
+
+    /** A 1-D member's row values over the 2-D tile: a broadcast. */
+    std::string broadcast_rows(const std::string &v, Type t, const std::vector<int> &shape) {
+        TileOp bc = make_op(TileOpKind::Broadcast, fresh(v), register_tile(t, shape), {v});
+        bc.axis = 1;
+        body->push_back(op_stmt(bc));
+        return bc.result;
+    }
+
+    /** m's value before this tile repaired for its producers' moves:
+     * h(t, old, new), or t where no producer moved or one was still its
+     * identity (nothing reduced yet, so t is the identity too). In value
+     * `into`. */
+    void repair(const RolledMember &m, const std::vector<int> &shape,
+                const std::map<std::string, std::string> &before, const std::string &into) {
+        const Type t = env.funcs.at(m.name)->output_types[0];
+        std::vector<std::string> operands = {before.at(m.name)};
+        std::vector<Expr> olds, news;
+        Expr unchanged = const_true(), fresh_producer = const_false();
+        for (const ProducerSlot &slot : m.slots) {
+            std::string o = before.at(slot.func), n = value.at(slot.func);
+            if (shape.size() == 2) {
+                o = broadcast_rows(o, slot.type, shape);
+                n = broadcast_rows(n, slot.type, shape);
+            }
+            operands.push_back(o);
+            olds.push_back(Variable::make(slot.type, "_" + std::to_string(operands.size() - 1)));
+            operands.push_back(n);
+            news.push_back(Variable::make(slot.type, "_" + std::to_string(operands.size() - 1)));
+            unchanged = unchanged && olds.back() == news.back();
+            if (slot.op == ReduceOp::Max || slot.op == ReduceOp::Min) {
+                fresh_producer =
+                    fresh_producer || olds.back() == reduce_identity(slot.op, slot.type);
+            }
+        }
+        const Expr t0 = Variable::make(t, "_0");
+        TileOp map = make_op(TileOpKind::Map, into, register_tile(t, shape), operands);
+        map.fn = select(unchanged || fresh_producer, t0, m.repair.apply(t0, m.slots, olds, news));
+        body->push_back(op_stmt(map));
+    }
+
+    /** The rolled chain's loop: per tile of the RVar, the members computed
+     * per tile, then each member in turn (producers first): its tile's
+     * partial (a reduction along the tile's keys, or for a member of both
+     * tile coordinates a dot over them) combined with its value repaired
+     * for its producers' moves. Producers take their new values at the
+     * end of the step, so that their dependents see both. */
+    void translate_rolled_loop() {
+        const std::string what = "rolling_update(" + rolled->leader + ", " + rolled->rvar + ")";
+        auto loop = std::make_shared<TileLoop>();
+        loop->var = key_loop;
+        loop->min = 0;
+        loop->extent = (key_extent + (key_tile - 1)) / key_tile;
+        std::vector<TileStmt> *saved = body;
+        body = &loop->body;
+        for (const std::string &name : env.order) {
+            if (per_tile.count(name)) translate_func(env.funcs.at(name));
+        }
+        std::set<std::string> producers;
+        for (const RolledMember &m : rolled->members) {
+            for (const ProducerSlot &slot : m.slots) producers.insert(slot.func);
+        }
+        const std::map<std::string, std::string> before = value;
+        const Expr keys_left = key_extent - int_var(key_loop) * key_tile;
+        for (const RolledMember &m : rolled->members) {
+            const FunctionPtr &f = env.funcs.at(m.name);
+            const Type t = f->output_types[0];
+            const Axes axes = with_reduction_axis(f, func_axes.at(m.name));
+            const std::vector<int> shape = shape_of(f);
+            const std::string result = producers.count(m.name) ? fresh(m.name) : before.at(m.name);
+            // Terms where a max or min producer is still its identity
+            // (nothing reduced yet: masked so far) are the identity.
+            Expr term = m.term;
+            for (const ProducerSlot &slot : m.slots) {
+                if (slot.op != ReduceOp::Max && slot.op != ReduceOp::Min) continue;
+                const Expr p = call_in(term, slot.func);
+                if (!p.defined()) continue;
+                term = select(p == reduce_identity(slot.op, slot.type),
+                              reduce_identity(m.op, term.type()), term);
+            }
+            if (program_axis.count(m.name)) {
+                user_assert(program_axis.at(m.name) == 0 && *reduction_name(m.op))
+                    << what << ": " << m.name << " is rolled by the tile program of " << out->name
+                    << " along its rows, by a sum, a maximum or a minimum.";
+                const std::string x =
+                    translate_expr(term, axes, m.name, "its rolled update", {shape[0], key_tile});
+                TileOp reduce =
+                    make_op(TileOpKind::Reduce, fresh(m.name), register_tile(t, shape), {x});
+                reduce.axis = 1;
+                reduce.reduction = reduction_name(m.op);
+                reduce.bounds = {keys_left};
+                body->push_back(op_stmt(reduce));
+                std::string repaired = before.at(m.name);
+                if (!m.slots.empty()) {
+                    repaired = fresh(m.name);
+                    repair(m, shape, before, repaired);
+                }
+                TileOp combine =
+                    make_op(TileOpKind::Map, result, reduce.type, {repaired, reduce.result});
+                const Expr p0 = Variable::make(t, "_0"), p1 = Variable::make(t, "_1");
+                combine.fn = reduce_combine(m.op, p0, p1);
+                body->push_back(op_stmt(combine));
+            } else {
+                translate_rolled_contraction(m, f, axes, shape, term, before, result);
+            }
+            value[m.name] = result;
+        }
+        // The producers' new values become their running values.
+        for (const std::string &p : producers) {
+            const Type t = env.funcs.at(p)->output_types[0];
+            TileOp commit = make_op(TileOpKind::Map, before.at(p),
+                                    register_tile(t, shape_of(env.funcs.at(p))), {value.at(p)});
+            commit.fn = Variable::make(t, "_0");
+            body->push_back(op_stmt(commit));
+            value[p] = before.at(p);
+        }
+        body = saved;
+        body->push_back({nullptr, loop});
+    }
+
+    /** A member of both tile coordinates rolled by a sum of products
+     * a(i, r) * b(r, j): its repaired value plus a dot over the tile's
+     * keys, a the rows' factor (computed: P in attention), b the columns'
+     * (loaded). */
+    void translate_rolled_contraction(const RolledMember &m, const FunctionPtr &f, const Axes &axes,
+                                      const std::vector<int> &shape, const Expr &term,
+                                      const std::map<std::string, std::string> &before,
+                                      const std::string &result) {
+        const std::string what = "rolling_update(" + rolled->leader + ", " + rolled->rvar +
+                                 "): " + m.name + " (in the tile program of " + out->name + ")";
+        // The guard of the term (a select on a producer) goes to the
+        // factor that reads the producer.
+        Expr guard, product = term;
+        Expr identity;
+        if (const Select *sel = term.as<Select>()) {
+            guard = sel->condition;
+            identity = sel->true_value;
+            product = sel->false_value;
+        }
+        const Mul *mul = product.as<Mul>();
+        user_assert(m.op == ReduceOp::Add && mul)
+            << what << " is a sum of " << to_string(term)
+            << ": a Func of both tile coordinates is rolled as a sum of products a(i, "
+            << rolled->rvar << ") * b(" << rolled->rvar << ", j).";
+        const std::string row = var_of_axis(axes, 0);
+        Expr a = mul->a, b = mul->b;
+        std::string col_var;
+        for (const auto &[v, ax] : func_axes.at(m.name)) {
+            if (ax.axis == 1) col_var = v;
+        }
+        if (expr_uses_var(a, col_var) || expr_uses_var(b, row)) std::swap(a, b);
+        user_assert(!expr_uses_var(a, col_var) && !expr_uses_var(b, row))
+            << what << " multiplies " << to_string(a) << " by " << to_string(b)
+            << ": each factor of a rolled product depends on one tile coordinate.";
+        if (guard.defined()) a = select(guard, make_zero(a.type()), a);
+        (void)identity;
+        Axes a_axes = axes, b_axes = axes;
+        a_axes[col_var].axis = -1;
+        b_axes[row].axis = -1;
+        b_axes[rolled->rvar].axis = 0;
+        const std::string av =
+            translate_expr(a, a_axes, m.name, "its rolled update", {shape[0], key_tile});
+        const std::string bv =
+            gpu ? operand_load(b, b_axes, f, {key_tile, shape[1]})
+                : translate_expr(b, b_axes, m.name, "its rolled update", {key_tile, shape[1]});
+        std::string c = before.at(m.name);
+        if (!m.slots.empty()) {
+            repair(m, shape, before, result);
+            c = result;
+        }
+        TileOp dot =
+            make_op(TileOpKind::Dot, result, register_tile(f->output_types[0], shape), {av, bv, c});
+        body->push_back(op_stmt(dot));
     }
 
     /** f(i) = op(f(i), e(i, r)) over an RDom of r, f a Func of one tile
@@ -456,7 +738,7 @@ class ProgramBuilder {
                 << row << " and " << col << ": a contraction's operands each depend on one.";
         }
         if (m.instruction) {
-            check_tiles_fit(*m.instruction, f);
+            check_tiles_fit(*m.instruction, f, shape_of(f));
             instruction = m.instruction;
         }
 
@@ -485,16 +767,16 @@ class ProgramBuilder {
         body = &loop->body;
         // On the GPU the operands are staged from input buffers; on the
         // CPU they may be computed, elementwise.
+        const std::vector<int> shape = shape_of(f);
         const std::string a =
-            gpu ? operand_load(m.a, a_axes, f, {ts.rows, bk})
-                : translate_expr(m.a, a_axes, f->name, "its update", {ts.rows, bk});
+            gpu ? operand_load(m.a, a_axes, f, {shape[0], bk})
+                : translate_expr(m.a, a_axes, f->name, "its update", {shape[0], bk});
         const std::string b =
-            gpu ? operand_load(m.b, b_axes, f, {bk, ts.cols})
-                : translate_expr(m.b, b_axes, f->name, "its update", {bk, ts.cols});
+            gpu ? operand_load(m.b, b_axes, f, {bk, shape[1]})
+                : translate_expr(m.b, b_axes, f->name, "its update", {bk, shape[1]});
         body = saved;
-        TileOp dot =
-            make_op(TileOpKind::Dot, value[f->name],
-                    register_tile(f->output_types[0], tile_shape()), {a, b, value[f->name]});
+        TileOp dot = make_op(TileOpKind::Dot, value[f->name],
+                             register_tile(f->output_types[0], shape), {a, b, value[f->name]});
         if (m.instruction) dot.instruction = m.instruction->name;
         loop->body.push_back(op_stmt(dot));
         body->push_back({nullptr, loop});
@@ -534,7 +816,8 @@ class ProgramBuilder {
         return "";
     }
 
-    void check_tiles_fit(const TensorInstruction &t, const FunctionPtr &f) const {
+    void check_tiles_fit(const TensorInstruction &t, const FunctionPtr &f,
+                         const std::vector<int> &shape) const {
         const int wm = ts.options.warps_m, wn = ts.options.warps_n;
         auto fits = [&](int tile, int warps, int step, const char *what) {
             user_assert(tile % warps == 0 && (tile / warps) % step == 0)
@@ -544,8 +827,8 @@ class ProgramBuilder {
                 << " warps) is not a multiple of " << step
                 << ". Choose tile sizes and warps that divide.";
         };
-        fits(ts.rows, wm, t.m, "rows");
-        fits(ts.cols, wn, t.n, "columns");
+        fits(shape[0], wm, t.m, "rows");
+        fits(shape[1], wn, t.n, "columns");
         fits(ts.options.k_tile, 1, t.k, "reduction tile");
     }
 

@@ -153,3 +153,41 @@ TEST(TileProgramCpu, CoordinatesAsValuesMaskAndPosition) {
     RawBuffer expected = interpret(C, {M, N});
     EXPECT_TRUE(buffers_match(Pipeline(C).realize({M, N}, sch, kCpu), expected));
 }
+
+// Attention written as the plain chain (the scores' product, the rows'
+// maximum and sum, the weighted sum of the values), one tile program:
+// rolling_update makes the program roll the chain over tiles of keys,
+// with the repairs the compiler derives.
+TEST(TileProgramCpu, RolledAttentionChainMatchesTheInterpreter) {
+    for (bool causal : {false, true}) {
+        SCOPED_TRACE(causal ? "causal" : "global");
+        BufferParam Q(Float(32), 2, "Q"), K(Float(32), 2, "K"), V(Float(32), 2, "V");
+        Var i("i"), j("j"), d("d"), io("io"), dout("dout");
+        RDom e(0, Q.dim(1).extent(), "e"), r(0, K.dim(0).extent(), "r");
+        Func qk("qk"), m("m"), l("l"), o("o"), out("out");
+        const float scale = 0.3f;
+        qk(i, j) = 0.0f;
+        qk(i, j) += Q(i, e) * K(j, e);
+        Expr s = qk(i, r) * scale;
+        if (causal) s = select(r <= i, s, Expr(-INFINITY));
+        m(i) = Expr(-INFINITY);
+        m(i) = max(m(i), s);
+        l(i) = 0.0f;
+        l(i) += exp(s - m(i));
+        o(i, d) = 0.0f;
+        o(i, d) += exp(s - m(i)) * V(r, d);
+        out(i, d) = o(i, d) / l(i);
+        const int Lq = 37, Lk = 53, D = 32;
+        Q.set(random_buffer<float>({Lq, D}));
+        K.set(random_buffer<float>({Lk, D}));
+        V.set(random_buffer<float>({Lk, D}));
+        Schedule sch;
+        sch[out].tile_program(i, d, io, dout, 16, 32, TileOptions().reduction_tile(8));
+        RVar ro("ro"), ri("ri");
+        sch.rolling_update(o, r).split(r, ro, ri, 16);
+        sch[o].compute_at(out, dout);
+        sch[qk].compute_at(out, dout);
+        RawBuffer expected = interpret(out, {Lq, D});
+        EXPECT_TRUE(buffers_match(Pipeline(out).realize({Lq, D}, sch, kCpu), expected, 1e-5, 1e-6));
+    }
+}
