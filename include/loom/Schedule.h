@@ -36,6 +36,10 @@ enum class TailStrategy { Auto, GuardWithIf, ShiftInwards, RoundUp };
  *   softmax's threads each roll every 256th float4 of the row). */
 enum class ChunkLayout { Contiguous, Interleaved };
 
+/** Whether tensorize may round a float32 factor to the instruction's
+ * input type (Stage::tensorize). */
+enum class TensorizeRounding { Exact, RoundOperands };
+
 /** The shape of a tile program on a GPU block (Stage::tile_program). */
 struct TileOptions {
     /** Warps along the tile's rows and columns: each computes a
@@ -138,8 +142,16 @@ class Stage {
     /** Computes this update, a contraction inside a tile program, with the
      * tensor-core instruction `instruction` (e.g. "mma.m16n8k16"): the
      * compiler checks that the update computes what the instruction
-     * computes (types, shapes) and says why not otherwise. */
-    Stage &tensorize(const std::string &instruction);
+     * computes (types, shapes) and says why not otherwise.
+     *
+     * With `rounding` RoundOperands, a factor computed in float32 (not a
+     * cast of the instruction's input type) is rounded to the type of the
+     * other factor, f16 or bf16, for the instruction: what FlashAttention
+     * does to P before P V. Each product then carries that rounding, a
+     * relative error of 2^-11 (f16) or 2^-8 (bf16) of the factor, which
+     * the schedule accepts by asking for it. */
+    Stage &tensorize(const std::string &instruction,
+                     TensorizeRounding rounding = TensorizeRounding::Exact);
 
     /** Asks the GPU compiler to fit `blocks` blocks of the kernels whose
      * blocks are this Func's loops on each SM at once: the second argument

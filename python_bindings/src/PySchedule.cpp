@@ -177,9 +177,16 @@ void define_schedule(nb::module_ &m) {
             arg("warps") = std::make_pair(2, 2), arg("k_tile") = 32, arg("stages") = 3, ref,
             "The stage as a block-level tile program of rows x cols tiles, one GPU block "
             "each (C++ Stage::tile_program); warps=(along rows, along columns).")
-        .def("tensorize", &Stage::tensorize, arg("instruction"), ref,
-             "Computes this update, a contraction in a tile program, with a tensor "
-             "instruction, e.g. \"mma.m16n8k16\".")
+        .def(
+            "tensorize",
+            [](Stage &s, const std::string &instruction, bool round_operands) -> Stage & {
+                return s.tensorize(instruction, round_operands ? TensorizeRounding::RoundOperands
+                                                               : TensorizeRounding::Exact);
+            },
+            arg("instruction"), arg("round_operands") = false, ref,
+            "Computes this update, a contraction in a tile program, with a tensor "
+            "instruction, e.g. \"mma.m16n8k16\"; round_operands=True lets a float32 factor "
+            "be rounded to the instruction's input type (C++ TensorizeRounding).")
         .def("update", &Stage::update, arg("i") = 0)
         .def("compute_inline", &Stage::compute_inline, ref)
         .def("compute_root", &Stage::compute_root, ref)

@@ -664,7 +664,7 @@ Stage &Stage::tile_program(const Var &y, const Var &x, const Var &yo, const Var 
     return *this;
 }
 
-Stage &Stage::tensorize(const std::string &instruction) {
+Stage &Stage::tensorize(const std::string &instruction, TensorizeRounding rounding) {
     user_assert(stage_ > 0) << "tensorize(\"" << instruction << "\") on Func " << func_->name
                             << ": tensorize computes a contraction, an update of the Func. Give "
                                "it on sch[f].update().";
@@ -676,6 +676,8 @@ Stage &Stage::tensorize(const std::string &instruction) {
                        << ": no tensor instruction has that name. Known: "
                        << internal::tile::tensor_instruction_names() << ".";
     state_of(*sched_, func_, stage_).ss->tensorize = instruction;
+    state_of(*sched_, func_, stage_).ss->tensorize_rounds =
+        rounding == TensorizeRounding::RoundOperands;
     return *this;
 }
 

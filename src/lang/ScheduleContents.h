@@ -30,8 +30,9 @@ struct Dim {
 
 struct StageSchedule {
     std::vector<Split> splits;
-    std::vector<Dim> dims;  // outermost first
-    std::string tensorize;  // tensorize: the instruction's name
+    std::vector<Dim> dims;          // outermost first
+    std::string tensorize;          // tensorize: the instruction's name
+    bool tensorize_rounds = false;  // tensorize: a float32 factor may be rounded
 };
 
 /** A tile_program directive. */

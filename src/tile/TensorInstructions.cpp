@@ -45,6 +45,9 @@ TensorInstruction mma_m16n8k16(Type in) {
 class Matcher {
   public:
     std::map<std::string, Expr> bound;
+    /** Whether a factor of the pattern's cast(wide, A) may bind A to a
+     * wider Expr rounded to A's type; at most one factor is. */
+    bool may_round = false, rounded = false;
 
     bool match(const Expr &pattern, const Expr &e) {
         if (pattern.type() != e.type()) return false;
@@ -58,7 +61,15 @@ class Matcher {
         }
         if (const Cast *p = pattern.as<Cast>()) {
             const Cast *c = e.as<Cast>();
-            return c && match(p->value, c->value);
+            if (c && match(p->value, c->value)) return true;
+            const Call *a = p->value.as<Call>();
+            if (may_round && !rounded && a && a->call_type == Call::Extern &&
+                !bound.count(a->name)) {
+                bound[a->name] = cast(a->type, e);
+                rounded = true;
+                return true;
+            }
+            return false;
         }
         if (const Add *p = pattern.as<Add>()) {
             const Add *o = e.as<Add>();
@@ -74,10 +85,13 @@ class Matcher {
   private:
     bool commuted(const Expr &pa, const Expr &pb, const Expr &a, const Expr &b) {
         const std::map<std::string, Expr> saved = bound;
+        const bool was_rounded = rounded;
         if (match(pa, a) && match(pb, b)) return true;
         bound = saved;
+        rounded = was_rounded;
         if (match(pa, b) && match(pb, a)) return true;
         bound = saved;
+        rounded = was_rounded;
         return false;
     }
 };
@@ -117,16 +131,22 @@ std::string tensor_instruction_names() {
     return s;
 }
 
-ContractionMatch match_contraction(const std::string &name, const Expr &update, std::string *why) {
+ContractionMatch match_contraction(const std::string &name, const Expr &update, std::string *why,
+                                   bool round_operands) {
     std::vector<const TensorInstruction *> named;
     for (const TensorInstruction &t : tensor_instructions()) {
         if (t.name == name) named.push_back(&t);
     }
     internal_assert(!named.empty()) << "no tensor instruction " << name;
-    for (const TensorInstruction *t : named) {
-        Matcher m;
-        if (m.match(t->semantics, update))
-            return {t, m.bound.at("A"), m.bound.at("B"), m.bound.at("C")};
+    // Exact matches first; rounding one factor only where none is.
+    for (bool round : {false, true}) {
+        if (round && !round_operands) break;
+        for (const TensorInstruction *t : named) {
+            Matcher m;
+            m.may_round = round;
+            if (m.match(t->semantics, update))
+                return {t, m.bound.at("A"), m.bound.at("B"), m.bound.at("C")};
+        }
     }
     const Mul *product = product_of(update);
     const TensorInstruction &first = *named[0];

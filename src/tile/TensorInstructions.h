@@ -51,8 +51,11 @@ struct ContractionMatch {
  * the semantics of every instruction named `name`, up to commutation of +
  * and *: on success, the instruction and the bindings; else no
  * instruction and *why says what differs (the update's form, or its
- * types against the instruction's). */
-ContractionMatch match_contraction(const std::string &name, const Expr &update, std::string *why);
+ * types against the instruction's). With round_operands, where no exact
+ * match exists, one float32 factor may bind an operand as its rounding to
+ * the operand's type (the other factor chooses which entry). */
+ContractionMatch match_contraction(const std::string &name, const Expr &update, std::string *why,
+                                   bool round_operands = false);
 
 }  // namespace tile
 }  // namespace internal

@@ -17,6 +17,7 @@
 #include "loom/IROperator.h"
 #include "lower/ScheduleFunctions.h"
 #include "tile/AssignLayouts.h"
+#include "tile/EliminateCommonTiles.h"
 #include "tile/StageOperands.h"
 #include "tile/TensorInstructions.h"
 #include "tile/TileKernel.h"
@@ -52,6 +53,7 @@ void simplify_program(std::vector<TileStmt> &body) {
         for (Expr &e : o.origin) e = simplify(e);
         for (Expr &e : o.bounds) e = simplify(e);
         if (o.slot.defined()) o.slot = simplify(o.slot);
+        if (o.fn.defined()) o.fn = simplify(o.fn);
         bool identity = true;
         for (size_t d = 0; d < o.axes.size(); d++) identity &= o.axes[d] == int(d);
         if (identity && o.axes.size() == o.type.shape.size()) o.axes.clear();
@@ -117,6 +119,7 @@ class ProgramBuilder {
         store_output();
         auto contents = std::make_shared<TileKernelContents>();
         contents->buffers = buffers;
+        eliminate_common_tiles(program);
         Stmt kernel;
         if (!gpu) {
             simplify_program(program.body);
@@ -437,29 +440,48 @@ class ProgramBuilder {
     void repair(const RolledMember &m, const std::vector<int> &shape,
                 const std::map<std::string, std::string> &before, const std::string &into) {
         const Type t = env.funcs.at(m.name)->output_types[0];
-        std::vector<std::string> operands = {before.at(m.name)};
+        // The producers' old and new row values, and when the repair is
+        // the identity: no producer moved, or one was still its identity
+        // (nothing reduced yet, so t is the identity too).
+        std::vector<std::string> rows;
         std::vector<Expr> olds, news;
         Expr unchanged = const_true(), fresh_producer = const_false();
         for (const ProducerSlot &slot : m.slots) {
-            std::string o = before.at(slot.func), n = value.at(slot.func);
-            if (shape.size() == 2) {
-                o = broadcast_rows(o, slot.type, shape);
-                n = broadcast_rows(n, slot.type, shape);
-            }
-            operands.push_back(o);
-            olds.push_back(Variable::make(slot.type, "_" + std::to_string(operands.size() - 1)));
-            operands.push_back(n);
-            news.push_back(Variable::make(slot.type, "_" + std::to_string(operands.size() - 1)));
+            rows.push_back(before.at(slot.func));
+            olds.push_back(Variable::make(slot.type, "_" + std::to_string(rows.size() - 1)));
+            rows.push_back(value.at(slot.func));
+            news.push_back(Variable::make(slot.type, "_" + std::to_string(rows.size() - 1)));
             unchanged = unchanged && olds.back() == news.back();
             if (slot.op == ReduceOp::Max || slot.op == ReduceOp::Min) {
                 fresh_producer =
                     fresh_producer || olds.back() == reduce_identity(slot.op, slot.type);
             }
         }
-        const Expr t0 = Variable::make(t, "_0");
-        TileOp map = make_op(TileOpKind::Map, into, register_tile(t, shape), operands);
-        map.fn = select(unchanged || fresh_producer, t0, m.repair.apply(t0, m.slots, olds, news));
-        body->push_back(op_stmt(map));
+        const Expr keep = simplify(unchanged || fresh_producer);
+        if (m.repair.kind == Repair::Scale || m.repair.kind == Repair::Shift) {
+            // The factor (offset) depends on the producers alone: once per
+            // row, then applied to the row's elements.
+            const bool scale = m.repair.kind == Repair::Scale;
+            const Expr one = m.repair.apply(make_const(t, scale ? 1 : 0), m.slots, olds, news);
+            TileOp f = make_op(TileOpKind::Map, fresh(m.name),
+                               register_tile(t, shape_of(env.funcs.at(m.slots[0].func))), rows);
+            f.fn = simplify(select(keep, make_const(t, scale ? 1 : 0), one));
+            body->push_back(op_stmt(f));
+            std::string factor = f.result;
+            if (shape.size() == 2) factor = broadcast_rows(factor, t, shape);
+            TileOp apply = make_op(TileOpKind::Map, into, register_tile(t, shape),
+                                   {before.at(m.name), factor});
+            const Expr t0 = Variable::make(t, "_0"), t1 = Variable::make(t, "_1");
+            apply.fn = scale ? t0 * t1 : t0 + t1;
+            body->push_back(op_stmt(apply));
+            return;
+        }
+        // No repair: the value goes on as it is.
+        internal_assert(m.repair.kind == Repair::None)
+            << "a rolled repair of kind " << m.repair.kind;
+        TileOp copy = make_op(TileOpKind::Map, into, register_tile(t, shape), {before.at(m.name)});
+        copy.fn = Variable::make(t, "_0");
+        body->push_back(op_stmt(copy));
     }
 
     /** The rolled chain's loop: per tile of the RVar, the members computed
@@ -581,8 +603,52 @@ class ProgramBuilder {
         a_axes[col_var].axis = -1;
         b_axes[row].axis = -1;
         b_axes[rolled->rvar].axis = 0;
-        const std::string av =
-            translate_expr(a, a_axes, m.name, "its rolled update", {shape[0], key_tile});
+        std::string instruction_name;
+        if (gpu) {
+            // On tensor cores: the operands in the instruction's types, a
+            // rounded to them if the schedule allows it.
+            const StageSchedule &ss = env.schedules.at(m.name).stages.at(1);
+            user_assert(!ss.tensorize.empty())
+                << what << " is a sum of products: on the GPU a tile program computes it on "
+                << "tensor cores. Add sch[" << m.name << "].update().tensorize(\"mma.m16n8k16\""
+                << (a.type() == Float(32) ? ", TensorizeRounding::RoundOperands" : "") << ").";
+            std::string why;
+            const Expr acc = Variable::make(f->output_types[0], "acc");
+            const ContractionMatch cm =
+                match_contraction(ss.tensorize, acc + a * b, &why, ss.tensorize_rounds);
+            user_assert(cm.instruction)
+                << what << " cannot be tensorized with " << ss.tensorize << ": " << why
+                << (ss.tensorize_rounds || a.type() != Float(32)
+                        ? "."
+                        : ". To round the float32 factor " + to_string(a) +
+                              " to the other's type, as FlashAttention rounds P, tensorize with "
+                              "TensorizeRounding::RoundOperands.");
+            a = cm.a;
+            b = cm.b;
+            if (expr_uses_var(a, col_var) || expr_uses_var(b, row)) std::swap(a, b);
+            check_tiles_fit(*cm.instruction, f, shape);
+            user_assert(key_tile % cm.instruction->k == 0)
+                << what << ": tiles of " << key_tile << " keys are not whole steps of "
+                << cm.instruction->k << " of " << cm.instruction->name << ".";
+            instruction = cm.instruction;
+            instruction_name = cm.instruction->name;
+        }
+        // A factor rounded for the instruction is the rounding of a tile
+        // of its own, which the other members' terms may share (attention's
+        // l sums the P that P V rounds).
+        std::string av;
+        const Cast *rounded = a.as<Cast>();
+        if (rounded && rounded->value.type() == Float(32) && !rounded->value.as<Call>()) {
+            const std::string wide = translate_expr(rounded->value, a_axes, m.name,
+                                                    "its rolled update", {shape[0], key_tile});
+            TileOp cast_op = make_op(TileOpKind::Map, fresh(m.name),
+                                     register_tile(a.type(), {shape[0], key_tile}), {wide});
+            cast_op.fn = cast(a.type(), Variable::make(Float(32), "_0"));
+            body->push_back(op_stmt(cast_op));
+            av = cast_op.result;
+        } else {
+            av = translate_expr(a, a_axes, m.name, "its rolled update", {shape[0], key_tile});
+        }
         const std::string bv =
             gpu ? operand_load(b, b_axes, f, {key_tile, shape[1]})
                 : translate_expr(b, b_axes, m.name, "its rolled update", {key_tile, shape[1]});
@@ -593,6 +659,7 @@ class ProgramBuilder {
         }
         TileOp dot =
             make_op(TileOpKind::Dot, result, register_tile(f->output_types[0], shape), {av, bv, c});
+        dot.instruction = instruction_name;
         body->push_back(op_stmt(dot));
     }
 

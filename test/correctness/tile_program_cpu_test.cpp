@@ -10,6 +10,7 @@
 
 #include "classifier_head.h"
 #include "loom/loom.h"
+#include "rolled_attention.h"
 #include "test_util.h"
 
 using namespace loom;
@@ -161,33 +162,14 @@ TEST(TileProgramCpu, CoordinatesAsValuesMaskAndPosition) {
 TEST(TileProgramCpu, RolledAttentionChainMatchesTheInterpreter) {
     for (bool causal : {false, true}) {
         SCOPED_TRACE(causal ? "causal" : "global");
-        BufferParam Q(Float(32), 2, "Q"), K(Float(32), 2, "K"), V(Float(32), 2, "V");
-        Var i("i"), j("j"), d("d"), io("io"), dout("dout");
-        RDom e(0, Q.dim(1).extent(), "e"), r(0, K.dim(0).extent(), "r");
-        Func qk("qk"), m("m"), l("l"), o("o"), out("out");
-        const float scale = 0.3f;
-        qk(i, j) = 0.0f;
-        qk(i, j) += Q(i, e) * K(j, e);
-        Expr s = qk(i, r) * scale;
-        if (causal) s = select(r <= i, s, Expr(-INFINITY));
-        m(i) = Expr(-INFINITY);
-        m(i) = max(m(i), s);
-        l(i) = 0.0f;
-        l(i) += exp(s - m(i));
-        o(i, d) = 0.0f;
-        o(i, d) += exp(s - m(i)) * V(r, d);
-        out(i, d) = o(i, d) / l(i);
+        loom_test::RolledAttention a(Float(32), 0.3f, causal);
         const int Lq = 37, Lk = 53, D = 32;
-        Q.set(random_buffer<float>({Lq, D}));
-        K.set(random_buffer<float>({Lk, D}));
-        V.set(random_buffer<float>({Lk, D}));
-        Schedule sch;
-        sch[out].tile_program(i, d, io, dout, 16, 32, TileOptions().reduction_tile(8));
-        RVar ro("ro"), ri("ri");
-        sch.rolling_update(o, r).split(r, ro, ri, 16);
-        sch[o].compute_at(out, dout);
-        sch[qk].compute_at(out, dout);
-        RawBuffer expected = interpret(out, {Lq, D});
-        EXPECT_TRUE(buffers_match(Pipeline(out).realize({Lq, D}, sch, kCpu), expected, 1e-5, 1e-6));
+        a.Q.set(random_buffer<float>({Lq, D}));
+        a.K.set(random_buffer<float>({Lk, D}));
+        a.V.set(random_buffer<float>({Lk, D}));
+        Schedule sch = a.schedule(16, 32, 16, TileOptions().reduction_tile(8), false);
+        RawBuffer expected = interpret(a.out, {Lq, D});
+        EXPECT_TRUE(
+            buffers_match(Pipeline(a.out).realize({Lq, D}, sch, kCpu), expected, 1e-5, 1e-6));
     }
 }

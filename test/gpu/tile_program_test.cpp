@@ -12,6 +12,7 @@
 #include "classifier_head.h"
 #include "gpu_test_pipelines.h"
 #include "loom/loom.h"
+#include "rolled_attention.h"
 #include "test_util.h"
 
 using namespace loom;
@@ -241,4 +242,55 @@ TEST(TileGemm, CoordinatesAsValuesInTheEpilogue) {
         }
     }
     EXPECT_EQ(bad, 0);
+}
+
+// Attention written as the plain chain, rolled by a tile program over
+// tiles of keys on tensor cores: the scores' product tensorized exactly,
+// the weighted sum of the values with P rounded to the values' type
+// (TensorizeRounding::RoundOperands), the repairs derived.
+TEST(TileGemm, RolledAttentionChainOnTensorCores) {
+    REQUIRE_GPU();
+    for (bool causal : {false, true}) {
+        SCOPED_TRACE(causal ? "causal" : "global");
+        const float scale = 0.125f;
+        loom_test::RolledAttention a(Float(16), scale, causal);
+        const int Lq = 77, Lk = 150, D = 64;
+        Buffer<float16_t> q = random_buffer<float16_t>({Lq, D}, -2, 2, "Q");
+        Buffer<float16_t> k = random_buffer<float16_t>({Lk, D}, -2, 2, "K");
+        Buffer<float16_t> v = random_buffer<float16_t>({Lk, D}, -1, 1, "V");
+        a.Q.set(q);
+        a.K.set(k);
+        a.V.set(v);
+        Schedule sch = a.schedule(
+            64, 64, 64, TileOptions().warps(4, 1).reduction_tile(64).pipeline_stages(2), true);
+        Func out = a.out;
+        const std::string lowered = Pipeline(out).compile_to_lowered_stmt(sch, kGpu);
+        Buffer<float> got(Pipeline(out).realize({Lq, D}, sch, kGpu));
+        int bad = 0;
+        for (int x = 0; x < Lq; x++) {
+            std::vector<double> sc(Lk, -INFINITY);
+            double mx = -INFINITY;
+            for (int y = 0; y < Lk; y++) {
+                if (causal && y > x) continue;
+                double dot = 0;
+                for (int c = 0; c < D; c++) dot += value(q, x, c) * value(k, y, c);
+                sc[y] = dot * scale;
+                mx = std::max(mx, sc[y]);
+            }
+            double sum = 0;
+            for (int y = 0; y < Lk; y++) sum += std::exp(sc[y] - mx);
+            for (int c = 0; c < D; c++) {
+                double want = 0;
+                for (int y = 0; y < Lk; y++) want += std::exp(sc[y] - mx) * value(v, y, c);
+                want /= sum;
+                // P rounded to f16 before P V: 2^-11 of each weight.
+                if (!(std::fabs(got(x, c) - want) <= 2e-3) && bad++ < 5) {
+                    ADD_FAILURE() << "out(" << x << ", " << c << ") = " << got(x, c) << ", want "
+                                  << want << "\n"
+                                  << (bad == 1 ? lowered : "");
+                }
+            }
+        }
+        EXPECT_EQ(bad, 0);
+    }
 }
