@@ -344,5 +344,46 @@ inline void flash_decoding_gpu(Schedule &sch, const AttentionChain &a,
     sch[a.o].compute_at(a.out, dout).unroll(a.d);
 }
 
+struct FlashAttentionTensorCoreOptions {
+    /** The head dimension: the output's tiles are query_tile x head_dim,
+     * whole rows of it (q, k and v fix it with dim(3).set_extent). */
+    int head_dim = 64;
+    int query_tile = 64;  // queries per block
+    int key_tile = 64;    // keys per rolling step
+    int warps = 4;        // along the queries: each warp query_tile / warps rows
+    int stages = 2;       // cp.async stages of the key and value tiles
+};
+
+/** FlashAttention on tensor cores, one tile program per query_tile queries
+ * of one head (the batch and the heads share the grid's third dimension):
+ * one pass over the keys in tiles of key_tile. The program computes, per
+ * tile, the scores' product Q K^T on mma.sync (qk, tensorized exactly),
+ * the rows' maximum and sum in the accumulator's registers, and P V on
+ * mma.sync with P rounded to the values' type in registers
+ * (TensorizeRounding::RoundOperands); the running values are repaired by
+ * the factors the compiler derives for the variant's chain. Needs
+ * AttentionChain::qk (the scores' product as a named reduction). */
+inline void flash_attention_tensor_cores(Schedule &sch, const AttentionChain &a,
+                                         const FlashAttentionTensorCoreOptions &opt = {}) {
+    if (!a.qk.defined()) {
+        throw CompileError(
+            "flash_attention_tensor_cores: the chain has no qk, the scores' product as a "
+            "named reduction, which the program computes on tensor cores. Pass it in the "
+            "AttentionChain (AttentionFuncs::dot makes it).");
+    }
+    Var io("io"), dout("dout");
+    sch[a.out].tile_program(a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
+                            TileOptions()
+                                .warps(opt.warps, 1)
+                                .reduction_tile(opt.head_dim)
+                                .pipeline_stages(opt.stages));
+    RVar ro("ro"), ri("ri");
+    sch.rolling_update(a.o, a.r)
+        .split(a.r, ro, ri, opt.key_tile)
+        .tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands);
+    sch[a.o].compute_at(a.out, dout);
+    sch[a.qk].compute_at(a.out, dout).update().tensorize("mma.m16n8k16");
+}
+
 }  // namespace schedules
 }  // namespace loom

@@ -636,9 +636,6 @@ Stage &Stage::tile_program(const Var &y, const Var &x, const Var &yo, const Var 
     for (const std::string &a : func_->args) {
         if (a != y.name() && a != x.name()) others.push_back(Var(a));
     }
-    user_assert(others.size() <= 1)
-        << call << ": its Vars other than " << y.name() << " and " << x.name()
-        << " are grid dimensions, and a GPU grid has 3: fuse them first (fuse).";
     auto ts = std::make_shared<TileProgramSchedule>();
     ts->row_var = y.name();
     ts->col_var = x.name();

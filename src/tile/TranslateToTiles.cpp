@@ -89,6 +89,27 @@ class ProgramBuilder {
         grid_extents = {int_var(stage + ts.col_block + ".loop_extent"),
                         int_var(stage + ts.row_block + ".loop_extent")};
         Axes axes;
+        // The stage's other Vars (batch, heads) share one grid dimension,
+        // the last of them fastest.
+        std::vector<std::string> batch;
+        for (const std::string &v : out->args) {
+            if (v != ts.row_var && v != ts.col_var) batch.push_back(v);
+        }
+        Expr batch_stride = 1;
+        for (size_t k = batch.size(); k-- > 0;) {
+            const std::string &v = batch[k];
+            const Expr extent = host_scalar(stage + v + ".loop_extent");
+            Expr at = int_var("tile_batch");
+            if (batch.size() > 1) at = (at / batch_stride) % extent;
+            axes[v] = {-1, host_scalar(stage + v + ".loop_min") + at, Expr()};
+            batch_stride = batch_stride * extent;
+        }
+        if (!batch.empty()) {
+            program.grid.push_back("tile_batch");
+            Expr total = 1;
+            for (const std::string &v : batch) total = total * int_var(stage + v + ".loop_extent");
+            grid_extents.push_back(total);
+        }
         for (const std::string &v : out->args) {
             const Expr lo = host_scalar(stage + v + ".loop_min");
             const Expr hi = host_scalar(stage + v + ".loop_max") + 1;
@@ -100,10 +121,6 @@ class ProgramBuilder {
                 axes[v] = {1, lo + int_var("tile_col") * ts.cols, hi, ts.cols};
                 axis_min[1] = int_var(stage + v + ".loop_min");
                 axis_tiles[1] = grid_extents[0];
-            } else {
-                program.grid.push_back("tile_batch");
-                grid_extents.push_back(int_var(stage + v + ".loop_extent"));
-                axes[v] = {-1, lo + int_var("tile_batch"), Expr()};
             }
         }
         user_assert(out->output_types.size() == 1)
@@ -936,6 +953,17 @@ class ProgramBuilder {
                     var = v;
                 }
             }
+            if (!var.empty() && axes.at(var).axis < 0) {
+                // One coordinate of the program (a batch's, a head's): any
+                // function of it, such as grouped-query attention's h / G.
+                const Expr at =
+                    substitute(var, axes.at(var).start, scalars_of(args[d], func, what, &axes)) -
+                    min;
+                o->origin.push_back(at);
+                o->bounds.push_back(at + 1);
+                o->axes.push_back(-1);
+                continue;
+            }
             Expr offset = args[d];
             if (!var.empty()) {
                 offset = simplify_offset(args[d] - Variable::make(Int(32), var), var);
@@ -968,12 +996,15 @@ class ProgramBuilder {
 
     /** e with its free Variables (Params, buffer sizes) made the program's
      * scalars. */
-    Expr scalars_of(const Expr &e, const std::string &func, const std::string &what) {
+    Expr scalars_of(const Expr &e, const std::string &func, const std::string &what,
+                    const Axes *keep = nullptr) {
         struct Bind : IRMutator {
             ProgramBuilder *b;
             std::string func, what;
+            const Axes *keep;
             using IRMutator::visit;
             Expr visit(const Variable *op) override {
+                if (keep && keep->count(op->name)) return op;
                 user_assert(!op->param || op->type.is_scalar())
                     << "Func " << func << " reads " << what << " in a tile program.";
                 return b->bind_scalar(op->name, Expr(op));
@@ -987,6 +1018,7 @@ class ProgramBuilder {
         bind.b = this;
         bind.func = func;
         bind.what = what;
+        bind.keep = keep;
         return bind.mutate(e);
     }
 

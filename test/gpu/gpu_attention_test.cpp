@@ -166,3 +166,69 @@ INSTANTIATE_TEST_SUITE_P(All, GpuAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(0, 1, 2), ::testing::Values(0, 8)),
                          param_name);
+
+namespace {
+
+using TensorCoreParam = std::tuple<Variant, int /*index in all_types*/>;
+
+std::string tensor_core_name(const ::testing::TestParamInfo<TensorCoreParam> &info) {
+    const auto [var, type_index] = info.param;
+    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]);
+}
+
+class GpuTensorCoreAttention : public ::testing::TestWithParam<TensorCoreParam> {};
+
+}  // namespace
+
+// Every variant on tensor cores through the one template
+// (flash_attention_tensor_cores), which does not know which variant it
+// schedules. The error bound: the reference's tolerance in the input type,
+// plus P rounded to it before P V, at most a step of the type (2^-11
+// f16, 2^-8 bf16) of each weight times |v|, so of max |v| in all.
+TEST_P(GpuTensorCoreAttention, MatchesReference) {
+    const std::string why = no_gpu_reason();
+    if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
+    const auto [var, type_index] = GetParam();
+    const Type t = all_types[type_index];
+    // Two query tiles (one partial) over two key tiles (one partial), two
+    // heads (grouped-query: both on one key head).
+    VariantShape sh = shape(var, 77, 77);
+    sh.head_dim = 64;
+    sh.batch = 1;
+    sh.q_heads = 2;
+    sh.kv_heads = var == Variant::GroupedQuery ? 1 : 2;
+    AttentionVariant app(var, t);
+    app.fix_head_dim(sh.head_dim);
+    Schedule sch;
+    schedules::FlashAttentionTensorCoreOptions opt;
+    opt.head_dim = sh.head_dim;
+    schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
+    CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    Inputs in;
+    std::string trace;
+    std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
+    SCOPED_TRACE(trace);
+    ASSERT_EQ(got.size(), in.ref.size());
+    const double step = t == BFloat(16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+    double v_max = 0;
+    for (float x : in.v) v_max = std::max(v_max, double(std::fabs(x)));
+    int bad = 0;
+    for (size_t n = 0; n < got.size() && bad < 5; n++) {
+        const double bound = tolerance(t, in.ref[n]) + step * v_max;
+        if (!(std::fabs(got[n] - in.ref[n]) <= bound)) {
+            ADD_FAILURE() << "element " << n << ": " << got[n] << ", the reference " << in.ref[n]
+                          << " (bound " << bound << ")";
+            bad++;
+        }
+    }
+    EXPECT_GT(max_abs(in.ref), 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreAttention,
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(1)),
+                         tensor_core_name);
+INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreAttention,
+                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
+                                            ::testing::Values(2)),
+                         tensor_core_name);
