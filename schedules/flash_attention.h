@@ -349,9 +349,11 @@ struct FlashAttentionTensorCoreOptions {
      * whole rows of it (q, k and v fix it with dim(3).set_extent). */
     int head_dim = 64;
     int query_tile = 64;  // queries per block
-    int key_tile = 64;    // keys per rolling step
-    int warps = 4;        // along the queries: each warp query_tile / warps rows
-    int stages = 2;       // cp.async stages of the key and value tiles
+    /** Keys per rolling step; 0: 64, or 32 from head dim 128 on (the
+     * scores' and the output's accumulators then fit the registers). */
+    int key_tile = 0;
+    int warps = 4;   // along the queries: each warp query_tile / warps rows
+    int stages = 2;  // cp.async stages of the key and value tiles
 };
 
 /** FlashAttention on tensor cores, one tile program per query_tile queries
@@ -372,14 +374,13 @@ inline void flash_attention_tensor_cores(Schedule &sch, const AttentionChain &a,
             "AttentionChain (AttentionFuncs::dot makes it).");
     }
     Var io("io"), dout("dout");
-    sch[a.out].tile_program(a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
-                            TileOptions()
-                                .warps(opt.warps, 1)
-                                .reduction_tile(opt.head_dim)
-                                .pipeline_stages(opt.stages));
+    sch[a.out].tile_program(
+        a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
+        TileOptions().warps(opt.warps, 1).reduction_tile(opt.head_dim).pipeline_stages(opt.stages));
     RVar ro("ro"), ri("ri");
+    const int key_tile = opt.key_tile > 0 ? opt.key_tile : opt.head_dim >= 128 ? 32 : 64;
     sch.rolling_update(a.o, a.r)
-        .split(a.r, ro, ri, opt.key_tile)
+        .split(a.r, ro, ri, key_tile)
         .tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands);
     sch[a.o].compute_at(a.out, dout);
     sch[a.qk].compute_at(a.out, dout).update().tensorize("mma.m16n8k16");

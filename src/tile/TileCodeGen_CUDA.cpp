@@ -239,6 +239,7 @@ class Emitter {
         }
         std::map<std::string, int> uses, defs;
         count(program.body, &uses, &defs);
+        find_loop_vars(program.body);
         find_fused(program.body, uses, defs);
         find_broadcasts(program.body);
 
@@ -295,7 +296,9 @@ class Emitter {
     const TileProgram &program;
     const std::vector<TileBuffer> &buffers;
     std::ostringstream body, hoisted;
-    std::map<std::string, std::string> thread_values;
+    std::map<std::string, std::string> thread_values, block_values;
+    /** The variables of the program's loops. */
+    std::set<std::string> loop_vars;
     CNames names;
     std::map<std::string, std::string> buffer_c, variable_c, value_c;
     std::map<std::string, TileType> value_types;
@@ -347,6 +350,14 @@ class Emitter {
                     break;
                 }
             }
+        }
+    }
+
+    void find_loop_vars(const std::vector<TileStmt> &ss) {
+        for (const TileStmt &s : ss) {
+            if (!s.loop) continue;
+            loop_vars.insert(s.loop->var);
+            find_loop_vars(s.loop->body);
         }
     }
 
@@ -447,11 +458,11 @@ class Emitter {
         if (const Mul *o = e.as<Mul>()) return bin(o->a, o->b, "*");
         if (const Div *o = e.as<Div>()) {
             if (o->type.is_float()) return bin(o->a, o->b, "/");
-            return "loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+            return block_invariant("loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")", e);
         }
         if (const Mod *o = e.as<Mod>()) {
             if (o->type.is_float()) return "loom_fmod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-            return "loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
+            return block_invariant("loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")", e);
         }
         if (const Min *o = e.as<Min>())
             return "loom_min(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
@@ -568,6 +579,35 @@ class Emitter {
         const std::string name = "loom_h" + str(thread_values.size());
         hoisted << "    const int " << name << " = " << e << ";\n";
         thread_values[e] = name;
+        return name;
+    }
+
+    /** An integer division's C where e is the same for the whole block
+     * (of the grid's coordinates and the scalars alone, as a batch's and a
+     * head's index are): computed once, at the kernel's start, rather than
+     * in every address of every loop. */
+    std::string block_invariant(const std::string &c, const Expr &e) {
+        bool invariant = true;
+        struct Vars : IRVisitor {
+            const std::set<std::string> *loops;
+            bool *invariant;
+            using IRVisitor::visit;
+            void visit(const Variable *op) override {
+                if (loops->count(op->name) || is_operand_variable(op->name) ||
+                    is_tile_coordinate(op->name)) {
+                    *invariant = false;
+                }
+            }
+        } vars;
+        vars.loops = &loop_vars;
+        vars.invariant = &invariant;
+        e.accept(&vars);
+        if (!invariant) return c;
+        auto it = block_values.find(c);
+        if (it != block_values.end()) return it->second;
+        const std::string name = "loom_b" + str(block_values.size());
+        hoisted << "    const " << c_type(e.type()) << " " << name << " = " << c << ";\n";
+        block_values[c] = name;
         return name;
     }
 

@@ -1,0 +1,118 @@
+// The tensor-core attention template's kernels (schedules/flash_attention.h,
+// flash_attention_tensor_cores) compiled by NVRTC for sm_80 and sm_90a,
+// head dims 64 and 128, fp16 and bf16, global and causal: ptxas reports no
+// spills and no stack, and the key loop multiplies on tensor cores (HMMA:
+// both products), reads shared memory with ldmatrix (LDSM), copies with
+// cp.async (LDGSTS), reduces the rows by shuffles (SHFL.BFLY) and computes
+// one exponential (MUFU.EX2) per score plus one per row for the repair: P
+// is computed once. Also the JIT compile time of the template (lowering and
+// NVRTC), which the issue asks to stay under 2 s.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../../apps/attention/variants.h"
+#include "../../schedules/flash_attention.h"
+#include "codegen/NVRTC.h"
+#include "sass.h"
+
+namespace {
+
+using namespace loom;
+
+struct AttentionSassCase {
+    attention::Variant variant;
+    Type in;
+    int head_dim;
+    const char *arch;
+};
+
+class AttentionTemplateSass : public ::testing::TestWithParam<AttentionSassCase> {};
+
+}  // namespace
+
+TEST_P(AttentionTemplateSass, KeyLoopOnTensorCoresWithOneExpPerScore) {
+    const AttentionSassCase c = GetParam();
+    attention::AttentionVariant app(c.variant, c.in);
+    app.fix_head_dim(c.head_dim);
+    Schedule sch;
+    schedules::FlashAttentionTensorCoreOptions opt;
+    opt.head_dim = c.head_dim;
+    schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string target = std::string("host-cuda-") + c.arch;
+    const std::string source = Pipeline(app.out).compile_to_cuda(sch, Target(target));
+    internal::CudaBinary bin;
+    try {
+        bin = internal::compile_cuda(source, "attention_template", c.arch, {"--ptxas-options=-v"});
+    } catch (const CompileError &e) {
+        if (std::string(e.what()).find("could not be loaded") == std::string::npos) throw;
+        GTEST_SKIP() << e.what();
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(bin.log.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
+              std::string::npos)
+        << bin.log;
+    const std::string nvdisasm = loom_test::find_nvdisasm();
+    if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (pip install nvidia-cuda-nvdisasm)";
+    const std::string sass = loom_test::sass_of(bin.cubin, nvdisasm);
+    EXPECT_EQ(sass.find("LDL"), std::string::npos) << "local memory";
+    EXPECT_EQ(sass.find("STL"), std::string::npos) << "local memory";
+    // The key loop: the loop with the most tensor-core instructions.
+    std::vector<std::string> key_loop;
+    int best = 0;
+    for (const std::vector<std::string> &loop : loom_test::sass_loops(sass)) {
+        const int mma = int(std::count_if(loop.begin(), loop.end(), [](const std::string &op) {
+            return op.compare(0, 4, "HMMA") == 0;
+        }));
+        if (mma > best) best = mma, key_loop = loop;
+    }
+    std::map<std::string, int> ops;
+    for (const std::string &op : key_loop) {
+        ops[op.substr(0, op.find('.'))]++;
+        if (op.compare(0, 8, "MUFU.EX2") == 0) ops["EX2"]++;
+        if (op.compare(0, 9, "SHFL.BFLY") == 0) ops["BFLY"]++;
+    }
+    // Per key tile (64 keys, 32 from head dim 128 on) each of the 4 warps
+    // multiplies its 16 rows by the keys (keys / 8 n-fragments x head_dim /
+    // 16 k-steps) and P by V (head_dim / 8 n-fragments x keys / 16
+    // k-steps). The scores' product sits in a loop over the head dimension
+    // of one step, which is versioned on the copies' alignment: the key
+    // loop holds one copy of it per version.
+    const int keys = c.head_dim >= 128 ? 32 : 64;
+    const int qk = (keys / 8) * (c.head_dim / 16), pv = (c.head_dim / 8) * (keys / 16);
+    // Each thread holds 16 x keys / 32 scores of 2 rows.
+    const int ex2 = 16 * keys / 32 + 2;
+    const size_t regs = bin.log.find("Used ");
+    std::printf(
+        "[attention sass] %s %s d%d %s: key loop %zu instructions, %d HMMA, %d LDSM, %d "
+        "LDGSTS, %d MUFU.EX2, %d SHFL.BFLY; %s; lowering + NVRTC %.2f s\n",
+        attention::variant_name(c.variant), type_to_string(c.in).c_str(), c.head_dim, c.arch,
+        key_loop.size(), ops["HMMA"], ops["LDSM"], ops["LDGSTS"], ops["EX2"], ops["BFLY"],
+        regs == std::string::npos ? "?"
+                                  : bin.log.substr(regs, bin.log.find('\n', regs) - regs).c_str(),
+        seconds);
+    EXPECT_GE(ops["HMMA"], qk + pv);
+    EXPECT_EQ((ops["HMMA"] - pv) % qk, 0);
+    EXPECT_GT(ops["LDSM"], 0);
+    EXPECT_GT(ops["LDGSTS"], 0);
+    EXPECT_EQ(ops["EX2"], ex2);
+    EXPECT_EQ(ops["BFLY"], 8);  // 2 rows x 2 lane bits x (max, sum)
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Template, AttentionTemplateSass,
+    ::testing::Values(AttentionSassCase{attention::Variant::Global, Float(16), 64, "sm_80"},
+                      AttentionSassCase{attention::Variant::Causal, BFloat(16), 64, "sm_80"},
+                      AttentionSassCase{attention::Variant::Global, Float(16), 128, "sm_80"},
+                      AttentionSassCase{attention::Variant::Causal, BFloat(16), 128, "sm_90a"}),
+    [](const ::testing::TestParamInfo<AttentionSassCase> &info) {
+        return std::string(attention::variant_name(info.param.variant)) + "_" +
+               (info.param.in == BFloat(16) ? "bf16" : "f16") + "_d" +
+               std::to_string(info.param.head_dim) + "_" + info.param.arch;
+    });
