@@ -59,6 +59,13 @@ class Eliminate {
             if (o.kind == TileOpKind::Map) {
                 normalize(o);
                 for (const TileOp *a : maps) reuse(*a, o);
+                // A copy is its operand.
+                const Variable *v = o.fn.as<Variable>();
+                if (v && v->name == "_0" && o.operands.size() == 1 && defs[o.result] == 1 &&
+                    defs[o.operands[0]] == 1 && o.type.elem == v->type) {
+                    replaced[o.result] = o.operands[0];
+                    continue;
+                }
             }
             if ((o.kind == TileOpKind::Map || o.kind == TileOpKind::Broadcast) &&
                 defs[o.result] == 1) {
