@@ -117,6 +117,7 @@ void define_templates(nb::module_ &m) {
 
     using schedules::FlashAttentionGpuOptions;
     using schedules::FlashAttentionOptions;
+    using schedules::FlashAttentionTensorCoreOptions;
     using schedules::FlashDecodingGpuOptions;
     using schedules::FlashDecodingOptions;
     bind_options<FlashAttentionOptions>(s, "FlashAttentionOptions",
@@ -135,6 +136,14 @@ void define_templates(nb::module_ &m) {
          {"head_dim", &FlashAttentionGpuOptions::head_dim},
          {"key_tile", &FlashAttentionGpuOptions::key_tile},
          {"qk_vector", &FlashAttentionGpuOptions::qk_vector}},
+        {});
+    bind_options<FlashAttentionTensorCoreOptions>(
+        s, "FlashAttentionTensorCoreOptions",
+        {{"head_dim", &FlashAttentionTensorCoreOptions::head_dim},
+         {"query_tile", &FlashAttentionTensorCoreOptions::query_tile},
+         {"key_tile", &FlashAttentionTensorCoreOptions::key_tile},
+         {"warps", &FlashAttentionTensorCoreOptions::warps},
+         {"stages", &FlashAttentionTensorCoreOptions::stages}},
         {});
     bind_options<FlashDecodingGpuOptions>(
         s, "FlashDecodingGpuOptions",
@@ -162,6 +171,10 @@ void define_templates(nb::module_ &m) {
     LOOM_PY_TEMPLATE(flash_attention_gpu, FlashAttentionGpuOptions,
                      "FlashAttention on CUDA cores. Options: queries_per_block, head_dim, "
                      "key_tile, qk_vector.");
+    LOOM_PY_TEMPLATE(flash_attention_tensor_cores, FlashAttentionTensorCoreOptions,
+                     "FlashAttention on tensor cores: a tile program per query tile rolling the "
+                     "chain over key tiles, both products on mma.sync (P rounded to the input "
+                     "type). Options: head_dim, query_tile, key_tile, warps, stages.");
     LOOM_PY_TEMPLATE(flash_decoding_gpu, FlashDecodingGpuOptions,
                      "FlashDecoding on CUDA cores. Options: chunks, chunks_per_block, "
                      "queries_per_block, key_tile, head_dim, probabilities_per_tile.");

@@ -63,6 +63,21 @@ a = rng.standard_normal((37, 70)).astype(np.float16)
 b = rng.standard_normal((70, 45)).astype(np.float16)
 want = np.maximum(a.astype(np.float64) @ b.astype(np.float64), 0)
 np.testing.assert_allclose(k(a, b), want, rtol=1e-4, atol=1e-3)
+
+# FlashAttention on tensor cores: the tile-program template on the causal
+# variant in fp16, P rounded to fp16 for P V (a step of 2^-11 per weight).
+att = attention.AttentionVariant(attention.Variant.Causal, loom.Float(16))
+att.fix_head_dim(64)
+sch = loom.Schedule()
+schedules.flash_attention_tensor_cores(sch, att.chain(), head_dim=64)
+k = loom.Pipeline(att.out).compile(sch, "host-cuda-sm_80", output_shape=0)
+q, kk, vv = (rng.uniform(-1, 1, (1, 1, 70, 64)).astype(np.float16) for _ in range(3))
+got = k(q, kk, vv, 0.125).astype(np.float64)
+s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), kk.astype(np.float64)) * 0.125
+s = np.where(np.arange(70)[None, :] <= np.arange(70)[:, None], s, -np.inf)
+p = np.exp(s - s.max(-1, keepdims=True))
+want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), vv.astype(np.float64))
+np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
 print("ok")
 """
 
