@@ -792,7 +792,8 @@ class LowerBlockLevel : public IRMutator {
             if (folder.defined()) fold = IfThenElse::make(folder, fold);
             for (auto it = r.thread_loops.rbegin(); it != r.thread_loops.rend(); ++it) {
                 const For *t = *it;
-                fold = For::make(t->name, t->min, t->extent, ForType::GPUThread, fold);
+                fold =
+                    For::make(t->name, t->min, t->extent, ForType::GPUThread, fold, t->attributes);
             }
             steps.push_back(fold);
         }

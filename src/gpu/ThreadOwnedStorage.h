@@ -52,14 +52,14 @@
 #include <string>
 
 #include "loom/IR.h"
-#include "lower/ScheduleFunctions.h"
 
 namespace loom {
 namespace internal {
 
 /** Makes per-thread storage of every realization at the block level of a
- * GPU kernel that is owned by its threads, as above, and marks its Func's
- * storage MemoryType::Register in env. Funcs stored in Register must be
+ * GPU kernel that is owned by its threads, as above, and marks the
+ * Realize MemoryType::Register. Realizes in Register (the schedule's
+ * store_in) must be
  * owned so, or replicated (a CompileError names the access that allows
  * neither), and their elements per thread must have a constant bound; Auto
  * ones are made per-thread when owned and small (at most 512 bytes per
@@ -68,8 +68,7 @@ namespace internal {
  * buffers of the replicated Funcs to `replicated` (code generation has
  * every thread fold the block's totals into them). Runs after bounds
  * inference, before storage flattening. */
-Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env,
-                                    std::set<std::string> *replicated);
+Stmt privatize_thread_owned_storage(const Stmt &s, std::set<std::string> *replicated);
 
 }  // namespace internal
 }  // namespace loom

@@ -149,7 +149,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = substitute_fixed_sizes(s, promising);
     std::set<std::string> replicated_registers;
     s = log("privatize_thread_owned_storage",
-            privatize_thread_owned_storage(s, env, &replicated_registers));
+            privatize_thread_owned_storage(s, &replicated_registers));
     s = log("storage_flattening", substitute_fixed_sizes(storage_flattening(s, env), promising));
     s = log("hoist_kernel_allocations", hoist_kernel_allocations(s));
 

@@ -626,7 +626,8 @@ class TrimGuardedLoops : public IRMutator {
         if (range.lo.defined()) new_min = Max::make(loop->min, range.lo);
         if (range.hi.defined()) new_end = Min::make(end, Add::make(range.hi, make_one(t)));
         Expr extent = simplify(Max::make(Sub::make(new_end, new_min), make_zero(t)));
-        return For::make(loop->name, simplify(new_min), extent, loop->for_type, body);
+        return For::make(loop->name, simplify(new_min), extent, loop->for_type, body,
+                         loop->attributes);
     }
 };
 
@@ -800,7 +801,7 @@ class PartitionLoops : public IRMutator {
             // The conditions hold everywhere: the whole loop is the steady state.
             Stmt body =
                 mutate(simplify_steady(steady_body.mutate(op->body), op->name, op->min, known));
-            return For::make(op->name, op->min, op->extent, op->for_type, body);
+            return For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
         }
 
         std::vector<std::pair<std::string, Expr>> lets;
@@ -848,14 +849,15 @@ class PartitionLoops : public IRMutator {
         std::vector<Stmt> loops;
         if (steady.lo.defined()) {
             loops.push_back(For::make(n, loop_min, extent_between(loop_min, steady_min),
-                                      op->for_type, outside(lower, false)));
+                                      op->for_type, outside(lower, false), op->attributes));
         }
         loops.push_back(
             For::make(n, steady_min, extent_between(steady_min, steady_end), op->for_type,
-                      mutate(simplify_steady(steady_body.mutate(op->body), n, steady_min, known))));
+                      mutate(simplify_steady(steady_body.mutate(op->body), n, steady_min, known)),
+                      op->attributes));
         if (steady.hi.defined()) {
             loops.push_back(For::make(n, steady_end, extent_between(steady_end, loop_end),
-                                      op->for_type, outside(upper, true)));
+                                      op->for_type, outside(upper, true), op->attributes));
         }
         Stmt result = Block::make(loops);
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
