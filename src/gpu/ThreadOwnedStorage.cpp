@@ -19,7 +19,6 @@
 #include "ir/Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
-#include "lower/StorageFlattening.h"
 
 namespace loom {
 namespace internal {
@@ -663,11 +662,6 @@ class LocalizeCyclicAccesses : public IRMutator {
 };
 
 class PrivatizeThreadOwnedStorage : public IRMutator {
-  public:
-    /** The buffers of the Funcs replicated (every thread keeps a copy of
-     * all of it). */
-    std::set<std::string> replicated;
-
   protected:
     using IRMutator::visit;
 
@@ -818,21 +812,16 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                "thread keeps a copy of all of it, but its size is known only at run time: a "
                "thread's registers must be counted when the kernel compiles. Bound its region "
                "by constants (bound() on its Vars), or store it in MemoryType::Shared.";
-        const int values = static_cast<int>(op->types.size());
-        for (int i = 0; i < values; i++) replicated.insert(buffer_name(op->name, i, values));
         const Realize *r = same.as<Realize>();
         return Realize::make(r->name, r->types, MemoryType::Register, r->bounds, r->condition,
-                             r->body);
+                             r->body, /*replicated=*/true);
     }
 };
 
 }  // namespace
 
-Stmt privatize_thread_owned_storage(const Stmt &s, std::set<std::string> *replicated) {
-    PrivatizeThreadOwnedStorage privatize;
-    Stmt result = privatize.mutate(s);
-    *replicated = std::move(privatize.replicated);
-    return result;
+Stmt privatize_thread_owned_storage(const Stmt &s) {
+    return PrivatizeThreadOwnedStorage().mutate(s);
 }
 
 }  // namespace internal

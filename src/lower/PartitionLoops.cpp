@@ -632,9 +632,6 @@ class TrimGuardedLoops : public IRMutator {
 };
 
 class PartitionLoops : public IRMutator {
-  public:
-    explicit PartitionLoops(const std::set<std::string> &replicated) : replicated(replicated) {}
-
   protected:
     using IRMutator::visit;
 
@@ -660,7 +657,7 @@ class PartitionLoops : public IRMutator {
         return IRMutator::visit(op);
     }
     Stmt visit(const Allocate *op) override {
-        if (op->memory_type != MemoryType::Register || replicated.count(op->name)) {
+        if (op->memory_type != MemoryType::Register || op->replicated) {
             return IRMutator::visit(op);
         }
         registers.insert(op->name);
@@ -673,7 +670,6 @@ class PartitionLoops : public IRMutator {
      * owns (not the replicated storage, which reductions across the
      * threads update). */
     std::set<std::string> registers;
-    const std::set<std::string> &replicated;
 
     // Names a value the partitioned loops use several times, unless it is
     // cheap to repeat.
@@ -869,8 +865,8 @@ class PartitionLoops : public IRMutator {
 
 }  // namespace
 
-Stmt partition_loops(const Stmt &s, const std::set<std::string> &replicated_registers) {
-    return PartitionLoops(replicated_registers).mutate(TrimGuardedLoops().mutate(s));
+Stmt partition_loops(const Stmt &s) {
+    return PartitionLoops().mutate(TrimGuardedLoops().mutate(s));
 }
 
 }  // namespace internal
