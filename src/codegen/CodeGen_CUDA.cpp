@@ -1232,10 +1232,6 @@ class KernelFinder : public IRVisitor {
     CudaModule module;
     std::ostringstream source;
     bool uses_vectors = false, uses_block_reduce = false;
-    /** The blocks per SM each Func's kernels ask for, and the Funcs that
-     * made a kernel. */
-    std::map<std::string, int> blocks_per_sm_of;
-    std::set<std::string> blocks_per_sm_used;
 
     bool uses_tiles = false;
 
@@ -1318,18 +1314,6 @@ class KernelFinder : public IRVisitor {
             << describe_thread_loops(body)
             << ". Use smaller gpu_threads tiles, or name each stage's thread loops in the same "
                "order (gpu_threads names the loop on threadIdx.x first).";
-        int blocks_per_sm = 0;
-        if (auto asked = blocks_per_sm_of.find(func_of_loop(op->name));
-            asked != blocks_per_sm_of.end()) {
-            blocks_per_sm = asked->second;
-            blocks_per_sm_used.insert(asked->first);
-            user_assert(blocks_per_sm * threads <= 2048)
-                << "gpu_blocks_per_sm(" << blocks_per_sm << ") on Func " << asked->first
-                << ": kernel " << k.name << " has " << threads << " threads per block, and "
-                << blocks_per_sm << " blocks of them are " << blocks_per_sm * threads
-                << " threads, more than the 2048 an SM holds. Ask for at most "
-                << std::max(1, 2048 / threads) << ".";
-        }
 
         // Grid: the extents of the block loops, innermost first (x).
         for (int d = 0; d < 3; d++) k.grid[d] = 1;
@@ -1394,7 +1378,9 @@ class KernelFinder : public IRVisitor {
         }
         source << "\n";
         source << "extern \"C\" __global__ void __launch_bounds__(" << threads;
-        if (blocks_per_sm > 0) source << ", " << blocks_per_sm;
+        // (set_gpu_launch_bounds checked that they fit an SM.)
+        if (op->attributes.gpu_blocks_per_sm > 0)
+            source << ", " << op->attributes.gpu_blocks_per_sm;
         source << ") " << k.name << "(";
         for (size_t i = 0; i < k.params.size(); i++) {
             const CudaKernel::Param &p = k.params[i];
@@ -1458,14 +1444,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     } allocations;
     allocations.alignment = &finder.start_alignment;
     f.body.accept(&allocations);
-    finder.blocks_per_sm_of = f.gpu_blocks_per_sm;
     f.body.accept(&finder);
-    for (const auto &[func, blocks] : f.gpu_blocks_per_sm) {
-        user_assert(finder.blocks_per_sm_used.count(func))
-            << "gpu_blocks_per_sm(" << blocks << ") on Func " << func
-            << ", but no GPU kernel's blocks are its loops. Give it to the Func whose "
-               "gpu_blocks loops make the kernel (the consumer it is computed at).";
-    }
     CudaModule m = finder.module;
     std::ostringstream s;
     std::string kernels = finder.source.str();

@@ -16,6 +16,7 @@
 #include "gpu/GPULoops.h"
 #include "gpu/HoistKernelAllocations.h"
 #include "gpu/HoistKernelChecks.h"
+#include "gpu/LaunchBounds.h"
 #include "gpu/LowerGPUKernels.h"
 #include "gpu/ThreadOwnedStorage.h"
 #include "ir/IRMutator.h"
@@ -169,11 +170,12 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = log("common_subexpression_elimination", common_subexpression_elimination(s));
     s = log("align_vector_accesses", align_vector_accesses(s, promised_congruences(promising)));
 
-    // GPU kernels: the block's own code, memory and barriers.
+    // GPU kernels: the block's own code, memory and barriers; launch bounds.
     s = log("lower_gpu_kernels", lower_gpu_kernels(s, name));
+    s = log("set_gpu_launch_bounds", set_gpu_launch_bounds(s, name, env));
 
     LoweringResult result;
-    result.func = make_lowered_func(name, s, params, outputs, env);
+    result.func = make_lowered_func(name, s, params, outputs);
     result.arguments = public_arguments(result.func);
     result.params = params;
     result.notes = env.fusion_log;
