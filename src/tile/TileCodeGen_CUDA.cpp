@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "arith/Simplify.h"
+#include "codegen/CodeGen_GPU_C.h"
 #include "codegen/CudaSources.h"
 #include "ir/IREquality.h"
 #include "ir/IRPrinter.h"
@@ -387,56 +388,12 @@ class Emitter {
     /** The C of a scalar Expr: indices (Loom's integer division and
      * modulo, through the prelude) and maps' arithmetic. */
     std::string c_expr(const Expr &e) {
-        if (const IntImm *i = e.as<IntImm>()) return std::to_string(i->value);
-        if (const UIntImm *u = e.as<UIntImm>()) {
-            return u->type.is_bool() ? (u->value ? "true" : "false")
-                                     : std::to_string(u->value) + "u";
-        }
-        if (const FloatImm *f = e.as<FloatImm>()) {
-            std::ostringstream s;
-            s.precision(17);
-            s << c_type(f->type.bits == 64 ? Float(64) : Float(32)) << "(" << f->value << ")";
-            return convert(s.str(), f->type.bits == 64 ? Float(64) : Float(32), f->type);
-        }
-        if (const Variable *v = e.as<Variable>()) {
-            return is_operand_variable(v->name) ? v->name : c_var(v->name);
-        }
-        auto bin = [&](const Expr &a, const Expr &b, const char *op) {
-            return "(" + c_expr(a) + " " + op + " " + c_expr(b) + ")";
-        };
-        if (const Add *o = e.as<Add>()) return bin(o->a, o->b, "+");
-        if (const Sub *o = e.as<Sub>()) return bin(o->a, o->b, "-");
-        if (const Mul *o = e.as<Mul>()) return bin(o->a, o->b, "*");
-        if (const Div *o = e.as<Div>()) {
-            if (o->type.is_float()) return bin(o->a, o->b, "/");
-            return "loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        }
-        if (const Mod *o = e.as<Mod>()) {
-            if (o->type.is_float()) return "loom_fmod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-            return "loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        }
-        if (const Min *o = e.as<Min>())
-            return "loom_min(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        if (const Max *o = e.as<Max>())
-            return "loom_max(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        if (const EQ *o = e.as<EQ>()) return bin(o->a, o->b, "==");
-        if (const NE *o = e.as<NE>()) return bin(o->a, o->b, "!=");
-        if (const LT *o = e.as<LT>()) return bin(o->a, o->b, "<");
-        if (const LE *o = e.as<LE>()) return bin(o->a, o->b, "<=");
-        if (const GT *o = e.as<GT>()) return bin(o->a, o->b, ">");
-        if (const GE *o = e.as<GE>()) return bin(o->a, o->b, ">=");
-        if (const And *o = e.as<And>()) return bin(o->a, o->b, "&&");
-        if (const Or *o = e.as<Or>()) return bin(o->a, o->b, "||");
-        if (const Not *o = e.as<Not>()) return "(!" + c_expr(o->a) + ")";
-        if (const Select *o = e.as<Select>()) {
-            return "(" + c_expr(o->condition) + " ? " + c_expr(o->true_value) + " : " +
-                   c_expr(o->false_value) + ")";
-        }
-        if (const Cast *c = e.as<Cast>())
-            return convert(c_expr(c->value), c->value.type(), c->type);
-        if (const Call *c = e.as<Call>()) return c_call(c);
-        internal_error << "tile codegen: cannot print " << e;
-        return "";
+        // CodeGen_GPU_C's C, as the loop kernels print it; a map's operand
+        // variables (_0, _1, ...) are its own.
+        return gpu_c_expr(
+            e, GpuDialect::CUDA,
+            [&](const std::string &name) { return is_operand_variable(name) ? name : c_var(name); },
+            program.name);
     }
 
     /** Loom's math intrinsics ("tanh_f32": CUDA's tanhf; "round": rint,
