@@ -18,6 +18,8 @@
 // Sections 1 to 4 need no GPU (NVRTC compiles without one); section 5 runs
 // the kernel where there is a GPU, and the same schedule on the CPU;
 // section 6 adds a softmax along the product's rows to the program.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -94,14 +96,16 @@ int main() {
     // nvdisasm where it is installed. HMMA is the tensor-core multiply,
     // LDSM ldmatrix, LDGSTS cp.async; no LDL/STL means no spills.
     std::printf("\n3. the SASS\n");
+    // A name of this run's own: the lesson's two tests may run at once.
+    const std::string files = "lesson_14_gemm_" + std::to_string(getpid());
     try {
-        Pipeline(C).compile_to_cuda("lesson_14_gemm", sch, gpu);
+        Pipeline(C).compile_to_cuda(files, sch, gpu);
         const std::string nvdisasm = find_nvdisasm();
         if (nvdisasm.empty()) {
             std::printf("  (no nvdisasm: pip install nvidia-cuda-nvdisasm to see it)\n");
         } else {
             std::map<std::string, int> count;
-            if (FILE *f = popen((nvdisasm + " lesson_14_gemm.cubin").c_str(), "r")) {
+            if (FILE *f = popen((nvdisasm + " " + files + ".cubin").c_str(), "r")) {
                 char line[1024];
                 while (fgets(line, sizeof line, f)) {
                     for (const char *op : {"HMMA", "LDSM", "LDGSTS", "LDL", "STL"}) {
@@ -119,7 +123,7 @@ int main() {
         std::printf("  (skipped: %s)\n", e.what());
     }
     for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
-        std::remove((std::string("lesson_14_gemm") + suffix).c_str());
+        std::remove((files + suffix).c_str());
     }
 
     // ---- 5. Running it. Sizes need not be multiples of the tiles: the

@@ -18,6 +18,8 @@
 // the keys and values staged through shared memory by cp.async. Nothing in
 // the compiler knows this is attention. No GPU is needed: the kernel runs
 // on the stand-in where there is none, and NVRTC compiles it for the SASS.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -106,8 +108,10 @@ int main() {
     // exponential per score it holds, and one per row for the repair
     // (test/cuda_runtime/attention_template_sass_test.cpp).
     std::printf("\n3. the SASS\n");
+    // A name of this run's own: the lesson's two tests may run at once.
+    const std::string files = "lesson_15_attention_" + std::to_string(getpid());
     try {
-        Pipeline(out).compile_to_cuda("lesson_15_attention", sch, gpu);
+        Pipeline(out).compile_to_cuda(files, sch, gpu);
         std::map<std::string, int> count;
         const char *probe =
             "python3 -c \"import glob, nvidia; print((glob.glob(nvidia.__path__[0] + "
@@ -121,7 +125,7 @@ int main() {
         nvdisasm = nvdisasm.substr(0, nvdisasm.find('\n'));
         if (nvdisasm.empty()) {
             std::printf("  (no nvdisasm: pip install nvidia-cuda-nvdisasm to see it)\n");
-        } else if (FILE *f = popen((nvdisasm + " lesson_15_attention.cubin").c_str(), "r")) {
+        } else if (FILE *f = popen((nvdisasm + " " + files + ".cubin").c_str(), "r")) {
             char text[1024];
             while (fgets(text, sizeof text, f)) {
                 for (const char *op :
@@ -137,7 +141,7 @@ int main() {
         std::printf("  (skipped: %s)\n", e.what());
     }
     for (const char *suffix : {".cu", ".ptx", ".cubin"}) {
-        std::remove((std::string("lesson_15_attention") + suffix).c_str());
+        std::remove((files + suffix).c_str());
     }
 
     // ---- 5. Running it: on a GPU, or on the stand-in driver where the

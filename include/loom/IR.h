@@ -297,12 +297,31 @@ struct ProducerConsumer : StmtNode<ProducerConsumer> {
 enum class ForType { Serial, Parallel, Vectorized, Unrolled, GPUBlock, GPUThread };
 const char *for_type_name(ForType t);
 
+/** What lowering has decided about a loop beyond its bounds and kind, for
+ * the passes after it and for code generation to read off the loop rather
+ * than look up by name. Each fact is a field whose default says nothing;
+ * a pass that rebuilds a loop keeps its attributes. */
+struct LoopAttributes {
+    /** On a GPU kernel's outermost gpu_blocks loop: how many of its blocks
+     * one SM must be able to hold at once (the second argument of CUDA's
+     * __launch_bounds__, Stage::gpu_blocks_per_sm); 0: none asked. */
+    int gpu_blocks_per_sm = 0;
+
+    bool operator==(const LoopAttributes &o) const {
+        return gpu_blocks_per_sm == o.gpu_blocks_per_sm;
+    }
+    bool operator!=(const LoopAttributes &o) const { return !(*this == o); }
+    bool empty() const { return *this == LoopAttributes(); }
+};
+
 struct For : StmtNode<For> {
     std::string name;
     Expr min, extent;
     ForType for_type;
     Stmt body;
-    static Stmt make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body);
+    LoopAttributes attributes;
+    static Stmt make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body,
+                     const LoopAttributes &attributes = LoopAttributes());
     static constexpr IRNodeType _node_type = IRNodeType::For;
 };
 
@@ -337,7 +356,12 @@ struct Provide : StmtNode<Provide> {
  * are a GPU kernel's: per-thread, per-block, and device memory. */
 enum class MemoryType { Auto, Stack, Heap, Register, Shared, Global };
 
-/** A flat allocation of prod(extents) elements of `type` live within `body`. */
+/** A flat allocation of prod(extents) elements of `type` live within `body`.
+ * `replicated`: Register storage at the block level of a GPU kernel (outside
+ * its thread loops) of which every thread keeps a whole copy, computing the
+ * same values, rather than the part it owns
+ * (privatize_thread_owned_storage): each thread makes the block's stores to
+ * it, and folds a reduction's total into its copy. */
 struct Allocate : StmtNode<Allocate> {
     std::string name;
     Type type;
@@ -345,8 +369,10 @@ struct Allocate : StmtNode<Allocate> {
     std::vector<Expr> extents;
     Expr condition;
     Stmt body;
+    bool replicated = false;
     static Stmt make(const std::string &name, Type type, MemoryType memory_type,
-                     const std::vector<Expr> &extents, Expr condition, Stmt body);
+                     const std::vector<Expr> &extents, Expr condition, Stmt body,
+                     bool replicated = false);
     static constexpr IRNodeType _node_type = IRNodeType::Allocate;
 };
 
@@ -357,15 +383,19 @@ struct Free : StmtNode<Free> {
 };
 
 /** Storage for a Func over `bounds` (one Range per dimension), before storage
- * flattening; one buffer per Tuple element. */
+ * flattening; one buffer per Tuple element. `memory_type` and `replicated`
+ * become each buffer's Allocate's. */
 struct Realize : StmtNode<Realize> {
     std::string name;
     std::vector<Type> types;
+    MemoryType memory_type;
     Region bounds;
     Expr condition;
     Stmt body;
-    static Stmt make(const std::string &name, const std::vector<Type> &types, const Region &bounds,
-                     Expr condition, Stmt body);
+    bool replicated = false;
+    static Stmt make(const std::string &name, const std::vector<Type> &types,
+                     MemoryType memory_type, const Region &bounds, Expr condition, Stmt body,
+                     bool replicated = false);
     static constexpr IRNodeType _node_type = IRNodeType::Realize;
 };
 

@@ -258,7 +258,7 @@ Stmt Simplify::visit(const For *op) {
     }
     if (is_no_op(body)) return no_op();
     if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return op;
-    return For::make(op->name, mn, ext, op->for_type, body);
+    return For::make(op->name, mn, ext, op->for_type, body, op->attributes);
 }
 
 Stmt Simplify::visit(const Store *op) {
@@ -285,7 +285,7 @@ Stmt Simplify::visit(const Allocate *op) {
     Stmt body = mutate(op->body);
     if (is_no_op(body)) return no_op();
     if (!changed && c.same_as(op->condition) && body.same_as(op->body)) return op;
-    return Allocate::make(op->name, op->type, op->memory_type, extents, c, body);
+    return Allocate::make(op->name, op->type, op->memory_type, extents, c, body, op->replicated);
 }
 
 Stmt Simplify::visit(const Realize *op) {
@@ -301,7 +301,7 @@ Stmt Simplify::visit(const Realize *op) {
     Stmt body = mutate(op->body);
     if (is_no_op(body)) return no_op();
     if (!changed && c.same_as(op->condition) && body.same_as(op->body)) return op;
-    return Realize::make(op->name, op->types, bounds, c, body);
+    return Realize::make(op->name, op->types, op->memory_type, bounds, c, body, op->replicated);
 }
 
 Stmt Simplify::visit(const Block *op) {

@@ -1,30 +1,27 @@
 // Emits CUDA C++ rather than PTX or NVVM IR: the source is readable (names
 // come from the algorithm), NVRTC compiles it without a GPU, and the
 // instructions a later tile backend needs (mma, wgmma, cp.async) fit in as
-// inline PTX. Integer division and modulo keep Loom's semantics (rounding
-// toward -inf, x / 0 == 0), through helpers in the source's prelude.
+// inline PTX. Expressions and plain statements print through CodeGen_GPU_C
+// (the dialect's printer, shared with the tile kernels); this file prints
+// what is a kernel's own: GPU loops, memories, barriers, checks and the
+// reductions across threads.
 #include "codegen/CodeGen_CUDA.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <map>
-#include <memory>
 #include <set>
 #include <sstream>
 
 #include "arith/Bounds.h"
 #include "arith/InvariantAlignment.h"
 #include "arith/Simplify.h"
+#include "codegen/CodeGen_GPU_C.h"
 #include "codegen/CudaSources.h"
-#include "fusion/AssociativeUpdates.h"
 #include "gpu/CrossThreadReductions.h"
 #include "gpu/GPULoops.h"
 #include "gpu/GpuBarriers.h"
 #include "gpu/KernelFreeNames.h"
-#include "ir/IRMutator.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Scope.h"
@@ -59,97 +56,17 @@ int64_t next_shared_offset(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 namespace {
 
-/** C++ spelling of a scalar type. */
-std::string c_type(Type t, const std::string &where) {
-    if (t.is_vector()) {
-        return "loom_vec<" + c_type(t.element_of(), where) + ", " + std::to_string(t.lanes) + ">";
-    }
-    if (t.is_bool()) return "bool";
-    if (t.is_handle()) return "void *";
-    if (t.code == Type::Float && t.bits == 16) return "__half";
-    if (t.is_bfloat() && t.bits == 16) return "__nv_bfloat16";
-    if (t.code == Type::Float && t.bits == 32) return "float";
-    if (t.code == Type::Float && t.bits == 64) return "double";
-    if (t.is_int()) {
-        switch (t.bits) {
-        case 8: return "signed char";
-        case 16: return "short";
-        case 32: return "int";
-        case 64: return "long long";
-        }
-    }
-    if (t.is_uint()) {
-        switch (t.bits) {
-        case 8: return "unsigned char";
-        case 16: return "unsigned short";
-        case 32: return "unsigned int";
-        case 64: return "unsigned long long";
-        }
-    }
-    user_error << "The type " << type_to_string(t) << " inside a GPU kernel (" << where
-               << ") is not supported yet by the CUDA backend.";
-    return "";
-}
-
-/** Whether a kernel uses float16 or bfloat16 (then the source includes
- * cuda_fp16.h and cuda_bf16.h). */
-bool is_float16(Type t) { return t.is_float() && t.bits == 16; }
-
-const char *kHalfHeaders = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-
-/** The scalar expression for one lane of the vector expression e: e's
- * vector operands are replaced by the variables loom.lane.0, .1, ... (of
- * their element types), and collected in `operands`. */
-class LaneOf : public IRMutator {
+/** Prints one kernel: CodeGen_GPU_C's expressions and plain statements,
+ * and the kernel's own: its GPU loops, memories, barriers and checks. */
+class KernelPrinter : public CodeGen_GPU_C {
   public:
-    std::vector<Expr> operands;
-    static std::string lane_name(size_t k) { return "loom.lane." + std::to_string(k); }
+    KernelPrinter(CudaKernel &k, GpuDialect dialect, const Target &target)
+        : CodeGen_GPU_C(dialect, k.name), kernel(k), target(target) {}
 
-    Expr mutate(const Expr &e) override {
-        if (depth == 0) {
-            depth++;
-            Expr r = IRMutator::mutate(e);
-            depth--;
-            return r;
-        }
-        if (e.type().is_scalar()) return e;
-        operands.push_back(e);
-        return Variable::make(e.type().element_of(), lane_name(operands.size() - 1));
-    }
-    using IRMutator::mutate;
-
-  private:
-    int depth = 0;
-    using IRMutator::visit;
-    Expr visit(const Cast *op) override {
-        return Cast::make(op->type.element_of(), mutate(op->value));
-    }
-    Expr visit(const Reinterpret *op) override {
-        return Reinterpret::make(op->type.element_of(), mutate(op->value));
-    }
-    Expr visit(const Call *op) override {
-        std::vector<Expr> args;
-        for (const Expr &a : op->args) args.push_back(mutate(a));
-        return Call::make(op->type.element_of(), op->name, args, op->call_type, op->func,
-                          op->value_index, op->param, op->buffer);
-    }
-};
-
-/** Prints one kernel. */
-class KernelPrinter : public IRVisitor {
-  public:
-    KernelPrinter(CudaKernel &k, std::map<std::string, std::string> &c_names, const Target &target)
-        : kernel(k), c_names(c_names), target(target) {}
-
-    std::ostringstream out;
-    int indent = 1;
     /** Whether the kernel has thread loops: then what is outside them runs
      * once per thread of a block, and storage there is shared by the block
      * (insert_gpu_barriers placed the barriers that order its accesses). */
     bool has_threads = false;
-    /** Whether the kernel has vector code (then the source includes the
-     * vector helpers). */
-    bool uses_vectors = false;
     /** Whether it combines values across the block's threads (or groups
      * of them: then the source includes the reduction helpers). */
     bool uses_block_reduce = false;
@@ -184,26 +101,9 @@ class KernelPrinter : public IRVisitor {
     /** KernelFinder::start_alignment. */
     const std::map<std::string, int> *buffer_start_alignment = nullptr;
 
-    std::string name_of(const std::string &n) const {
-        auto it = c_names.find(n);
-        internal_assert(it != c_names.end()) << "CUDA codegen: no C name for " << n;
-        return it->second;
-    }
-
-    std::string print(const Expr &e) {
-        std::ostringstream saved;
-        std::swap(saved, expr_out);
-        e.accept(this);
-        std::swap(saved, expr_out);
-        return saved.str();
-    }
-    void print(const Stmt &s) { s.accept(this); }
-
   private:
     CudaKernel &kernel;
-    std::map<std::string, std::string> &c_names;  // lowered name -> C name
     const Target &target;
-    std::ostringstream expr_out;
     std::vector<const For *> thread_loops;  // around the statement printed, outermost first
     // The block's thread dimensions (x 1, y 2, z 4) that the thread loops
     // around the statement printed fix: its own loops' and those above its
@@ -290,132 +190,11 @@ class KernelPrinter : public IRVisitor {
     }
     void barrier() {
         pad();
-        out << "__syncthreads();\n";
-    }
-
-    void pad() { out << std::string(indent * 4, ' '); }
-    std::string where() const { return kernel.name; }
-    std::string type(Type t) {
-        uses_vectors |= t.is_vector();
-        return c_type(t, where());
+        out << dialect.barrier << ";\n";
     }
 
     // ---- expressions
-    using IRVisitor::visit;
-    void visit(const IntImm *op) override {
-        // The least value has no literal of its type: -2147483648 negates
-        // 2147483648, a long, and makes what it meets a long too.
-        const bool least = (op->type.bits == 64 && op->value == INT64_MIN) ||
-                           (op->type.bits == 32 && op->value == INT32_MIN);
-        const char *suffix = op->type.bits == 64 ? "LL" : "";
-        if (least) expr_out << "(" << op->value + 1 << suffix << " - 1" << suffix << ")";
-        else if (op->type.bits == 64 || op->type.bits == 32) expr_out << op->value << suffix;
-        else expr_out << "(" << type(op->type) << ")(" << op->value << ")";
-    }
-    void visit(const UIntImm *op) override {
-        if (op->type.is_bool()) expr_out << (op->value ? "true" : "false");
-        else if (op->type.bits == 64) expr_out << op->value << "ULL";
-        else expr_out << "(" << type(op->type) << ")(" << op->value << "U)";
-    }
-    void visit(const FloatImm *op) override {
-        if (is_float16(op->type)) {
-            // Converted from the float32 constant (exact for every value of
-            // the 16-bit type).
-            expr_out << "((" << type(op->type) << ")("
-                     << print(FloatImm::make(Float(32), op->value)) << "))";
-            return;
-        }
-        const bool f32 = op->type.bits == 32;
-        user_assert(op->type.code == Type::Float && (f32 || op->type.bits == 64))
-            << "The type " << type_to_string(op->type) << " inside a GPU kernel (" << where()
-            << ") is not supported yet by the CUDA backend.";
-        double v = op->value;
-        if (std::isnan(v)) {
-            expr_out << (f32 ? "__int_as_float(0x7fc00000)"
-                             : "__longlong_as_double(0x7ff8000000000000LL)");
-        } else if (std::isinf(v)) {
-            if (f32)
-                expr_out << (v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
-            else
-                expr_out << (v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
-                                   : "__longlong_as_double(0xfff0000000000000LL)");
-        } else {
-            char buf[64];
-            // Hexadecimal: exact, and no locale or rounding surprises.
-            std::snprintf(buf, sizeof buf, "%a",
-                          f32 ? static_cast<double>(static_cast<float>(v)) : v);
-            expr_out << buf << (f32 ? "f" : "");
-        }
-    }
-    void visit(const StringImm *) override {
-        user_error << "A string inside a GPU kernel (" << where() << ") is not supported.";
-    }
-    void visit(const Cast *op) override {
-        if (lanewise(Expr(op))) return;
-        // 16-bit floats convert to and from everything through float.
-        if (is_float16(op->type) || is_float16(op->value.type())) {
-            expr_out << "((" << type(op->type) << ")((float)(" << print(op->value) << ")))";
-            return;
-        }
-        expr_out << "((" << type(op->type) << ")(" << print(op->value) << "))";
-    }
-    void visit(const Reinterpret *op) override {
-        if (lanewise(Expr(op))) return;
-        Type from = op->value.type(), to = op->type;
-        std::string v = print(op->value);
-        if (is_float16(from)) {
-            expr_out << "((" << type(to) << ")"
-                     << (from.is_bfloat() ? "__bfloat16_as_ushort(" : "__half_as_ushort(") << v
-                     << "))";
-            return;
-        }
-        if (is_float16(to)) {
-            expr_out << (to.is_bfloat() ? "__ushort_as_bfloat16(" : "__ushort_as_half(")
-                     << "(unsigned short)(" << v << "))";
-            return;
-        }
-        if (from.is_float() && to.bits == 32)
-            expr_out << "((" << type(to) << ")__float_as_int(" << v << "))";
-        else if (to.is_float() && from.bits == 32) expr_out << "__int_as_float((int)(" << v << "))";
-        else if (from.is_float() && to.bits == 64)
-            expr_out << "((" << type(to) << ")__double_as_longlong(" << v << "))";
-        else if (to.is_float() && from.bits == 64)
-            expr_out << "__longlong_as_double((long long)(" << v << "))";
-        else expr_out << "((" << type(to) << ")(" << v << "))";
-    }
-    void visit(const Variable *op) override { expr_out << name_of(op->name); }
-
-    /** Prints the vector expression e (an arithmetic, logical, Select,
-     * Cast, Reinterpret or Call node) as its scalar form mapped over the
-     * lanes of its vector operands. Returns false for a scalar e. */
-    bool lanewise(const Expr &e) {
-        if (e.type().is_scalar()) return false;
-        uses_vectors = true;
-        LaneOf lane;
-        Expr scalar = lane.mutate(e);
-        std::vector<std::string> args;
-        for (const Expr &o : lane.operands) args.push_back(print(o));
-        expr_out << "loom_map([&](";
-        std::vector<std::unique_ptr<Local>> params;
-        for (size_t k = 0; k < lane.operands.size(); k++) {
-            params.push_back(std::make_unique<Local>(*this, LaneOf::lane_name(k)));
-            expr_out << (k ? ", " : "") << type(lane.operands[k].type().element_of()) << " "
-                     << params.back()->name();
-        }
-        expr_out << ") { return " << print(scalar) << "; }";
-        for (const std::string &a : args) expr_out << ", " << a;
-        expr_out << ")";
-        return true;
-    }
-    /** The lambda combining two values of type t with a VectorReduce's
-     * operator, as printed by the scalar rules. */
-    std::string reduce_lambda(VectorReduce::Op o, Type t) {
-        Expr a = Variable::make(t, "loom.reduce.a"), b = Variable::make(t, "loom.reduce.b");
-        Expr combined = combine(o, a, b);
-        Local pa(*this, "loom.reduce.a"), pb(*this, "loom.reduce.b");
-        return "[&](" + type(t) + " " + pa.name() + ", " + type(t) + " " + pb.name() +
-               ") { return " + print(combined) + "; }";
-    }
+    using CodeGen_GPU_C::visit;
     /** The kernel's buffer parameter `name` (in global memory), or null for
      * storage of its own. */
     const CudaKernel::Param *kernel_buffer(const std::string &name) const {
@@ -479,109 +258,6 @@ class KernelPrinter : public IRVisitor {
         return r && r->base.type().is_scalar() && is_const_one(r->stride) ? r : nullptr;
     }
 
-    void binary(const Expr &a, const char *o, const Expr &b, Type t) {
-        internal_assert(t.is_scalar()) << "CUDA codegen: vector operands reach binary()";
-        std::string s = "(" + print(a) + " " + o + " " + print(b) + ")";
-        // C promotes narrow integers to int: wrap back to the type.
-        if (t.is_int_or_uint() && !t.is_bool() && t.bits < 32) s = "((" + type(t) + ")" + s + ")";
-        expr_out << s;
-    }
-    void visit(const Add *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "+", op->b, op->type);
-    }
-    void visit(const Sub *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "-", op->b, op->type);
-    }
-    void visit(const Mul *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "*", op->b, op->type);
-    }
-    void visit(const Div *op) override {
-        if (lanewise(Expr(op))) return;
-        if (op->type.is_float()) return binary(op->a, "/", op->b, op->type);
-        expr_out << "loom_div<" << type(op->type) << ">(" << print(op->a) << ", " << print(op->b)
-                 << ")";
-    }
-    void visit(const Mod *op) override {
-        if (lanewise(Expr(op))) return;
-        if (is_float16(op->type)) {
-            expr_out << "((" << type(op->type) << ")loom_fmod((float)(" << print(op->a)
-                     << "), (float)(" << print(op->b) << ")))";
-            return;
-        }
-        if (op->type.is_float()) {
-            expr_out << "loom_fmod(" << print(op->a) << ", " << print(op->b) << ")";
-            return;
-        }
-        expr_out << "loom_mod<" << type(op->type) << ">(" << print(op->a) << ", " << print(op->b)
-                 << ")";
-    }
-    void min_max(const Expr &a, const Expr &b, Type t, bool is_min) {
-        if (is_float16(t)) {
-            expr_out << "((" << type(t) << ")" << (is_min ? "fminf" : "fmaxf") << "((float)("
-                     << print(a) << "), (float)(" << print(b) << ")))";
-            return;
-        }
-        if (t.is_float()) {
-            // fmin/fmax ignore a NaN operand, as the CPU backend does.
-            expr_out << (is_min ? "fmin" : "fmax") << (t.bits == 32 ? "f" : "") << "(" << print(a)
-                     << ", " << print(b) << ")";
-            return;
-        }
-        expr_out << (is_min ? "loom_min<" : "loom_max<") << type(t) << ">(" << print(a) << ", "
-                 << print(b) << ")";
-    }
-    void visit(const Min *op) override {
-        if (lanewise(Expr(op))) return;
-        min_max(op->a, op->b, op->type, true);
-    }
-    void visit(const Max *op) override {
-        if (lanewise(Expr(op))) return;
-        min_max(op->a, op->b, op->type, false);
-    }
-    void visit(const EQ *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "==", op->b, op->type);
-    }
-    void visit(const NE *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "!=", op->b, op->type);
-    }
-    void visit(const LT *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "<", op->b, op->type);
-    }
-    void visit(const LE *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "<=", op->b, op->type);
-    }
-    void visit(const GT *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, ">", op->b, op->type);
-    }
-    void visit(const GE *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, ">=", op->b, op->type);
-    }
-    void visit(const And *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "&&", op->b, op->type);
-    }
-    void visit(const Or *op) override {
-        if (lanewise(Expr(op))) return;
-        binary(op->a, "||", op->b, op->type);
-    }
-    void visit(const Not *op) override {
-        if (lanewise(Expr(op))) return;
-        expr_out << "(!" << print(op->a) << ")";
-    }
-    void visit(const Select *op) override {
-        if (lanewise(Expr(op))) return;
-        expr_out << "(" << print(op->condition) << " ? " << print(op->true_value) << " : "
-                 << print(op->false_value) << ")";
-    }
     void visit(const Load *op) override {
         const std::string elem = type(op->type.element_of()), buf = name_of(op->name);
         const bool masked = !is_const_one(op->predicate);
@@ -611,50 +287,15 @@ class KernelPrinter : public IRVisitor {
         if (masked) expr_out << ", " << print(op->predicate);
         expr_out << ")";
     }
-    void visit(const Ramp *op) override {
-        uses_vectors = true;
-        expr_out << "loom_ramp<" << op->lanes << ">(" << print(op->base) << ", "
-                 << print(op->stride) << ")";
-    }
-    void visit(const Broadcast *op) override {
-        uses_vectors = true;
-        expr_out << "loom_broadcast<" << op->lanes << ">(" << print(op->value) << ")";
-    }
-    void visit(const VectorReduce *op) override {
-        uses_vectors = true;
-        Type in = op->value.type();
-        std::string f = reduce_lambda(op->op, in.element_of());
-        if (op->type.is_scalar()) {
-            expr_out << "loom_vreduce_all(" << f << ", " << print(op->value) << ")";
-        } else {
-            expr_out << "loom_vreduce<" << op->type.lanes << ">(" << f << ", " << print(op->value)
-                     << ")";
-        }
-    }
-    void visit(const Let *op) override {
-        // An expression with locals: an immediately invoked lambda, which
-        // declares a chain of lets one after another.
-        std::vector<std::unique_ptr<Local>> locals;
-        std::string declarations;
-        Expr e = op;
-        while (const Let *let = e.as<Let>()) {
-            std::string value = print(let->value);
-            locals.push_back(std::make_unique<Local>(*this, let->name));
-            declarations += "const " + type(let->value.type()) + " " + locals.back()->name() +
-                            " = " + value + "; ";
-            e = let->body;
-        }
-        std::string body = print(e);
-        expr_out << "([&]() { " << declarations << "return " << body << "; }())";
-        while (!locals.empty()) locals.pop_back();  // innermost first: each restores its outer name
-    }
     void visit(const Call *op) override {
-        if (lanewise(Expr(op))) return;
+        // (A vector one is printed lane by lane.)
+        if (op->type.is_vector()) return CodeGen_GPU_C::visit(op);
         if (op->is_intrinsic(gpu_intrinsic::first_thread)) {
             expr_out << "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)";
             return;
         }
         const int64_t threads = kernel.block[0] * kernel.block[1] * kernel.block[2];
+        const int64_t warp = dialect.warp_size;
         if (op->is_intrinsic(gpu_intrinsic::group_reduce)) {
             auto reduce = static_cast<VectorReduce::Op>(*as_const_int(op->args[1]));
             const int64_t *reduced = as_const_int(op->args[2]);
@@ -665,12 +306,12 @@ class KernelPrinter : public IRVisitor {
             // The paths of loom_group_reduce: segments of a warp shuffle
             // alone; groups of a power of two of whole warps take the whole
             // block's alternating halves; others a T per thread.
-            const int64_t row = kernel.block[0], per_group = row / 32;
+            const int64_t row = kernel.block[0], per_group = row / warp;
             const std::string what = "a reduction across groups of its threads";
-            if (*reduced == 1 && row <= 32 && 32 % row == 0) {
+            if (*reduced == 1 && row <= warp && warp % row == 0) {
                 alternating_halves_scratch(0, what);
-            } else if (*reduced == 1 && row % 32 == 0 && (per_group & (per_group - 1)) == 0) {
-                alternating_halves_scratch((threads / 32) * op->type.bytes(), what);
+            } else if (*reduced == 1 && row % warp == 0 && (per_group & (per_group - 1)) == 0) {
+                alternating_halves_scratch((threads / warp) * op->type.bytes(), what);
             } else {
                 group_reduce_scratch(threads * op->type.bytes(), what);
             }
@@ -683,8 +324,8 @@ class KernelPrinter : public IRVisitor {
             // power of two of whole warps passes the warps' totals through
             // shared memory, a warp per T (none for one warp); any other
             // shape needs one more T, for the result.
-            const int64_t warps = (threads + 31) / 32;
-            const bool whole_warps = threads % 32 == 0 && (warps & (warps - 1)) == 0;
+            const int64_t warps = (threads + warp - 1) / warp;
+            const bool whole_warps = threads % warp == 0 && (warps & (warps - 1)) == 0;
             const int64_t half_bytes = whole_warps ? (warps == 1 ? 0 : warps * op->type.bytes())
                                                    : (warps + 1) * op->type.bytes();
             expr_out << "loom_block_reduce<" << kernel.block[0] << ", " << kernel.block[1] << ", "
@@ -694,91 +335,13 @@ class KernelPrinter : public IRVisitor {
             expr_out << ")";
             return;
         }
-        if (op->is_intrinsic(Call::likely) || op->is_intrinsic(Call::promise_clamped)) {
-            expr_out << print(op->args[0]);
-            return;
-        }
-        if (op->is_intrinsic(Call::abs)) {
-            Type t = op->args[0].type();
-            if (t.is_float() && t.bits == 16) {
-                // __half and __nv_bfloat16 have no fabs of their own: through
-                // float, as min and max go (fabs on one would pick a float
-                // overload and leave a float the next operator cannot mix).
-                expr_out << "((" << type(t) << ")fabsf((float)(" << print(op->args[0]) << ")))";
-            } else if (t.is_float()) {
-                expr_out << (t.bits == 32 ? "fabsf(" : "fabs(") << print(op->args[0]) << ")";
-            } else {
-                expr_out << "((" << type(op->type) << ")(" << print(op->args[0]) << " < 0 ? -"
-                         << print(op->args[0]) << " : " << print(op->args[0]) << "))";
-            }
-            return;
-        }
-        static const std::map<std::string, const char *> bit_ops = {
-            {Call::bitwise_and, "&"}, {Call::bitwise_or, "|"}, {Call::bitwise_xor, "^"}};
-        const int64_t *signed_amount = op->args.size() == 2 ? as_const_int(op->args[1]) : nullptr;
-        const uint64_t *unsigned_amount =
-            op->args.size() == 2 ? as_const_uint(op->args[1]) : nullptr;
-        if ((signed_amount && *signed_amount >= 0 && *signed_amount < op->type.bits) ||
-            (unsigned_amount && *unsigned_amount < static_cast<uint64_t>(op->type.bits))) {
-            // C++17 leaves a negative value shifted left undefined too.
-            if (op->is_intrinsic(Call::shift_left) && op->type.is_uint())
-                return binary(op->args[0], "<<", op->args[1], op->type);
-            if (op->is_intrinsic(Call::shift_right))
-                return binary(op->args[0], ">>", op->args[1], op->type);
-        }
-        if ((op->is_intrinsic(Call::shift_left) || op->is_intrinsic(Call::shift_right)) &&
-            op->call_type != Call::Extern) {
-            // C leaves shifts by negative amounts or the width undefined;
-            // Loom's are total (loom_shift in the prelude).
-            expr_out << "loom_shift<" << type(op->type) << ">(" << print(op->args[0]) << ", "
-                     << print(op->args[1]) << ", "
-                     << (op->is_intrinsic(Call::shift_left) ? "true" : "false") << ")";
-            return;
-        }
-        auto b = bit_ops.find(op->name);
-        if (b != bit_ops.end() && op->call_type != Call::Extern) {
-            return binary(op->args[0], b->second, op->args[1], op->type);
-        }
-        if (op->is_intrinsic(Call::bitwise_not)) {
-            expr_out << "((" << type(op->type) << ")(~" << print(op->args[0]) << "))";
-            return;
-        }
-        if (op->is_intrinsic(Call::div_round_up)) {
-            std::string a = print(op->args[0]), d = print(op->args[1]);
-            expr_out << "loom_div<" << type(op->type) << ">(" << a << " + " << d << " - 1, " << d
-                     << ")";
-            return;
-        }
-        if (op->call_type == Call::PureIntrinsic) {
-            size_t u = op->name.rfind('_');
-            std::string fn = op->name.substr(0, u), sfx = op->name.substr(u + 1);
-            static const std::set<std::string> math = {"exp",   "log", "sqrt",  "rsqrt",
-                                                       "sin",   "cos", "floor", "ceil",
-                                                       "round", "pow", "tanh",  "erf"};
-            if (math.count(fn) && (sfx == "f32" || sfx == "f64")) {
-                std::string c = fn == "round" ? "rint" : fn;
-                expr_out << c << (sfx == "f32" ? "f" : "") << "(";
-                for (size_t i = 0; i < op->args.size(); i++) {
-                    expr_out << (i ? ", " : "") << print(op->args[i]);
-                }
-                expr_out << ")";
-                return;
-            }
-        }
-        user_error << "The call " << Expr(op) << " inside a GPU kernel (" << where()
-                   << ") is not supported yet by the CUDA backend.";
+        CodeGen_GPU_C::visit(op);
     }
 
     // ---- statements
     void visit(const LetStmt *op) override {
-        // Declared in the enclosing block, so that a chain of lets reads as
-        // a sequence of declarations rather than a staircase of blocks.
-        std::string value = print(op->value);
-        Local n(*this, op->name, true);
-        pad();
-        out << "const " << type(op->value.type()) << " " << n.name() << " = " << value << ";\n";
         kernel_lets.emplace_back(op->name, op->value);
-        print(op->body);
+        CodeGen_GPU_C::visit(op);
         kernel_lets.pop_back();
     }
     void visit(const AssertStmt *op) override {
@@ -799,13 +362,8 @@ class KernelPrinter : public IRVisitor {
             kernel.checks.push_back(text);
         }
         pad();
-        out << "if (!" << print(op->condition) << ") __trap();"
+        out << "if (!" << print(op->condition) << ") " << dialect.trap << ";"
             << (text.empty() ? "" : "  // " + text) << "\n";
-    }
-    void visit(const ProducerConsumer *op) override {
-        pad();
-        out << "// " << (op->is_producer ? "produce " : "consume ") << op->name << "\n";
-        print(op->body);
     }
     void visit(const For *op) override {
         // (A GPU loop's extent is the launch's, in the host's variables.)
@@ -1112,40 +670,12 @@ class KernelPrinter : public IRVisitor {
         pad();
         out << "}\n";
     }
-    void visit(const Free *) override {}
-    void visit(const Block *op) override {
-        print(op->first);
-        print(op->rest);
-    }
-    void visit(const IfThenElse *op) override {
-        pad();
-        out << "if (" << print(op->condition) << ") {\n";
-        indent++;
-        open_block();
-        print(op->then_case);
-        close_block();
-        indent--;
-        if (op->else_case.defined()) {
-            pad();
-            out << "} else {\n";
-            indent++;
-            open_block();
-            print(op->else_case);
-            close_block();
-            indent--;
-        }
-        pad();
-        out << "}\n";
-    }
     void visit(const Evaluate *op) override {
         if (const Call *c = op->value.as<Call>(); c && c->is_intrinsic(gpu_intrinsic::barrier)) {
             return barrier();
         }
-        pad();
-        out << "(void)" << print(op->value) << ";\n";
+        CodeGen_GPU_C::visit(op);
     }
-    void visit(const Provide *) override { internal_error << "Provide in CUDA codegen"; }
-    void visit(const Realize *) override { internal_error << "Realize in CUDA codegen"; }
 
   public:
     static int thread_extent(const For *op) {
@@ -1159,65 +689,6 @@ class KernelPrinter : public IRVisitor {
                "constant extent there (bound(), bound_extent()).";
         return static_cast<int>(*v);
     }
-
-    /** A C name for a kernel parameter, for the whole kernel. */
-    std::string declare_local(const std::string &n) {
-        auto it = c_names.find(n);
-        if (it != c_names.end()) return it->second;
-        std::string c = unique_c_name(n);
-        c_names[n] = c;
-        return c;
-    }
-    /** Binds a name defined inside the kernel (a loop, let, allocation or
-     * lambda parameter) to a fresh C name while it lives. The IR may define
-     * a name again inside its own scope (let x = x * 4 inside the loop x);
-     * C++ would read the same spelling as the new variable itself. */
-    /** The C name of `n` while this lives. `flat`: declared in the
-     * enclosing C++ block rather than in a block of its own, so the C name
-     * stays taken until that block closes (close_block), not only until
-     * the IR's scope of `n` ends. */
-    class Local {
-      public:
-        Local(KernelPrinter &p, const std::string &n, bool flat = false) : p(p), n(n), flat(flat) {
-            auto it = p.c_names.find(n);
-            shadows = it != p.c_names.end();
-            if (shadows) previous = it->second;
-            c = p.unique_c_name(n);
-            p.c_names[n] = c;
-        }
-        ~Local() {
-            // Free for later, disjoint scopes.
-            if (flat) p.c_block_names.back().push_back(c);
-            else p.used.erase(c);
-            if (shadows) p.c_names[n] = previous;
-            else p.c_names.erase(n);
-        }
-        Local(const Local &) = delete;
-        Local &operator=(const Local &) = delete;
-        const std::string &name() const { return c; }
-
-      private:
-        KernelPrinter &p;
-        std::string n, c, previous;
-        bool flat, shadows = false;
-    };
-    /** Per open C++ block, the C names declared flat in it. */
-    std::vector<std::vector<std::string>> c_block_names{{}};
-    void open_block() { c_block_names.emplace_back(); }
-    void close_block() {
-        for (const std::string &c : c_block_names.back()) used.erase(c);
-        c_block_names.pop_back();
-    }
-    std::string unique_c_name(const std::string &n) {
-        std::string c = c_identifier(n);
-        if (c.empty() || std::isdigit(static_cast<unsigned char>(c[0]))) c = "_" + c;
-        c += "_";  // never a CUDA keyword or builtin (min, int, threadIdx)
-        std::string base = c;
-        for (int k = 1; used.count(c); k++) c = base + std::to_string(k);
-        used.insert(c);
-        return c;
-    }
-    std::set<std::string> used;
 };
 
 /** Finds the kernels (outermost block loops), prints each, and leaves the
@@ -1232,12 +703,10 @@ class KernelFinder : public IRVisitor {
     CudaModule module;
     std::ostringstream source;
     bool uses_vectors = false, uses_block_reduce = false;
-    /** The blocks per SM each Func's kernels ask for, and the Funcs that
-     * made a kernel. */
-    std::map<std::string, int> blocks_per_sm_of;
-    std::set<std::string> blocks_per_sm_used;
 
     bool uses_tiles = false;
+    /** The dialect the kernels are printed in. */
+    GpuDialect dialect = GpuDialect::CUDA;
 
     using IRVisitor::visit;
     void visit(const For *op) override {
@@ -1318,18 +787,6 @@ class KernelFinder : public IRVisitor {
             << describe_thread_loops(body)
             << ". Use smaller gpu_threads tiles, or name each stage's thread loops in the same "
                "order (gpu_threads names the loop on threadIdx.x first).";
-        int blocks_per_sm = 0;
-        if (auto asked = blocks_per_sm_of.find(func_of_loop(op->name));
-            asked != blocks_per_sm_of.end()) {
-            blocks_per_sm = asked->second;
-            blocks_per_sm_used.insert(asked->first);
-            user_assert(blocks_per_sm * threads <= 2048)
-                << "gpu_blocks_per_sm(" << blocks_per_sm << ") on Func " << asked->first
-                << ": kernel " << k.name << " has " << threads << " threads per block, and "
-                << blocks_per_sm << " blocks of them are " << blocks_per_sm * threads
-                << " threads, more than the 2048 an SM holds. Ask for at most "
-                << std::max(1, 2048 / threads) << ".";
-        }
 
         // Grid: the extents of the block loops, innermost first (x).
         for (int d = 0; d < 3; d++) k.grid[d] = 1;
@@ -1354,8 +811,7 @@ class KernelFinder : public IRVisitor {
         // Parameters: buffers first (pointers), then scalars, by name.
         KernelFreeNames free;
         body.accept(&free);
-        std::map<std::string, std::string> c_names;
-        KernelPrinter printer(k, c_names, target);
+        KernelPrinter printer(k, dialect, target);
         printer.has_threads = has_threads;
         printer.buffer_start_alignment = &start_alignment;
         for (const auto &b : free.buffers) {
@@ -1393,17 +849,18 @@ class KernelFinder : public IRVisitor {
                    << " more, at launch";
         }
         source << "\n";
-        source << "extern \"C\" __global__ void __launch_bounds__(" << threads;
-        if (blocks_per_sm > 0) source << ", " << blocks_per_sm;
-        source << ") " << k.name << "(";
+        // (set_gpu_launch_bounds checked that the blocks per SM fit one.)
+        source << "extern \"C\" __global__ void "
+               << gpu_dialect_info(dialect).launch_bounds(threads, op->attributes.gpu_blocks_per_sm)
+               << " " << k.name << "(";
         for (size_t i = 0; i < k.params.size(); i++) {
             const CudaKernel::Param &p = k.params[i];
             source << (i ? ",\n    " : "");
             if (p.is_buffer) {
-                source << (p.written ? "" : "const ") << c_type(p.type, k.name) << " *__restrict__ "
+                source << (p.written ? "" : "const ") << printer.type(p.type) << " *__restrict__ "
                        << p.c_name;
             } else {
-                source << "const " << c_type(p.type, k.name) << " " << p.c_name;
+                source << "const " << printer.type(p.type) << " " << p.c_name;
             }
         }
         source << ") {\n";
@@ -1458,21 +915,15 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
     } allocations;
     allocations.alignment = &finder.start_alignment;
     f.body.accept(&allocations);
-    finder.blocks_per_sm_of = f.gpu_blocks_per_sm;
     f.body.accept(&finder);
-    for (const auto &[func, blocks] : f.gpu_blocks_per_sm) {
-        user_assert(finder.blocks_per_sm_used.count(func))
-            << "gpu_blocks_per_sm(" << blocks << ") on Func " << func
-            << ", but no GPU kernel's blocks are its loops. Give it to the Func whose "
-               "gpu_blocks loops make the kernel (the consumer it is computed at).";
-    }
     CudaModule m = finder.module;
     std::ostringstream s;
     std::string kernels = finder.source.str();
     // (Every name from the algorithm ends with "_" or a digit, so these
     // type names appear only where a 16-bit float is used.)
-    bool half = finder.uses_tiles || kernels.find("__half") != std::string::npos ||
-                kernels.find("__nv_bfloat16") != std::string::npos;
+    const GpuDialectInfo &dialect = gpu_dialect_info(finder.dialect);
+    bool half = finder.uses_tiles || kernels.find(dialect.float16) != std::string::npos ||
+                kernels.find(dialect.bfloat16) != std::string::npos;
     if (target.has_feature(Target::FastMath)) {
         // Approximate math, as the CPU's fast_math relaxes float semantics
         // too: exp, log, sin and cos become the hardware's approximations
@@ -1485,7 +936,7 @@ CudaModule codegen_cuda(const LoweredFunc &f, const Target &target) {
         s << "// Target feature fast_math: compile with --use_fast_math (approximate exp, log,\n"
              "// sin, cos, division and square root; denormals flushed to zero).\n";
     }
-    s << (half ? kHalfHeaders : "") << cuda_source("prelude")
+    s << (half ? dialect.float16_headers : "") << cuda_source("prelude")
       << (finder.uses_vectors ? cuda_source("vectors") : "")
       << (finder.uses_block_reduce ? cuda_source("block_reduce") : "");
     if (finder.uses_tiles) s << tile::tile_kernel_sources();

@@ -38,19 +38,19 @@ class BoundThreadLoops : public LetTrackingMutator {
                 // Constant already: say so, for the passes that read the
                 // block's shape.
                 return For::make(op->name, op->min, make_const(op->extent.type(), *n), op->for_type,
-                                 body);
+                                 body, op->attributes);
             }
         }
         if (op->for_type != ForType::GPUThread ||
             !constant_upper_bound(extent, loop_bounds, &bound) || bound <= 0) {
-            return body.same_as(op->body)
-                       ? Stmt(op)
-                       : For::make(op->name, op->min, op->extent, op->for_type, body);
+            return body.same_as(op->body) ? Stmt(op)
+                                          : For::make(op->name, op->min, op->extent, op->for_type,
+                                                      body, op->attributes);
         }
         Expr var = Variable::make(op->min.type(), op->name);
         body = IfThenElse::make(var < op->min + op->extent, body);
         return For::make(op->name, op->min, make_const(op->extent.type(), bound), op->for_type,
-                         body);
+                         body, op->attributes);
     }
 };
 

@@ -553,8 +553,7 @@ class AccumulatePartials : public IRMutator {
 
 class LowerBlockLevel : public IRMutator {
   public:
-    LowerBlockLevel(const std::string &kernel, const std::set<std::string> &replicated)
-        : kernel(kernel), replicated(replicated) {}
+    explicit LowerBlockLevel(const std::string &kernel) : kernel(kernel) {}
     /** Every thread's own storage: what it owns, and the copies it keeps. */
     std::set<std::string> per_thread;
 
@@ -608,7 +607,8 @@ class LowerBlockLevel : public IRMutator {
         // (privatize_thread_owned_storage proved that it may be).
         if (threads_open > 0 || op->memory_type == MemoryType::Register) {
             per_thread.insert(op->name);
-            if (threads_open > 0 || !replicated.count(op->name)) owned.insert(op->name);
+            if (threads_open == 0 && op->replicated) replicated.insert(op->name);
+            else owned.insert(op->name);
         }
         return IRMutator::visit(op);
     }
@@ -659,10 +659,10 @@ class LowerBlockLevel : public IRMutator {
 
   private:
     std::string kernel;
-    const std::set<std::string> &replicated;
-    /** The per-thread storage other than the replicated copies: what a
+    /** The per-thread storage at the block level that every thread keeps
+     * a whole copy of (Allocate::replicated), and the rest: what a
      * reduction across the threads does not update. */
-    std::set<std::string> owned;
+    std::set<std::string> replicated, owned;
     int threads_open = 0;
     std::vector<const For *> thread_loops;       // open ones with several threads
     std::vector<const For *> block_level_loops;  // serial loops outside them
@@ -792,7 +792,8 @@ class LowerBlockLevel : public IRMutator {
             if (folder.defined()) fold = IfThenElse::make(folder, fold);
             for (auto it = r.thread_loops.rbegin(); it != r.thread_loops.rend(); ++it) {
                 const For *t = *it;
-                fold = For::make(t->name, t->min, t->extent, ForType::GPUThread, fold);
+                fold =
+                    For::make(t->name, t->min, t->extent, ForType::GPUThread, fold, t->attributes);
             }
             steps.push_back(fold);
         }
@@ -837,14 +838,13 @@ bool reduces_across_threads(const For *loop, const std::set<std::string> &per_th
     return !find.found.empty();
 }
 
-BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel,
-                                        const std::set<std::string> &replicated) {
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel) {
     BlockLevelKernel k;
     if (!has_thread_loop(body)) {
         k.body = body;
         return k;
     }
-    LowerBlockLevel lower(kernel, replicated);
+    LowerBlockLevel lower(kernel);
     k.body = DropPointRanks().mutate(lower.mutate(body));
     k.per_thread = lower.per_thread;
     return k;

@@ -86,12 +86,11 @@ bool reduces_across_threads(const For *loop, const std::set<std::string> &per_th
 
 /** Rewrites the body of one kernel (its outermost gpu_blocks loop) as
  * described above, and drops the point_rank marks. `kernel` names it in
- * errors. `replicated` names the Register storage at the block level that
- * every thread keeps a copy of (LoweredFunc::replicated_registers): every
- * thread makes its stores, and folds a reduction's total into its copy.
- * Kernels without thread loops are returned unchanged. */
-BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel,
-                                        const std::set<std::string> &replicated);
+ * errors. Register storage at the block level that every thread keeps a
+ * copy of (Allocate::replicated): every thread makes its stores, and folds
+ * a reduction's total into its copy. Kernels without thread loops are
+ * returned unchanged. */
+BlockLevelKernel lower_block_level_code(const Stmt &body, const std::string &kernel);
 
 }  // namespace internal
 }  // namespace loom

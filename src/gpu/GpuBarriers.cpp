@@ -203,7 +203,7 @@ class InsertBarriers : public IRMutator {
             body = Block::make(body, barrier());
         }
         if (body.same_as(op->body)) return op;
-        return For::make(op->name, op->min, op->extent, op->for_type, body);
+        return For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
     }
 };
 

@@ -78,7 +78,7 @@ class HoistKernelAllocations : public IRMutator {
             Stmt body = mutate(op->body);
             gpu_loops.pop_back();
             in_kernel = false;
-            Stmt s = For::make(op->name, op->min, op->extent, op->for_type, body);
+            Stmt s = For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
             for (auto it = hoisted.rbegin(); it != hoisted.rend(); ++it) {
                 s = Allocate::make(it->name, it->type, MemoryType::Global, {it->extent},
                                    const_true(), s);

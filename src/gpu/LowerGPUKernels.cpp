@@ -82,15 +82,14 @@ class FixKernelMemory : public IRMutator {
 
 class LowerKernels : public IRMutator {
   public:
-    LowerKernels(const std::string &prefix, const std::set<std::string> &replicated)
-        : prefix(prefix), replicated(replicated) {}
+    explicit LowerKernels(const std::string &prefix) : prefix(prefix) {}
 
   protected:
     using IRMutator::visit;
     Stmt visit(const For *op) override {
         if (op->for_type != ForType::GPUBlock) return IRMutator::visit(op);
         const std::string name = next_kernel_name(prefix, op->name, &kernel_names);
-        BlockLevelKernel lowered = lower_block_level_code(Stmt(op), name, replicated);
+        BlockLevelKernel lowered = lower_block_level_code(Stmt(op), name);
         KernelFreeNames free;
         lowered.body.accept(&free);
         std::set<std::string> read_and_written;
@@ -104,15 +103,13 @@ class LowerKernels : public IRMutator {
 
   private:
     const std::string prefix;
-    const std::set<std::string> &replicated;
     std::set<std::string> kernel_names;
 };
 
 }  // namespace
 
-Stmt lower_gpu_kernels(const Stmt &s, const std::string &pipeline_name,
-                       const std::set<std::string> &replicated_registers) {
-    return LowerKernels(pipeline_name, replicated_registers).mutate(s);
+Stmt lower_gpu_kernels(const Stmt &s, const std::string &pipeline_name) {
+    return LowerKernels(pipeline_name).mutate(s);
 }
 
 }  // namespace internal

@@ -3,7 +3,6 @@
 // prints what it is given.
 #pragma once
 
-#include <set>
 #include <string>
 
 #include "loom/IR.h"
@@ -16,8 +15,7 @@ namespace internal {
  * barriers. Kernels are named as the backend names them, from
  * `pipeline_name`. CompileErrors name the kernel, for stores a block's
  * threads cannot share and memory types a kernel cannot give. */
-Stmt lower_gpu_kernels(const Stmt &s, const std::string &pipeline_name,
-                       const std::set<std::string> &replicated_registers);
+Stmt lower_gpu_kernels(const Stmt &s, const std::string &pipeline_name);
 
 }  // namespace internal
 }  // namespace loom

@@ -19,7 +19,6 @@
 #include "ir/Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
-#include "lower/StorageFlattening.h"
 
 namespace loom {
 namespace internal {
@@ -613,7 +612,7 @@ class LocalizeCyclicAccesses : public IRMutator {
                                      Interval(simplify(min), simplify(min + extent - 1)));
         Stmt body = mutate(op->body);
         if (single) lets.pop_back();
-        return For::make(op->name, op->min, op->extent, op->for_type, body);
+        return For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
     }
     Stmt visit(const IfThenElse *op) override {
         Expr condition = mutate(op->condition);
@@ -663,17 +662,9 @@ class LocalizeCyclicAccesses : public IRMutator {
 };
 
 class PrivatizeThreadOwnedStorage : public IRMutator {
-  public:
-    explicit PrivatizeThreadOwnedStorage(LoweringEnv &env) : env(env) {}
-
-    /** The buffers of the Funcs replicated (every thread keeps a copy of
-     * all of it). */
-    std::set<std::string> replicated;
-
   protected:
     using IRMutator::visit;
 
-    LoweringEnv &env;
     Context context;
     bool in_kernel = false;
     int threads_open = 0;
@@ -713,19 +704,18 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
         if (kernel) in_kernel = false;
         return body.same_as(op->body)
                    ? Stmt(op)
-                   : For::make(op->name, op->min, op->extent, op->for_type, body);
+                   : For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
     }
     Stmt visit(const Realize *op) override {
         Stmt body = mutate(op->body);
         Stmt same = body.same_as(op->body)
                         ? Stmt(op)
-                        : Realize::make(op->name, op->types, op->bounds, op->condition, body);
+                        : Realize::make(op->name, op->types, op->memory_type, op->bounds,
+                                        op->condition, body, op->replicated);
         if (!in_kernel || threads_open > 0 || !block_known || block[0] * block[1] * block[2] <= 1) {
             return same;
         }
-        auto fs = env.schedules.find(op->name);
-        const MemoryType memory =
-            fs == env.schedules.end() ? MemoryType::Auto : fs->second.memory_type;
+        const MemoryType memory = op->memory_type;
         if (memory != MemoryType::Auto && memory != MemoryType::Register) return same;
 
         OwnershipProof proof(op, context, block);
@@ -788,9 +778,9 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                "at run time: a thread's registers must be counted when the kernel compiles. "
                "Bound the Func's region by constants (bound() on its Vars, or set_extent() on "
                "the input buffer's dimension it follows), or store it in MemoryType::Shared.";
-        if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
         if (!cyclic.empty()) body = LocalizeCyclicAccesses(op->name, cyclic, context).mutate(body);
-        return Realize::make(op->name, op->types, bounds, op->condition, body);
+        return Realize::make(op->name, op->types, MemoryType::Register, bounds, op->condition,
+                             body);
     }
 
     /** The most elements `bounds` can hold at this point of the kernel, a
@@ -822,22 +812,16 @@ class PrivatizeThreadOwnedStorage : public IRMutator {
                "thread keeps a copy of all of it, but its size is known only at run time: a "
                "thread's registers must be counted when the kernel compiles. Bound its region "
                "by constants (bound() on its Vars), or store it in MemoryType::Shared.";
-        auto fs = env.schedules.find(op->name);
-        if (fs != env.schedules.end()) fs->second.memory_type = MemoryType::Register;
-        const int values = static_cast<int>(op->types.size());
-        for (int i = 0; i < values; i++) replicated.insert(buffer_name(op->name, i, values));
-        return same;
+        const Realize *r = same.as<Realize>();
+        return Realize::make(r->name, r->types, MemoryType::Register, r->bounds, r->condition,
+                             r->body, /*replicated=*/true);
     }
 };
 
 }  // namespace
 
-Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env,
-                                    std::set<std::string> *replicated) {
-    PrivatizeThreadOwnedStorage privatize(env);
-    Stmt result = privatize.mutate(s);
-    *replicated = std::move(privatize.replicated);
-    return result;
+Stmt privatize_thread_owned_storage(const Stmt &s) {
+    return PrivatizeThreadOwnedStorage().mutate(s);
 }
 
 }  // namespace internal

@@ -48,28 +48,24 @@
 // min(p, n - 1) read under the guard p < n is p).
 #pragma once
 
-#include <set>
-#include <string>
-
 #include "loom/IR.h"
-#include "lower/ScheduleFunctions.h"
 
 namespace loom {
 namespace internal {
 
 /** Makes per-thread storage of every realization at the block level of a
- * GPU kernel that is owned by its threads, as above, and marks its Func's
- * storage MemoryType::Register in env. Funcs stored in Register must be
- * owned so, or replicated (a CompileError names the access that allows
- * neither), and their elements per thread must have a constant bound; Auto
- * ones are made per-thread when owned and small (at most 512 bytes per
- * thread), replicated when they are a single point that no serial loop of
- * the block stores to, and are otherwise left to shared memory. Adds the
- * buffers of the replicated Funcs to `replicated` (code generation has
- * every thread fold the block's totals into them). Runs after bounds
+ * GPU kernel that is owned by its threads, as above, and marks the
+ * Realize MemoryType::Register. Realizes in Register (the schedule's
+ * store_in) must be owned so, or replicated (a CompileError names the
+ * access that allows neither), and their elements per thread must have a
+ * constant bound; Auto ones are made per-thread when owned and small (at
+ * most 512 bytes per thread), replicated when they are a single point that
+ * no serial loop of the block stores to, and are otherwise left to shared
+ * memory. A replicated Realize is marked so (Realize::replicated, which
+ * storage flattening hands to its Allocates): every thread makes its
+ * stores and folds the block's totals into its copy. Runs after bounds
  * inference, before storage flattening. */
-Stmt privatize_thread_owned_storage(const Stmt &s, LoweringEnv &env,
-                                    std::set<std::string> *replicated);
+Stmt privatize_thread_owned_storage(const Stmt &s);
 
 }  // namespace internal
 }  // namespace loom

@@ -287,7 +287,8 @@ Stmt ProducerConsumer::make(const std::string &name, bool is_producer, Stmt body
     return n;
 }
 
-Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body) {
+Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type, Stmt body,
+               const LoopAttributes &attributes) {
     internal_assert(min.defined() && extent.defined() && body.defined()) << "For " << name;
     internal_assert(min.type().is_scalar() && extent.type().is_scalar() && min.type().is_int() &&
                     extent.type() == min.type())
@@ -298,6 +299,7 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType for_type,
     n->extent = std::move(extent);
     n->for_type = for_type;
     n->body = std::move(body);
+    n->attributes = attributes;
     return n;
 }
 
@@ -335,8 +337,10 @@ Stmt Provide::make(const std::string &name, const std::vector<Expr> &values,
 }
 
 Stmt Allocate::make(const std::string &name, Type type, MemoryType memory_type,
-                    const std::vector<Expr> &extents, Expr condition, Stmt body) {
+                    const std::vector<Expr> &extents, Expr condition, Stmt body, bool replicated) {
     internal_assert(body.defined()) << "Allocate " << name;
+    internal_assert(!replicated || memory_type == MemoryType::Register)
+        << "Allocate " << name << ": replicated storage is Register";
     if (!condition.defined()) condition = UIntImm::make(Bool(), 1);
     auto *n = new Allocate;
     n->name = name;
@@ -345,6 +349,7 @@ Stmt Allocate::make(const std::string &name, Type type, MemoryType memory_type,
     n->extents = extents;
     n->condition = std::move(condition);
     n->body = std::move(body);
+    n->replicated = replicated;
     return n;
 }
 
@@ -354,16 +359,20 @@ Stmt Free::make(const std::string &name) {
     return n;
 }
 
-Stmt Realize::make(const std::string &name, const std::vector<Type> &types, const Region &bounds,
-                   Expr condition, Stmt body) {
+Stmt Realize::make(const std::string &name, const std::vector<Type> &types, MemoryType memory_type,
+                   const Region &bounds, Expr condition, Stmt body, bool replicated) {
     internal_assert(body.defined()) << "Realize " << name;
+    internal_assert(!replicated || memory_type == MemoryType::Register)
+        << "Realize " << name << ": replicated storage is Register";
     if (!condition.defined()) condition = UIntImm::make(Bool(), 1);
     auto *n = new Realize;
     n->name = name;
     n->types = types;
+    n->memory_type = memory_type;
     n->bounds = bounds;
     n->condition = std::move(condition);
     n->body = std::move(body);
+    n->replicated = replicated;
     return n;
 }
 

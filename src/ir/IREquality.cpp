@@ -128,6 +128,8 @@ class Comparer {
             if (int c = cmp_int(static_cast<int>(x->for_type), static_cast<int>(y->for_type)))
                 return c;
             if (int c = cmp2(x->min, x->extent, y->min, y->extent)) return c;
+            if (int c = cmp_int(x->attributes.gpu_blocks_per_sm, y->attributes.gpu_blocks_per_sm))
+                return c;
             return cmp(x->body, y->body);
         }
         case IRNodeType::Store: {
@@ -148,6 +150,7 @@ class Comparer {
             if (int c = cmp_type(x->type, y->type)) return c;
             if (int c = cmp_int(static_cast<int>(x->memory_type), static_cast<int>(y->memory_type)))
                 return c;
+            if (int c = cmp_int(x->replicated, y->replicated)) return c;
             if (int c = cmp_exprs(x->extents, y->extents)) return c;
             if (int c = cmp(x->condition, y->condition)) return c;
             return cmp(x->body, y->body);
@@ -160,6 +163,9 @@ class Comparer {
             for (size_t i = 0; i < x->types.size(); i++) {
                 if (int c = cmp_type(x->types[i], y->types[i])) return c;
             }
+            if (int c = cmp_int(static_cast<int>(x->memory_type), static_cast<int>(y->memory_type)))
+                return c;
+            if (int c = cmp_int(x->replicated, y->replicated)) return c;
             if (int c = cmp_int(x->bounds.size(), y->bounds.size())) return c;
             for (size_t i = 0; i < x->bounds.size(); i++) {
                 if (int c = cmp2(x->bounds[i].min, x->bounds[i].extent, y->bounds[i].min,

@@ -175,7 +175,7 @@ Stmt IRMutator::visit(const For *op) {
     Expr mn = mutate(op->min), ext = mutate(op->extent);
     Stmt b = mutate(op->body);
     if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return op;
-    return For::make(op->name, mn, ext, op->for_type, b);
+    return For::make(op->name, mn, ext, op->for_type, b, op->attributes);
 }
 Stmt IRMutator::visit(const Store *op) {
     Expr v = mutate(op->value), i = mutate(op->index), p = mutate(op->predicate);
@@ -195,7 +195,7 @@ Stmt IRMutator::visit(const Allocate *op) {
     Expr c = mutate(op->condition);
     Stmt b = mutate(op->body);
     if (!changed && c.same_as(op->condition) && b.same_as(op->body)) return op;
-    return Allocate::make(op->name, op->type, op->memory_type, extents, c, b);
+    return Allocate::make(op->name, op->type, op->memory_type, extents, c, b, op->replicated);
 }
 Stmt IRMutator::visit(const Free *op) { return op; }
 Stmt IRMutator::visit(const Realize *op) {
@@ -210,7 +210,7 @@ Stmt IRMutator::visit(const Realize *op) {
     Expr c = mutate(op->condition);
     Stmt b = mutate(op->body);
     if (!changed && c.same_as(op->condition) && b.same_as(op->body)) return op;
-    return Realize::make(op->name, op->types, bounds, c, b);
+    return Realize::make(op->name, op->types, op->memory_type, bounds, c, b, op->replicated);
 }
 Stmt IRMutator::visit(const Block *op) {
     Stmt f = mutate(op->first), r = mutate(op->rest);

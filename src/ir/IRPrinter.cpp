@@ -233,7 +233,11 @@ class IRPrinter : public IRVisitor {
         print(op->min);
         stream << ", ";
         print(op->extent);
-        stream << ") {\n";
+        stream << ")";
+        if (op->attributes.gpu_blocks_per_sm) {
+            stream << " [blocks_per_sm = " << op->attributes.gpu_blocks_per_sm << "]";
+        }
+        stream << " {\n";
         print_body(op->body);
         do_indent();
         stream << "}\n";
@@ -264,6 +268,14 @@ class IRPrinter : public IRVisitor {
         }
         stream << '\n';
     }
+    void print_memory(MemoryType m, bool replicated) {
+        if (m == MemoryType::Stack) stream << " in Stack";
+        else if (m == MemoryType::Heap) stream << " in Heap";
+        else if (m == MemoryType::Register) stream << " in Register";
+        else if (m == MemoryType::Shared) stream << " in Shared";
+        else if (m == MemoryType::Global) stream << " in Global";
+        if (replicated) stream << ", replicated";
+    }
     void visit(const Allocate *op) override {
         do_indent();
         stream << "allocate " << op->name << '[' << op->type;
@@ -272,11 +284,7 @@ class IRPrinter : public IRVisitor {
             print(e);
         }
         stream << ']';
-        if (op->memory_type == MemoryType::Stack) stream << " in Stack";
-        else if (op->memory_type == MemoryType::Heap) stream << " in Heap";
-        else if (op->memory_type == MemoryType::Register) stream << " in Register";
-        else if (op->memory_type == MemoryType::Shared) stream << " in Shared";
-        else if (op->memory_type == MemoryType::Global) stream << " in Global";
+        print_memory(op->memory_type, op->replicated);
         if (!is_const_one(op->condition)) {
             stream << " if ";
             print(op->condition);
@@ -300,6 +308,7 @@ class IRPrinter : public IRVisitor {
             stream << ']';
         }
         stream << ')';
+        print_memory(op->memory_type, op->replicated);
         if (!is_const_one(op->condition)) {
             stream << " if ";
             print(op->condition);

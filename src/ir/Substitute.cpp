@@ -60,7 +60,7 @@ class SubstituteVars : public IRMutator {
             b = mutate(op->body);
         }
         if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return op;
-        return For::make(op->name, mn, ext, op->for_type, b);
+        return For::make(op->name, mn, ext, op->for_type, b, op->attributes);
     }
 };
 

@@ -56,7 +56,7 @@ class AlignAccesses : public IRMutator {
         Stmt body = mutate(op->body);
         values.pop(op->name);
         if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return op;
-        return For::make(op->name, mn, ext, op->for_type, body);
+        return For::make(op->name, mn, ext, op->for_type, body, op->attributes);
     }
 
     Expr visit(const Load *op) override {

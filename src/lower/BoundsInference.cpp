@@ -351,7 +351,8 @@ class RealizeBounds : public IRMutator {
             Expr mn = simplify(touched[d].min), mx = simplify(touched[d].max);
             bounds.push_back(Range(mn, simplify(max(mx - mn + 1, 0))));
         }
-        return Realize::make(op->name, op->types, bounds, op->condition, body);
+        return Realize::make(op->name, op->types, op->memory_type, bounds, op->condition, body,
+                             op->replicated);
     }
 };
 

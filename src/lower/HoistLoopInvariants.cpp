@@ -171,7 +171,7 @@ class HoistLoopInvariants : public IRMutator {
         Stmt body = lift.mutate(op->body);
         // Then the inner loops, for what depends on this loop only.
         body = mutate(body);
-        Stmt s = For::make(op->name, op->min, op->extent, op->for_type, body);
+        Stmt s = For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
         for (auto it = lift.lifted.rbegin(); it != lift.lifted.rend(); ++it)
             s = LetStmt::make(it->first, it->second, s);
         return s;

@@ -93,9 +93,9 @@ class HoistVectorReductions : public IRMutator {
     using IRMutator::visit;
     Stmt visit(const For *op) override {
         Stmt body = level.inside(op, [&] { return mutate(op->body); });
-        Stmt loop = body.same_as(op->body)
-                        ? Stmt(op)
-                        : For::make(op->name, op->min, op->extent, op->for_type, body);
+        Stmt loop = body.same_as(op->body) ? Stmt(op)
+                                           : For::make(op->name, op->min, op->extent, op->for_type,
+                                                       body, op->attributes);
         if (op->for_type != ForType::Serial || level.block_level()) {
             return loop;
         }

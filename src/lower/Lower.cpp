@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <set>
 #include <sstream>
 
 #include "arith/Bounds.h"
@@ -17,6 +16,7 @@
 #include "gpu/GPULoops.h"
 #include "gpu/HoistKernelAllocations.h"
 #include "gpu/HoistKernelChecks.h"
+#include "gpu/LaunchBounds.h"
 #include "gpu/LowerGPUKernels.h"
 #include "gpu/ThreadOwnedStorage.h"
 #include "ir/IRMutator.h"
@@ -147,9 +147,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     // (bound(c, 0, in.dim(1).extent())): fixed ones are constants, which
     // per-thread storage must count.
     s = substitute_fixed_sizes(s, promising);
-    std::set<std::string> replicated_registers;
-    s = log("privatize_thread_owned_storage",
-            privatize_thread_owned_storage(s, env, &replicated_registers));
+    s = log("privatize_thread_owned_storage", privatize_thread_owned_storage(s));
     s = log("storage_flattening", substitute_fixed_sizes(storage_flattening(s, env), promising));
     s = log("hoist_kernel_allocations", hoist_kernel_allocations(s));
 
@@ -164,7 +162,7 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = log("hoist_kernel_checks", hoist_kernel_checks(s));
     s = log("hoist_loop_invariants", hoist_loop_invariants(s));
     s = log("unroll_loops", unroll_loops(s));
-    s = log("partition_loops", partition_loops(s, replicated_registers));
+    s = log("partition_loops", partition_loops(s));
     s = log("vectorize_point_reductions", vectorize_point_reductions(s));
     s = log("vectorize_loops", vectorize_loops(s, target));
     s = log("hoist_vector_reductions", hoist_vector_reductions(s));
@@ -172,11 +170,12 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     s = log("common_subexpression_elimination", common_subexpression_elimination(s));
     s = log("align_vector_accesses", align_vector_accesses(s, promised_congruences(promising)));
 
-    // GPU kernels: the block's own code, memory and barriers.
-    s = log("lower_gpu_kernels", lower_gpu_kernels(s, name, replicated_registers));
+    // GPU kernels: the block's own code, memory and barriers; launch bounds.
+    s = log("lower_gpu_kernels", lower_gpu_kernels(s, name));
+    s = log("set_gpu_launch_bounds", set_gpu_launch_bounds(s, name, env));
 
     LoweringResult result;
-    result.func = make_lowered_func(name, s, params, outputs, env);
+    result.func = make_lowered_func(name, s, params, outputs);
     result.arguments = public_arguments(result.func);
     result.params = params;
     result.notes = env.fusion_log;

@@ -2,20 +2,16 @@
 #include "lower/LoweredFunc.h"
 
 #include "lower/BoundsInference.h"
-#include "lower/ScheduleFunctions.h"
 
 namespace loom {
 namespace internal {
 
 LoweredFunc make_lowered_func(const std::string &name, const Stmt &body,
                               const std::vector<ParameterPtr> &params,
-                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env) {
+                              const std::vector<FunctionPtr> &outputs) {
     LoweredFunc f;
     f.name = name;
     f.body = body;
-    for (const auto &[func, fs] : env.schedules) {
-        if (fs.gpu_blocks_per_sm > 0) f.gpu_blocks_per_sm[func] = fs.gpu_blocks_per_sm;
-    }
     for (const ParameterPtr &p : params) {
         LoweredArgument a;
         a.name = p->name;

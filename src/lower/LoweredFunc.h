@@ -30,8 +30,6 @@
 //    memory until the end of their body.
 #pragma once
 
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -42,8 +40,6 @@
 
 namespace loom {
 namespace internal {
-
-struct LoweringEnv;
 
 struct LoweredArgument {
     std::string name;
@@ -61,17 +57,13 @@ struct LoweredFunc {
     std::string name;
     std::vector<LoweredArgument> args;
     Stmt body;
-    /** The blocks per SM that the GPU kernels of each Func ask for
-     * (Stage::gpu_blocks_per_sm), by the Func whose loops are the
-     * kernel's blocks. */
-    std::map<std::string, int> gpu_blocks_per_sm;
 };
 
 /** The LoweredFunc of a lowered body: its arguments are the inputs, in
  * order, then one buffer per output of each output Func. */
 LoweredFunc make_lowered_func(const std::string &name, const Stmt &body,
                               const std::vector<ParameterPtr> &params,
-                              const std::vector<FunctionPtr> &outputs, const LoweringEnv &env);
+                              const std::vector<FunctionPtr> &outputs);
 
 /** The arguments of f as CompiledPipeline::arguments() lists them. */
 std::vector<Argument> public_arguments(const LoweredFunc &f);

@@ -626,14 +626,12 @@ class TrimGuardedLoops : public IRMutator {
         if (range.lo.defined()) new_min = Max::make(loop->min, range.lo);
         if (range.hi.defined()) new_end = Min::make(end, Add::make(range.hi, make_one(t)));
         Expr extent = simplify(Max::make(Sub::make(new_end, new_min), make_zero(t)));
-        return For::make(loop->name, simplify(new_min), extent, loop->for_type, body);
+        return For::make(loop->name, simplify(new_min), extent, loop->for_type, body,
+                         loop->attributes);
     }
 };
 
 class PartitionLoops : public IRMutator {
-  public:
-    explicit PartitionLoops(const std::set<std::string> &replicated) : replicated(replicated) {}
-
   protected:
     using IRMutator::visit;
 
@@ -659,7 +657,7 @@ class PartitionLoops : public IRMutator {
         return IRMutator::visit(op);
     }
     Stmt visit(const Allocate *op) override {
-        if (op->memory_type != MemoryType::Register || replicated.count(op->name)) {
+        if (op->memory_type != MemoryType::Register || op->replicated) {
             return IRMutator::visit(op);
         }
         registers.insert(op->name);
@@ -672,7 +670,6 @@ class PartitionLoops : public IRMutator {
      * owns (not the replicated storage, which reductions across the
      * threads update). */
     std::set<std::string> registers;
-    const std::set<std::string> &replicated;
 
     // Names a value the partitioned loops use several times, unless it is
     // cheap to repeat.
@@ -800,7 +797,7 @@ class PartitionLoops : public IRMutator {
             // The conditions hold everywhere: the whole loop is the steady state.
             Stmt body =
                 mutate(simplify_steady(steady_body.mutate(op->body), op->name, op->min, known));
-            return For::make(op->name, op->min, op->extent, op->for_type, body);
+            return For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
         }
 
         std::vector<std::pair<std::string, Expr>> lets;
@@ -848,14 +845,15 @@ class PartitionLoops : public IRMutator {
         std::vector<Stmt> loops;
         if (steady.lo.defined()) {
             loops.push_back(For::make(n, loop_min, extent_between(loop_min, steady_min),
-                                      op->for_type, outside(lower, false)));
+                                      op->for_type, outside(lower, false), op->attributes));
         }
         loops.push_back(
             For::make(n, steady_min, extent_between(steady_min, steady_end), op->for_type,
-                      mutate(simplify_steady(steady_body.mutate(op->body), n, steady_min, known))));
+                      mutate(simplify_steady(steady_body.mutate(op->body), n, steady_min, known)),
+                      op->attributes));
         if (steady.hi.defined()) {
             loops.push_back(For::make(n, steady_end, extent_between(steady_end, loop_end),
-                                      op->for_type, outside(upper, true)));
+                                      op->for_type, outside(upper, true), op->attributes));
         }
         Stmt result = Block::make(loops);
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) {
@@ -867,8 +865,8 @@ class PartitionLoops : public IRMutator {
 
 }  // namespace
 
-Stmt partition_loops(const Stmt &s, const std::set<std::string> &replicated_registers) {
-    return PartitionLoops(replicated_registers).mutate(TrimGuardedLoops().mutate(s));
+Stmt partition_loops(const Stmt &s) {
+    return PartitionLoops().mutate(TrimGuardedLoops().mutate(s));
 }
 
 }  // namespace internal

@@ -2,7 +2,6 @@
 // steady state in which those conditions are known true, and an epilogue.
 #pragma once
 
-#include <set>
 #include <string>
 
 #include "loom/IR.h"
@@ -17,11 +16,10 @@ namespace internal {
  * as likely(xo * 8 + xi < n) with xi an inner loop variable; in the steady
  * state they are replaced by true (and the branches folded). A loop with no
  * solvable condition is left as it was. A loop of a GPU block's own code
- * that reduces across its threads is not (see PartitionLoops.cpp);
- * `replicated_registers` names the Register storage at the block level
- * that every thread keeps a copy of (LoweredFunc), whose reductions are
- * across the threads. */
-Stmt partition_loops(const Stmt &s, const std::set<std::string> &replicated_registers = {});
+ * that reduces across its threads is not (see PartitionLoops.cpp); the
+ * Register storage at the block level that every thread keeps a copy of
+ * (Allocate::replicated) is updated by such reductions. */
+Stmt partition_loops(const Stmt &s);
 
 }  // namespace internal
 }  // namespace loom

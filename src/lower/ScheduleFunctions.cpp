@@ -484,7 +484,8 @@ class AppendToLoop : public IRMutator {
     Stmt visit(const For *op) override {
         if (op->name != loop) return IRMutator::visit(op);
         found = true;
-        return For::make(op->name, op->min, op->extent, op->for_type, Block::make(op->body, steps));
+        return For::make(op->name, op->min, op->extent, op->for_type, Block::make(op->body, steps),
+                         op->attributes);
     }
 
   private:
@@ -643,7 +644,8 @@ class InjectAtLoop : public IRMutator {
     Stmt visit(const For *op) override {
         if (op->name == loop && !found) {
             found = true;
-            return For::make(op->name, op->min, op->extent, op->for_type, wrap(op->body));
+            return For::make(op->name, op->min, op->extent, op->for_type, wrap(op->body),
+                             op->attributes);
         }
         return IRMutator::visit(op);
     }
@@ -769,7 +771,11 @@ Stmt schedule_functions(const LoweringEnv &env) {
         auto realize_wrap = [&](const Stmt &body) {
             Stmt s = body;
             for (auto it = realized.rbegin(); it != realized.rend(); ++it) {
-                s = Realize::make(*it, env.funcs.at(*it)->output_types, no_bounds, const_true(), s);
+                auto member = env.schedules.find(*it);
+                const MemoryType memory =
+                    member == env.schedules.end() ? MemoryType::Auto : member->second.memory_type;
+                s = Realize::make(*it, env.funcs.at(*it)->output_types, memory, no_bounds,
+                                  const_true(), s);
             }
             return s;
         };

@@ -39,7 +39,7 @@ class SkipMaskedTiles : public IRMutator {
                 body = IfThenElse::make(active, body);
             }
         }
-        return For::make(op->name, op->min, op->extent, op->for_type, body);
+        return For::make(op->name, op->min, op->extent, op->for_type, body, op->attributes);
     }
 
   private:

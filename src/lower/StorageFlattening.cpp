@@ -91,10 +91,8 @@ class FlattenStorage : public IRMutator {
             std::vector<Expr> extents;
             for (int d = 0; d < dims; d++)
                 extents.push_back(int_var(buf + ".extent." + std::to_string(d)));
-            auto fs = env.schedules.find(op->name);
-            MemoryType memory =
-                fs == env.schedules.end() ? MemoryType::Auto : fs->second.memory_type;
-            body = Allocate::make(buf, op->types[i], memory, extents, op->condition, body);
+            body = Allocate::make(buf, op->types[i], op->memory_type, extents, op->condition, body,
+                                  op->replicated);
             // The allocation's element count must fit the int32 index space.
             Expr total = make_const(Int(64), 1);
             for (const Expr &e : extents) total = total * cast(Int(64), e);

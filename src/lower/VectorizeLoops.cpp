@@ -736,7 +736,7 @@ class VectorSubs : public IRMutator {
         if (mn.type().is_vector() || ext.type().is_vector()) throw NeedsScalarization();
         Stmt body = mutate(op->body);
         if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return op;
-        return For::make(op->name, mn, ext, op->for_type, body);
+        return For::make(op->name, mn, ext, op->for_type, body, op->attributes);
     }
 
     Stmt visit(const Allocate *op) override {
@@ -757,7 +757,8 @@ class VectorSubs : public IRMutator {
         Stmt body = mutate(op->body);
         context.pop_back();
         extents.push_back(make_const(Int(32), lanes));
-        return Allocate::make(op->name, op->type, op->memory_type, extents, cond, body);
+        return Allocate::make(op->name, op->type, op->memory_type, extents, cond, body,
+                              op->replicated);
     }
 
     Stmt visit(const Provide *op) override {

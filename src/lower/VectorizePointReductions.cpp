@@ -438,12 +438,14 @@ class Rewrite : public IRMutator {
         } replace;
         replace.replaced = &replaced;
         replace.value_lets = &value_lets;
-        Stmt region = For::make(v->name, v->min, v->extent, v->for_type, replace.mutate(v->body));
+        Stmt region = For::make(v->name, v->min, v->extent, v->for_type, replace.mutate(v->body),
+                                v->attributes);
         if (serial) {
             for (auto l = lets.rbegin(); l != lets.rend(); ++l) {
                 region = LetStmt::make((*l)->name, (*l)->value, region);
             }
-            region = For::make(serial->name, serial->min, serial->extent, serial->for_type, region);
+            region = For::make(serial->name, serial->min, serial->extent, serial->for_type, region,
+                               serial->attributes);
         }
 
         // Before it, no lane has a point; after it, the lanes are folded

@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "arith/Simplify.h"
+#include "codegen/CodeGen_GPU_C.h"
 #include "codegen/CudaSources.h"
 #include "ir/IREquality.h"
+#include "ir/IRMutator.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Substitute.h"
@@ -423,108 +425,36 @@ class Emitter {
     /** The C of a scalar Expr: indices (Loom's integer division and
      * modulo, through the prelude) and maps' arithmetic. */
     std::string c_expr(const Expr &e) {
-        if (const IntImm *i = e.as<IntImm>()) return std::to_string(i->value);
-        if (const UIntImm *u = e.as<UIntImm>()) {
-            return u->type.is_bool() ? (u->value ? "true" : "false")
-                                     : std::to_string(u->value) + "u";
-        }
-        if (const FloatImm *f = e.as<FloatImm>()) {
-            const bool f64 = f->type.bits == 64;
-            std::ostringstream s;
-            s.precision(17);
-            if (std::isnan(f->value)) {
-                s << (f64 ? "__longlong_as_double(0x7ff8000000000000LL)"
-                          : "__int_as_float(0x7fc00000)");
-            } else if (std::isinf(f->value)) {
-                s << (f64 ? (f->value > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
-                                          : "__longlong_as_double(0xfff0000000000000LL)")
-                          : (f->value > 0 ? "__int_as_float(0x7f800000)"
-                                          : "__int_as_float(0xff800000)"));
-            } else {
-                s << c_type(f64 ? Float(64) : Float(32)) << "(" << f->value << ")";
+        // Integer divisions the whole block shares, computed once.
+        struct Hoist : IRMutator {
+            Emitter *em;
+            using IRMutator::visit;
+            Expr hoisted(const Expr &r) {
+                const std::string name = em->block_invariant(r);
+                return name.empty() ? r : Variable::make(r.type(), "loom.hoisted." + name);
             }
-            return convert(s.str(), f64 ? Float(64) : Float(32), f->type);
-        }
-        if (const Variable *v = e.as<Variable>()) {
-            int axis;
-            if (is_tile_coordinate(v->name, &axis)) return "loom_t" + str(axis);
-            return is_operand_variable(v->name) ? v->name : c_var(v->name);
-        }
-        auto bin = [&](const Expr &a, const Expr &b, const char *op) {
-            return "(" + c_expr(a) + " " + op + " " + c_expr(b) + ")";
-        };
-        if (const Add *o = e.as<Add>()) return bin(o->a, o->b, "+");
-        if (const Sub *o = e.as<Sub>()) return bin(o->a, o->b, "-");
-        if (const Mul *o = e.as<Mul>()) return bin(o->a, o->b, "*");
-        if (const Div *o = e.as<Div>()) {
-            if (o->type.is_float()) return bin(o->a, o->b, "/");
-            return block_invariant("loom_div(" + c_expr(o->a) + ", " + c_expr(o->b) + ")", e);
-        }
-        if (const Mod *o = e.as<Mod>()) {
-            if (o->type.is_float()) return "loom_fmod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-            return block_invariant("loom_mod(" + c_expr(o->a) + ", " + c_expr(o->b) + ")", e);
-        }
-        if (const Min *o = e.as<Min>())
-            return "loom_min(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        if (const Max *o = e.as<Max>())
-            return "loom_max(" + c_expr(o->a) + ", " + c_expr(o->b) + ")";
-        if (const EQ *o = e.as<EQ>()) return bin(o->a, o->b, "==");
-        if (const NE *o = e.as<NE>()) return bin(o->a, o->b, "!=");
-        if (const LT *o = e.as<LT>()) return bin(o->a, o->b, "<");
-        if (const LE *o = e.as<LE>()) return bin(o->a, o->b, "<=");
-        if (const GT *o = e.as<GT>()) return bin(o->a, o->b, ">");
-        if (const GE *o = e.as<GE>()) return bin(o->a, o->b, ">=");
-        if (const And *o = e.as<And>()) return bin(o->a, o->b, "&&");
-        if (const Or *o = e.as<Or>()) return bin(o->a, o->b, "||");
-        if (const Not *o = e.as<Not>()) return "(!" + c_expr(o->a) + ")";
-        if (const Select *o = e.as<Select>()) {
-            return "(" + c_expr(o->condition) + " ? " + c_expr(o->true_value) + " : " +
-                   c_expr(o->false_value) + ")";
-        }
-        if (const Cast *c = e.as<Cast>())
-            return convert(c_expr(c->value), c->value.type(), c->type);
-        if (const Call *c = e.as<Call>()) return c_call(c);
-        internal_error << "tile codegen: cannot print " << e;
-        return "";
+            Expr visit(const Div *op) override { return hoisted(IRMutator::visit(op)); }
+            Expr visit(const Mod *op) override { return hoisted(IRMutator::visit(op)); }
+        } hoist;
+        hoist.em = this;
+        return print(hoist.mutate(e));
     }
 
-    /** Loom's math intrinsics ("tanh_f32": CUDA's tanhf; "round": rint,
-     * ties to even, as the interpreter rounds) and abs, as CodeGen_CUDA
-     * prints them. */
-    std::string c_call(const Call *c) {
-        std::vector<std::string> args;
-        for (const Expr &a : c->args) args.push_back(c_expr(a));
-        if (c->is_intrinsic(Call::abs) && args.size() == 1) {
-            const Type t = c->args[0].type();
-            if (packed(t)) {
-                // No fabs of their own: through float.
-                return convert("fabsf(" + convert(args[0], t, Float(32)) + ")", Float(32), t);
-            }
-            if (t.is_float()) return (t.bits == 32 ? "fabsf(" : "fabs(") + args[0] + ")";
-            return "((" + c_type(c->type) + ")(" + args[0] + " < 0 ? -" + args[0] + " : " +
-                   args[0] + "))";
-        }
-        if (c->call_type == Call::PureIntrinsic) {
-            const size_t u = c->name.rfind('_');
-            const std::string fn = c->name.substr(0, u),
-                              suffix = u == std::string::npos ? "" : c->name.substr(u + 1);
-            static const std::set<std::string> math = {"exp",   "log",  "sqrt", "rsqrt",
-                                                       "sin",   "cos",  "tanh", "erf",
-                                                       "floor", "ceil", "round"};
-            const size_t arity = fn == "pow" ? 2 : 1;
-            if ((math.count(fn) || fn == "pow") && args.size() == arity &&
-                ((suffix == "f32" && c->type == Float(32)) ||
-                 (suffix == "f64" && c->type == Float(64)))) {
-                std::string s = (fn == "round" ? "rint" : fn) + (suffix == "f32" ? "f" : "") + "(";
-                for (size_t i = 0; i < args.size(); i++) {
-                    s += (i ? ", " : "") + convert(args[i], c->args[i].type(), c->type);
-                }
-                return s + ")";
-            }
-        }
-        internal_error << "tile codegen: cannot print the call " << Expr(c)
-                       << " (math intrinsics <fn>_f32 and <fn>_f64, and abs, are translated)";
-        return "";
+    /** CodeGen_GPU_C's C, as the loop kernels print it; a map's operand
+     * variables (_0, _1, ...) and its element's coordinates (_i0, _i1)
+     * are its own, and values computed at the kernel's start keep their
+     * names. */
+    std::string print(const Expr &e) {
+        return gpu_c_expr(
+            e, GpuDialect::CUDA,
+            [&](const std::string &name) {
+                int axis;
+                if (is_tile_coordinate(name, &axis)) return "loom_t" + str(axis);
+                if (is_operand_variable(name)) return name;
+                if (name.compare(0, 13, "loom.hoisted.") == 0) return name.substr(13);
+                return c_var(name);
+            },
+            program.name);
     }
 
     const TileBuffer &buffer(const std::string &name) {
@@ -586,7 +516,8 @@ class Emitter {
      * (of the grid's coordinates and the scalars alone, as a batch's and a
      * head's index are): computed once, at the kernel's start, rather than
      * in every address of every loop. */
-    std::string block_invariant(const std::string &c, const Expr &e) {
+    std::string block_invariant(const Expr &e) {
+        if (!e.type().is_int_or_uint()) return "";
         bool invariant = true;
         struct Vars : IRVisitor {
             const std::set<std::string> *loops;
@@ -602,7 +533,8 @@ class Emitter {
         vars.loops = &loop_vars;
         vars.invariant = &invariant;
         e.accept(&vars);
-        if (!invariant) return c;
+        if (!invariant) return "";
+        const std::string c = print(e);
         auto it = block_values.find(c);
         if (it != block_values.end()) return it->second;
         const std::string name = "loom_b" + str(block_values.size());
