@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "arith/Bounds.h"
 #include "arith/Simplify.h"
 #include "fusion/RolledChain.h"
 #include "ir/IREquality.h"
@@ -513,6 +514,7 @@ class ProgramBuilder {
         loop->var = key_loop;
         loop->min = 0;
         loop->extent = (key_extent + (key_tile - 1)) / key_tile;
+        skip_masked_tiles(loop.get());
         std::vector<TileStmt> *saved = body;
         body = &loop->body;
         for (const std::string &name : env.order) {
@@ -579,6 +581,88 @@ class ProgramBuilder {
         body = saved;
         body->push_back({nullptr, loop});
     }
+
+    /** The rolled loop narrowed to the tiles where the chain's mask may
+     * hold for some row of the program: where every member's term is its
+     * identity wherever the mask is false (a max producer's term
+     * select(mask, s, -inf), and its dependents), the tiles wholly outside
+     * it (causal: past the diagonal; a window: before and past it) change
+     * nothing. The mask's comparisons of the RVar with an expression of
+     * the row bound the keys it allows; the loop runs from the first tile
+     * holding such a key to the last. */
+    void skip_masked_tiles(TileLoop *loop) {
+        Expr mask;
+        const RolledMember *masked = nullptr;
+        for (const RolledMember &m : rolled->members) {
+            const Select *sel = m.term.as<Select>();
+            if (m.op == ReduceOp::Max && m.slots.empty() && sel &&
+                equal(sel->false_value, reduce_identity(ReduceOp::Max, m.term.type()))) {
+                mask = sel->condition;
+                masked = &m;
+                break;
+            }
+        }
+        if (!mask.defined()) return;
+        for (const RolledMember &m : rolled->members) {
+            ReplaceProducers to_slots;
+            to_slots.members = rolled;
+            if (!vanishes_where_false(to_slots.mutate(m.term), m.op, mask, m.slots)) return;
+        }
+        // The rows' range in this program.
+        const Axes &axes = func_axes.at(masked->name);
+        const std::string row = var_of_axis(axes, 0);
+        if (row.empty()) return;
+        Scope<Interval> rows;
+        const Axis &ra = axes.at(row);
+        rows.push(row, Interval(ra.start, ra.start + (ra.size - 1)));
+        // Keys allowed: lo <= r <= hi, from the comparisons of r alone.
+        Expr lo, hi;
+        std::vector<Expr> terms = {mask};
+        while (!terms.empty()) {
+            const Expr t = terms.back();
+            terms.pop_back();
+            if (const And *a = t.as<And>()) {
+                terms.push_back(a->a);
+                terms.push_back(a->b);
+                continue;
+            }
+            auto bound = [&](const Expr &var_side, const Expr &other, int shift, bool upper) {
+                const Variable *v = var_side.as<Variable>();
+                if (!v || v->name != rolled->rvar || expr_uses_var(other, rolled->rvar)) return;
+                const Interval in = bounds_of_expr_in_scope(
+                    scalars_of(other, rolled->leader, "its mask", &axes), rows);
+                const Expr e = upper ? in.max : in.min;
+                if (!e.defined()) return;
+                if (upper) hi = hi.defined() ? min(hi, e + shift) : e + shift;
+                else lo = lo.defined() ? max(lo, e + shift) : e + shift;
+            };
+            if (const LE *c = t.as<LE>()) bound(c->a, c->b, 0, true), bound(c->b, c->a, 0, false);
+            if (const LT *c = t.as<LT>()) bound(c->a, c->b, -1, true), bound(c->b, c->a, 1, false);
+            if (const GE *c = t.as<GE>()) bound(c->a, c->b, 0, false), bound(c->b, c->a, 0, true);
+            if (const GT *c = t.as<GT>()) bound(c->a, c->b, 1, false), bound(c->b, c->a, -1, true);
+        }
+        if (!lo.defined() && !hi.defined()) return;
+        const Expr r_min = bind_scalar(rolled->leader + ".r_min", rolled->r_min);
+        const Expr tiles = loop->extent;
+        Expr first = 0, end = tiles;
+        if (lo.defined()) first = clamp((lo - r_min) / key_tile, 0, tiles);
+        if (hi.defined()) end = clamp((hi - r_min) / key_tile + 1, 0, tiles);
+        loop->min = first;
+        loop->extent = max(end - first, 0);
+    }
+
+    /** Producer calls as their slot Variables (as RepairDerivation reads
+     * a term). */
+    struct ReplaceProducers : IRMutator {
+        const RolledChain *members;
+        using IRMutator::visit;
+        Expr visit(const Call *op) override {
+            if (op->call_type == Call::Func && members->member(op->name)) {
+                return Variable::make(op->type, op->name);
+            }
+            return IRMutator::visit(op);
+        }
+    };
 
     /** A member of both tile coordinates rolled by a sum of products
      * a(i, r) * b(r, j): its repaired value plus a dot over the tile's

@@ -265,6 +265,12 @@ TEST(TileGemm, RolledAttentionChainOnTensorCores) {
             64, 64, 64, TileOptions().warps(4, 1).reduction_tile(64).pipeline_stages(2), true);
         Func out = a.out;
         const std::string lowered = Pipeline(out).compile_to_lowered_stmt(sch, kGpu);
+        // Causal: the key loop stops at the program's diagonal (its extent
+        // depends on the tile's row); global: it runs over every key tile.
+        const size_t loop = lowered.find("for o_rt in [");
+        ASSERT_NE(loop, std::string::npos) << lowered;
+        const std::string range = lowered.substr(loop, lowered.find('\n', loop) - loop);
+        EXPECT_EQ(range.find("tile_row") != std::string::npos, causal) << range;
         Buffer<float> got(Pipeline(out).realize({Lq, D}, sch, kGpu));
         int bad = 0;
         for (int x = 0; x < Lq; x++) {
