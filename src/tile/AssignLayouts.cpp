@@ -31,6 +31,18 @@ template <typename F> void for_each_op(std::vector<TileStmt> &body, F f) {
     }
 }
 
+/** The layout of operand `which` (0: A, 1: B) of the instruction's dot,
+ * for a tile of t's shape. */
+void set_operand_layout(TileType *t, const TensorInstruction *instruction, int which,
+                        WarpGrid warps) {
+    const int rows = t->shape[0], cols = t->shape[1];
+    if (which == 0) {
+        set_layout(t, instruction->a_layout(rows, cols, warps.m, warps.n), "mma_a");
+    } else {
+        set_layout(t, instruction->b_layout(rows, cols, warps.m, warps.n), "mma_b");
+    }
+}
+
 /** Where an op reads an operand in a layout other than the one the op
  * needs (a map's operands in its result's, a broadcast's in the slice of
  * its result's, a dot's in the instruction's), a convert_layout just
@@ -56,12 +68,7 @@ void insert_conversions(std::vector<TileStmt> &body, std::map<std::string, TileT
                 set_layout(&need, slice_layout(*o.type.layout, o.axis),
                            "slice(" + o.type.layout_name + ")");
             } else if (o.kind == TileOpKind::Dot && i < 2) {
-                const int rows = need.shape[0], cols = need.shape[1];
-                if (i == 0) {
-                    set_layout(&need, instruction->a_layout(rows, cols, warps.m, warps.n), "mma_a");
-                } else {
-                    set_layout(&need, instruction->b_layout(rows, cols, warps.m, warps.n), "mma_b");
-                }
+                set_operand_layout(&need, instruction, int(i), warps);
             } else if (o.kind == TileOpKind::Dot) {
                 need.layout = o.type.layout;
                 need.layout_name = o.type.layout_name;
@@ -99,11 +106,9 @@ struct Classes {
 
 void assign_layouts(TileProgram &p, WarpGrid warps, const TensorInstruction *instruction) {
     p.num_warps = warps.m * warps.n;
-    std::map<std::string, TileOpKind> defined_by;
     std::map<std::string, int> operand_of;  // 0: A, 1: B
     Classes classes;
     for_each_op(p.body, [&](TileOp &o) {
-        if (!o.result.empty()) defined_by[o.result] = o.kind;
         if (o.kind == TileOpKind::Dot) {
             internal_assert(instruction) << "dot " << o.result << " without its instruction";
             operand_of[o.operands[0]] = 0;
@@ -135,14 +140,6 @@ void assign_layouts(TileProgram &p, WarpGrid warps, const TensorInstruction *ins
             set_layout(into, blocked_layout(rows, cols, vector, p.num_warps), "blocked");
         }
     };
-    auto operand_layout = [&](int which, const TileType &t, TileType *into) {
-        const int rows = t.shape[0], cols = t.shape[1];
-        if (which == 0) {
-            set_layout(into, instruction->a_layout(rows, cols, warps.m, warps.n), "mma_a");
-        } else {
-            set_layout(into, instruction->b_layout(rows, cols, warps.m, warps.n), "mma_b");
-        }
-    };
     // 1-D tiles take the slice of the 2-D layout they are reduced from or
     // broadcast into (a reduction's first), else a blocked one.
     std::map<std::string, TileType> slice_of;  // by class
@@ -157,20 +154,22 @@ void assign_layouts(TileProgram &p, WarpGrid warps, const TensorInstruction *ins
         // values no reduction reaches.
         for_each_op(p.body, [&](TileOp &o) {
             if (o.result.empty() || o.type.space == MemorySpace::Shared) return;
-            if (o.type.shape.size() == 2) {
-                if (pass == 1) return;
-                auto operand = operand_of.find(o.result);
-                if (operand != operand_of.end() && o.kind == TileOpKind::Load) {
-                    operand_layout(operand->second, o.type, &o.type);
-                } else {
-                    anchor(o.type, &o.type);
-                }
-                layout_of[o.result] = o.type;
+            if (pass == 1) {
                 if (o.kind == TileOpKind::Broadcast) {
                     const std::string c = classes.find(o.operands[0]);
                     if (!slice_of.count(c)) slice_of[c] = slice_type(o.type, o.axis);
                 }
-            } else if (o.kind == TileOpKind::Reduce && pass == 0) {
+                return;
+            }
+            if (o.type.shape.size() == 2) {
+                auto operand = operand_of.find(o.result);
+                if (operand != operand_of.end() && o.kind == TileOpKind::Load) {
+                    set_operand_layout(&o.type, instruction, operand->second, warps);
+                } else {
+                    anchor(o.type, &o.type);
+                }
+                layout_of[o.result] = o.type;
+            } else if (o.kind == TileOpKind::Reduce) {
                 const std::string c = classes.find(o.result);
                 if (!slice_of.count(c))
                     slice_of[c] = slice_type(layout_of.at(o.operands[0]), o.axis);

@@ -392,7 +392,7 @@ class ProgramBuilder {
                                   << ": split it into tiles of a "
                                   << "constant size (rolling_update(...).split(" << rolled->rvar
                                   << ", ro, ri, 64)).";
-        user_assert(key_tile == 1 << log2_exact_or_zero(key_tile))
+        user_assert((key_tile & (key_tile - 1)) == 0)
             << what << ": tiles of " << key_tile << " points of " << rolled->rvar
             << "; a tile program's tiles are powers of two.";
         key_loop = c_identifier(rolled->leader) + "_rt";
@@ -401,12 +401,6 @@ class ProgramBuilder {
         key_axis = {1, r_min + int_var(key_loop) * key_tile, r_min + r_extent, key_tile};
         key_extent = r_extent;
         rolled_pending = rolled->members.size();
-    }
-
-    static int log2_exact_or_zero(int n) {
-        int b = 0;
-        while ((1 << b) < n) b++;
-        return b;
     }
 
     /** Members a rolled member reads at the RVar: computed in each tile. */
@@ -443,10 +437,12 @@ class ProgramBuilder {
         return found;
     }
 
-    /** A 1-D member's row values over the 2-D tile: a broadcast. */
-    std::string broadcast_rows(const std::string &v, Type t, const std::vector<int> &shape) {
-        TileOp bc = make_op(TileOpKind::Broadcast, fresh(v), register_tile(t, shape), {v});
-        bc.axis = 1;
+    /** A 1-D value over a 2-D tile of `shape`, repeated along `axis`; the
+     * result named after `name`. */
+    std::string broadcast(const std::string &v, Type t, const std::vector<int> &shape, int axis,
+                          const std::string &name) {
+        TileOp bc = make_op(TileOpKind::Broadcast, fresh(name), register_tile(t, shape), {v});
+        bc.axis = axis;
         body->push_back(op_stmt(bc));
         return bc.result;
     }
@@ -486,7 +482,7 @@ class ProgramBuilder {
             f.fn = simplify(select(keep, make_const(t, scale ? 1 : 0), one));
             body->push_back(op_stmt(f));
             std::string factor = f.result;
-            if (shape.size() == 2) factor = broadcast_rows(factor, t, shape);
+            if (shape.size() == 2) factor = broadcast(factor, t, shape, 1, factor);
             TileOp apply = make_op(TileOpKind::Map, into, register_tile(t, shape),
                                    {before.at(m.name), factor});
             const Expr t0 = Variable::make(t, "_0"), t1 = Variable::make(t, "_1");
@@ -677,10 +673,8 @@ class ProgramBuilder {
         // The guard of the term (a select on a producer) goes to the
         // factor that reads the producer.
         Expr guard, product = term;
-        Expr identity;
         if (const Select *sel = term.as<Select>()) {
             guard = sel->condition;
-            identity = sel->true_value;
             product = sel->false_value;
         }
         const Mul *mul = product.as<Mul>();
@@ -699,7 +693,6 @@ class ProgramBuilder {
             << what << " multiplies " << to_string(a) << " by " << to_string(b)
             << ": each factor of a rolled product depends on one tile coordinate.";
         if (guard.defined()) a = select(guard, make_zero(a.type()), a);
-        (void)identity;
         Axes a_axes = axes, b_axes = axes;
         a_axes[col_var].axis = -1;
         b_axes[row].axis = -1;
@@ -1176,11 +1169,8 @@ class ProgramBuilder {
                         if (ax.axis >= 0) along = ax.axis;
                     }
                     internal_assert(along >= 0) << op->name << " read off the tile's axes";
-                    TileOp bc = make_op(TileOpKind::Broadcast, b->fresh(op->name),
-                                        register_tile(op->type, shape), {it->second});
-                    bc.axis = 1 - along;
-                    b->body->push_back(op_stmt(bc));
-                    return operand(bc.result, op->type);
+                    return operand(b->broadcast(it->second, op->type, shape, 1 - along, op->name),
+                                   op->type);
                 }
                 return IRMutator::visit(op);
             }
