@@ -73,8 +73,12 @@ bool should_extract(const Expr &e) {
     if (const Broadcast *b = e.as<Broadcast>()) {
         if (is_const(b->value) || b->value.as<Variable>()) return false;
     }
+    // A dense or strided ramp stays in place (its base is named instead
+    // where it repeats): a load or store whose index is a named ramp
+    // would be a gather or scatter, one whose index is a ramp a vector
+    // move.
     if (const Ramp *r = e.as<Ramp>()) {
-        if ((is_const(r->base) || r->base.as<Variable>()) && is_const(r->stride)) return false;
+        if (is_const(r->stride)) return false;
     }
     if (e.type().is_handle()) return false;
     return !has_impure_call(e);
