@@ -145,26 +145,34 @@ class Lowering {
                                  return set(o.result, r, c, make_zero(t.elem));
                              });
         case TileOpKind::Load: {
+            // A whole tile is copied in vectors along its columns; a tile
+            // at the edge zeroes what lies outside and copies the rest.
             const TileBuffer &b = buffer(o.buffer);
             const size_t rank = t.shape.size();
-            Stmt zero = op(make_op(TileOpKind::Zeros, o.result, o.type));
-            Stmt copy = over_tile(
-                valid(o, rank, false, rows_of(t)), valid(o, rank, true, cols_of(t)), 1,
-                [&](const Expr &r, const Expr &c) {
-                    return set(o.result, r, c,
-                               Load::make(b.elem, b.name, index(o, rank, b, r, c), Expr()));
-                });
-            return Block::make(zero, copy);
+            const Expr rows = valid(o, rank, false, rows_of(t)),
+                       cols = valid(o, rank, true, cols_of(t));
+            auto copy = [&](const Expr &r, const Expr &c) {
+                return set(o.result, r, c,
+                           Load::make(b.elem, b.name, index(o, rank, b, r, c), Expr()));
+            };
+            Stmt whole = over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)), copy);
+            Stmt edge = Block::make(op(make_op(TileOpKind::Zeros, o.result, o.type)),
+                                    over_tile(rows, cols, 1, copy));
+            return IfThenElse::make(rows == rows_of(t) && cols == cols_of(t), whole, edge);
         }
         case TileOpKind::Store: {
             const TileBuffer &b = buffer(o.buffer);
             const TileType &v = types.at(o.operands[0]);
             const size_t rank = v.shape.size();
-            return over_tile(valid(o, rank, false, rows_of(v)), valid(o, rank, true, cols_of(v)), 1,
-                             [&](const Expr &r, const Expr &c) {
-                                 return Store::make(b.name, element(o.operands[0], r, c),
-                                                    index(o, rank, b, r, c), Expr());
-                             });
+            const Expr rows = valid(o, rank, false, rows_of(v)),
+                       cols = valid(o, rank, true, cols_of(v));
+            auto copy = [&](const Expr &r, const Expr &c) {
+                return Store::make(b.name, element(o.operands[0], r, c), index(o, rank, b, r, c),
+                                   Expr());
+            };
+            Stmt whole = over_tile(rows_of(v), cols_of(v), vector_of(v.elem, cols_of(v)), copy);
+            return IfThenElse::make(rows == rows_of(v) && cols == cols_of(v), whole,
+                                    over_tile(rows, cols, 1, copy));
         }
         case TileOpKind::Map:
             return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
@@ -190,24 +198,53 @@ class Lowering {
                                             element(o.operands[0], 0, o.axis == 1 ? r : c));
                              });
         case TileOpKind::Reduce: {
-            // In order along the axis from the identity, as the interpreter
-            // combines; the kept axis is the columns of the result's row.
+            // Along the axis from the identity. Vectorized: along the kept
+            // axis where it is contiguous (a column's sums), else along the
+            // reduced axis into a vector of partials folded once per row
+            // (vectorize_loops and hoist_vector_reductions), which changes
+            // the order of a sum's additions as a vectorized RVar does.
             const TileType &in = types.at(o.operands[0]);
             const int n = in.shape[o.axis];
             const std::string id = std::to_string(loops++);
             const Expr i = int_var("tile.i" + id), k = int_var("tile.k" + id);
-            const Expr x =
-                o.axis == 1 ? element(o.operands[0], i, k) : element(o.operands[0], k, i);
-            const Expr acc = element(o.result, 0, i);
-            const Expr combined = o.reduction == "sum"   ? acc + x
-                                  : o.reduction == "max" ? select(acc > x, acc, x)
-                                                         : select(acc < x, acc, x);
             const Expr ident = o.reduction == "sum"   ? make_zero(t.elem)
                                : o.reduction == "max" ? type_min(t.elem)
                                                       : type_max(t.elem);
+            auto combine = [&](const Expr &acc, const Expr &x) {
+                return o.reduction == "sum"   ? acc + x
+                       : o.reduction == "max" ? max(acc, x)
+                                              : min(acc, x);
+            };
             const Expr count = o.bounds.empty() ? Expr(n) : clamp(o.bounds[0], 0, n);
-            Stmt body =
-                For::make("tile.k" + id, 0, count, ForType::Serial, set(o.result, 0, i, combined));
+            const int vector = vector_of(t.elem, n);
+            if (o.axis == 1 && n % vector == 0 && vector > 1) {
+                const Expr kc = int_var("tile.kc" + id), kv = int_var("tile.kv" + id);
+                const Expr kk = kc * vector + kv;
+                Expr x = element(o.operands[0], i, kk);
+                if (!o.bounds.empty()) x = select(kk < count, x, ident);
+                Stmt body = For::make("tile.kv" + id, 0, vector, ForType::Vectorized,
+                                      set(o.result, 0, i, combine(element(o.result, 0, i), x)));
+                body = For::make("tile.kc" + id, 0, n / vector, ForType::Serial, body);
+                body = Block::make(set(o.result, 0, i, ident), body);
+                return For::make("tile.i" + id, 0, t.shape[0], ForType::Serial, body);
+            }
+            if (o.axis == 0 && in.shape.size() == 2) {
+                // Each column in order along the rows, the columns in vectors.
+                const int cols = in.shape[1];
+                Stmt init = over_tile(
+                    1, cols, vector_of(t.elem, cols),
+                    [&](const Expr &, const Expr &c) { return set(o.result, 0, c, ident); });
+                Stmt step =
+                    over_tile(1, cols, vector_of(t.elem, cols), [&](const Expr &, const Expr &c) {
+                        return set(o.result, 0, c,
+                                   combine(element(o.result, 0, c), element(o.operands[0], k, c)));
+                    });
+                return Block::make(init, For::make("tile.k" + id, 0, count, ForType::Serial, step));
+            }
+            const Expr x =
+                o.axis == 1 ? element(o.operands[0], i, k) : element(o.operands[0], k, i);
+            Stmt body = For::make("tile.k" + id, 0, count, ForType::Serial,
+                                  set(o.result, 0, i, combine(element(o.result, 0, i), x)));
             body = Block::make(set(o.result, 0, i, ident), body);
             return For::make("tile.i" + id, 0, t.shape[0], ForType::Serial, body);
         }
