@@ -67,7 +67,38 @@ struct FlashAttentionOptions {
      * contiguous vectors. Pays off when many queries share the keys
      * (prefill); for one query (decode) it is a whole extra pass over k. */
     bool stage_keys = true;
+    /** The head dimension, when the inputs fix it (fix_head_dim), and the
+     * chain has qk: the template then schedules one tile program per
+     * tile_queries queries of one head, with the whole head in one tile
+     * (query_block, vector and stage_keys do not apply). 0: loops. */
+    int head_dim = 0;
+    int tile_queries = 64;
 };
+
+/** The tile-program form of flash_attention on the CPU: per tile_queries
+ * queries of one head, one pass over the keys in tiles of key_tile; the
+ * scores' product and P V are register-blocked dots, the rows' maximum
+ * and sum vector reductions, the repairs the derived factors, and the
+ * query tiles run in parallel. */
+inline void flash_attention_tile_program(Schedule &sch, const AttentionChain &a,
+                                         const FlashAttentionOptions &opt) {
+    if (!a.qk.defined()) {
+        throw CompileError(
+            "flash_attention with head_dim set: the chain has no qk, the scores' product as a "
+            "named reduction, which the tile program computes as a dot. Pass it in the "
+            "AttentionChain (AttentionFuncs::dot makes it), or leave head_dim 0 for loops.");
+    }
+    // Tiles are powers of two: a head of 80 is one tile of 128, masked.
+    int width = 1;
+    while (width < opt.head_dim) width *= 2;
+    Var io("io"), dout("dout");
+    sch[a.out].tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
+                            TileOptions().reduction_tile(width));
+    RVar ro("ro"), ri("ri");
+    sch.rolling_update(a.o, a.r).split(a.r, ro, ri, opt.key_tile);
+    sch[a.o].compute_at(a.out, dout);
+    sch[a.qk].compute_at(a.out, dout);
+}
 
 /** FlashAttention for prefill: tasks of `query_block` queries of one head
  * in parallel; per task ONE pass over the keys in tiles of `key_tile`. For
@@ -80,6 +111,7 @@ struct FlashAttentionOptions {
  * the diagonal) are skipped by the compiler. */
 inline void flash_attention(Schedule &sch, const AttentionChain &a,
                             const FlashAttentionOptions &opt = {}) {
+    if (opt.head_dim > 0) return flash_attention_tile_program(sch, a, opt);
     Var io("io"), ii("ii"), task("task");
     RVar ro("ro"), ri("ri");
     sch[a.out]

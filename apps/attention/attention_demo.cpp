@@ -10,9 +10,13 @@
 //                 max, sum and weighted sum the compiler derives and prints;
 //                 the keys staged transposed once (kt) and each score tile
 //                 (qk) computed in L1; causal tiles above the diagonal
-//                 skipped (the materialized schedule computes and masks them).
+//                 skipped (the materialized schedule computes and masks them);
+//   tile program  the same template with the head dimension fixed: per 64
+//                 queries one tile program rolling the chain over tiles of
+//                 keys, its products register-blocked dots and its row
+//                 statistics vector reductions.
 //
-// Both are checked against the float64 reference, then timed side by side,
+// All are checked against the float64 reference, then timed side by side,
 // with the memory each stores, and, when python3 can import torch, PyTorch's
 // scaled_dot_product_attention on the CPU on the same inputs, with the same
 // thread count (LOOM_NUM_THREADS, default every core). For fp32 without a
@@ -45,6 +49,7 @@
 
 #include "../../schedules/flash_attention.h"
 #include "../bench_common.h"
+#include "../torch_sdpa.h"
 #include "variants.h"
 
 using namespace loom;
@@ -95,91 +100,6 @@ double error_vs_reference(const Options &o, const Buffer<float> &q, const Buffer
         }
     }
     return worst;
-}
-
-void write_raw(const std::string &path, const Buffer<float> &b) {
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char *>(b.data()),
-               static_cast<std::streamsize>(b.number_of_elements() * sizeof(float)));
-}
-
-/** PyTorch's side of the comparison, run by python3: reads the inputs and
- * Loom's output from raw float32 files, times scaled_dot_product_attention
- * on them (median of reps, after a warm-up) and prints its time and its
- * largest difference from Loom's output. Prints "no torch" without it. */
-const char *kTorchScript = R"(
-import sys, time
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("no torch"); sys.exit(0)
-d, threads, H, S, D, causal, reps = sys.argv[1], *map(int, sys.argv[2:])
-torch.set_num_threads(threads)
-n = H * S * D
-q, k, v, loom = (torch.from_file(d + "/" + f, size=n, dtype=torch.float32).view(1, H, S, D)
-                 for f in ("q", "k", "v", "out"))
-sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-with torch.inference_mode():
-    out = sdpa()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter(); sdpa(); ts.append(time.perf_counter() - t0)
-ts.sort()
-print("torch", torch.__version__, torch.get_num_threads(), ts[len(ts) // 2],
-      (out - loom).abs().max().item())
-)";
-
-struct TorchResult {
-    bool ran = false;
-    std::string note;  // why not, or the version
-    int threads = 0;
-    double seconds = 0, max_diff = 0;
-};
-
-TorchResult time_torch(const Options &o, int threads, const Buffer<float> &q,
-                       const Buffer<float> &k, const Buffer<float> &v, const Buffer<float> &out) {
-    TorchResult r;
-    std::string tmpl = (std::filesystem::temp_directory_path() / "loom_demo_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-        r.note = "no temporary directory";
-        return r;
-    }
-    const std::string d = tmpl;
-    write_raw(d + "/q", q);
-    write_raw(d + "/k", k);
-    write_raw(d + "/v", v);
-    write_raw(d + "/out", out);
-    std::ofstream(d + "/sdpa.py") << kTorchScript;
-    const std::string cmd =
-        "python3 '" + d + "/sdpa.py' '" + d + "' " + std::to_string(threads) + " " +
-        std::to_string(o.heads) + " " + std::to_string(o.seq) + " " + std::to_string(o.head_dim) +
-        " " + (o.variant == Variant::Global ? "0 " : "1 ") + std::to_string(o.reps) + " 2>&1";
-    // The script's answer is its line starting with "torch " or "no torch";
-    // anything else it printed (warnings, a traceback) is kept for the note.
-    std::string answer, last;
-    if (FILE *f = popen(cmd.c_str(), "r")) {
-        char line[1024];
-        while (std::fgets(line, sizeof line, f)) {
-            std::string l(line);
-            if (!l.empty() && l.back() == '\n') l.pop_back();
-            if (l.rfind("torch ", 0) == 0 || l == "no torch") answer = l;
-            else if (!l.empty()) last = l;
-        }
-        pclose(f);
-    }
-    std::filesystem::remove_all(d);
-    char version[64] = {0};
-    if (std::sscanf(answer.c_str(), "torch %63s %d %lf %lf", version, &r.threads, &r.seconds,
-                    &r.max_diff) == 4) {
-        r.ran = true;
-        r.note = version;
-    } else if (answer == "no torch") {
-        r.note = "python3 cannot import torch";
-    } else {
-        r.note = "python3 failed: " + last;
-    }
-    return r;
 }
 
 std::string bytes_str(double b) {
@@ -247,6 +167,13 @@ int main(int argc, char **argv) {
         // dimension outermost (apps/bench/README.md, finding 1).
         Schedule fused;
         schedules::flash_attention(fused, chain, {query_block, key_tile, vector});
+        // The same template for a fixed head dimension (the inputs' is
+        // checked when the pipeline runs): a tile program.
+        attn.fix_head_dim(o.head_dim);
+        schedules::FlashAttentionOptions tile_options;
+        tile_options.head_dim = o.head_dim;
+        Schedule tiled;
+        schedules::flash_attention(tiled, chain, tile_options);
 
         Pipeline pipe(attn.out);
         const int threads = loom_num_threads();
@@ -262,10 +189,13 @@ int main(int argc, char **argv) {
         t0 = now_seconds();
         CompiledPipeline fused_kernel = pipe.compile(fused, target);
         const double fused_compile = now_seconds() - t0;
+        t0 = now_seconds();
+        CompiledPipeline tiled_kernel = pipe.compile(tiled, target);
+        const double tiled_compile = now_seconds() - t0;
         std::printf(
             "compiled: materialized %.2f s, fused %.2f s (of which deriving the repairs "
-            "%.1f ms)\n",
-            mat_compile, fused_compile, fused_kernel.fusion_seconds() * 1e3);
+            "%.1f ms), tile program %.2f s\n",
+            mat_compile, fused_compile, fused_kernel.fusion_seconds() * 1e3, tiled_compile);
         std::printf("what rolling_update derived (compile_log):\n");
         for (const std::string &line : fused_kernel.compile_log()) {
             std::printf("  %s\n", line.c_str());
@@ -289,12 +219,15 @@ int main(int argc, char **argv) {
             bind(q, k, v, scale);
             std::vector<int> rows(S);
             for (int i = 0; i < S; i++) rows[i] = i;
-            for (const CompiledPipeline *kernel : {&mat_kernel, &fused_kernel}) {
+            for (const CompiledPipeline *kernel : {&mat_kernel, &fused_kernel, &tiled_kernel}) {
                 Buffer<float> out({1, H, S, D});
                 kernel->realize({out});
                 double err = error_vs_reference(o, q, k, v, out, scale, rows);
+                const char *name = kernel == &mat_kernel     ? "materialized"
+                                   : kernel == &fused_kernel ? "fused"
+                                                             : "tile program";
                 std::printf("\ncheck [1, %d, %d, %d], %-12s: max |a-b|/(1+|b|) vs float64 %.1e", H,
-                            S, D, kernel == &mat_kernel ? "materialized" : "fused", err);
+                            S, D, name, err);
                 if (!(err <= tolerance)) {
                     std::printf("\nFAILED: the compiled kernel disagrees with the reference\n");
                     return 1;
@@ -309,43 +242,53 @@ int main(int argc, char **argv) {
                       v = random_buffer(shape, 6);
         const float scale = 1.0f / std::sqrt(static_cast<float>(D));
         bind(q, k, v, scale);
-        Buffer<float> mat_out(shape), fused_out(shape);
+        Buffer<float> mat_out(shape), fused_out(shape), tiled_out(shape);
         mat_kernel.realize({mat_out});
         fused_kernel.realize({fused_out});
+        tiled_kernel.realize({tiled_out});
         // Rows at the tiles' edges, the middle and the end, in every head.
         std::vector<int> rows = {0, 1, query_block - 1, key_tile, S / 2, S - 2, S - 1};
         rows.erase(std::remove_if(rows.begin(), rows.end(), [&](int i) { return i >= S; }),
                    rows.end());
         const double mat_err = error_vs_reference(o, q, k, v, mat_out, scale, rows);
         const double fused_err = error_vs_reference(o, q, k, v, fused_out, scale, rows);
+        const double tiled_err = error_vs_reference(o, q, k, v, tiled_out, scale, rows);
         double diff = 0;
         for (int64_t n = 0; n < fused_out.number_of_elements(); n++) {
             diff = std::max<double>(diff, std::abs(fused_out.data()[n] - mat_out.data()[n]));
+            diff = std::max<double>(diff, std::abs(tiled_out.data()[n] - mat_out.data()[n]));
         }
         std::printf(
             "check [1, %d, %d, %d]: vs float64 on %zu rows per head: materialized %.1e, "
-            "fused %.1e; fused vs materialized, every element: max |diff| %.1e\n",
-            H, S, D, rows.size(), mat_err, fused_err, diff);
-        if (!(mat_err <= tolerance && fused_err <= tolerance)) {
+            "fused %.1e, tile program %.1e; fused and tile program vs materialized, every "
+            "element: max |diff| %.1e\n",
+            H, S, D, rows.size(), mat_err, fused_err, tiled_err, diff);
+        if (!(mat_err <= tolerance && fused_err <= tolerance && tiled_err <= tolerance)) {
             std::printf("FAILED: a compiled kernel disagrees with the reference\n");
             return 1;
         }
 
-        // 2. Time, both Loom kernels interleaved (each has run once above).
+        // 2. Time, the Loom kernels interleaved (each has run once above).
         std::vector<double> t = apps::round_robin_medians(
-            {[&] { mat_kernel.realize({mat_out}); }, [&] { fused_kernel.realize({fused_out}); }},
+            {[&] { mat_kernel.realize({mat_out}); }, [&] { fused_kernel.realize({fused_out}); },
+             [&] { tiled_kernel.realize({tiled_out}); }},
             o.reps);
         // Useful flops: two matrix products over the unmasked query-key pairs.
         const double pairs = o.variant == Variant::Global ? double(S) * S : double(S) * (S + 1) / 2;
         const double flops = 4.0 * H * D * pairs;
-        TorchResult torch;
-        if (o.torch) torch = time_torch(o, threads, q, k, v, fused_out);
+        apps::TorchResult torch;
+        if (o.torch) {
+            torch = apps::time_torch_sdpa(q, k, v, tiled_out, o.variant != Variant::Global, threads,
+                                          o.reps);
+        }
         std::printf("\ntime, median of %d runs (GFLOP/s: useful flops, masked pairs not counted)\n",
                     o.reps);
         std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s\n", "Loom, materialized", t[0] * 1e3,
                     flops / t[0] * 1e-9);
         std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s\n", "Loom, fused (flash_attention template)",
                     t[1] * 1e3, flops / t[1] * 1e-9);
+        std::printf("  %-40s %9.1f ms  %6.1f GFLOP/s\n", "Loom, fused tile program (head_dim)",
+                    t[2] * 1e3, flops / t[2] * 1e-9);
         if (torch.ran) {
             std::string name =
                 "PyTorch " + torch.note + " sdpa, " + std::to_string(torch.threads) + " threads";
@@ -357,9 +300,13 @@ int main(int argc, char **argv) {
         } else {
             std::printf("  PyTorch: skipped (%s)\n", o.quick ? "--quick" : "--no-torch");
         }
-        std::printf("  fused / materialized time: %.2f (%.1fx faster)\n", t[1] / t[0], t[0] / t[1]);
+        std::printf("  fused / materialized time:        %.2f (%.1fx faster)\n", t[1] / t[0],
+                    t[0] / t[1]);
+        std::printf("  tile program / materialized time: %.2f (%.1fx faster)\n", t[2] / t[0],
+                    t[0] / t[2]);
         if (torch.ran) {
-            std::printf("  fused / PyTorch time:      %.2f\n", t[1] / torch.seconds);
+            std::printf("  fused / PyTorch time:             %.2f\n", t[1] / torch.seconds);
+            std::printf("  tile program / PyTorch time:      %.2f\n", t[2] / torch.seconds);
         }
 
         // 3. Memory: what each schedule stores besides q, k, v and out, from
@@ -384,6 +331,10 @@ int main(int argc, char **argv) {
             "size of k): %s\n",
             query_block, key_tile, bytes_str(tiles).c_str(), threads,
             bytes_str(tiles * threads).c_str(), bytes_str(staged).c_str());
+        std::printf(
+            "  tile program: on the stack of each task, tiles of %d queries x %d keys and %d x "
+            "%d for q, k, v, the scores and the output, at any seq, no staged copy\n",
+            tile_options.tile_queries, tile_options.key_tile, tile_options.tile_queries, D);
         const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
         std::printf("  scores per thread, materialized / fused: %.0fx", mat_rows / tiles);
         if (l1 > 0) std::printf(" (L1 data cache here: %s)", bytes_str(double(l1)).c_str());

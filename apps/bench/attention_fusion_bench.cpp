@@ -6,7 +6,7 @@
 // materialized schedule, written in Halide). See apps/bench/README.md.
 //
 //   attention_fusion_bench [--reps N] [--quick] [--threads N] [--budget S]
-//                          [--only prefill|decode|compile|sweep] [--no-memory]
+//                          [--only prefill|decode|compile|sweep] [--no-memory] [--no-torch]
 //                          [--max-seq N] [--heads N] [--query-block N]
 //                          [--key-tile N] [--vector N] [--halide-causal-max-seq N]
 //                          [--exact] [--markdown] [--dump DIR]
@@ -58,6 +58,7 @@
 #include "../../schedules/flash_attention.h"
 #include "../attention/variants.h"
 #include "../bench_common.h"
+#include "../torch_sdpa.h"
 #include "dump_dir.h"
 
 #ifndef LOOM_HALIDE_VERSION
@@ -155,6 +156,7 @@ struct Options {
     double budget = 10;  // seconds of timed rounds per configuration, about
     bool quick = false;
     bool memory = true;
+    bool torch = true;  // PyTorch's SDPA as a column (not with --quick)
     bool exact = false;
     bool markdown = false;
     std::string only;
@@ -285,12 +287,15 @@ enum class LoomSchedule {
     // flash_attention without stage_keys: for decode, where one query
     // cannot repay a transposed copy of the keys.
     RollingUnstaged,
+    // flash_attention with the head dimension fixed: a tile program.
+    Tiles,
 };
 
 /** A Loom schedule of the attention chain and its options. */
 struct LoomSpec {
     LoomSchedule kind = LoomSchedule::Rolling;
     int query_block = 16, key_tile = 64, vector = 16, chunks = 0;
+    int head_dim = 0;  // Tiles: the fixed head dimension
 };
 
 LoomSpec spec(LoomSchedule kind, const Options &opt, int chunks = 0) {
@@ -301,7 +306,8 @@ class LoomKernel : public Kernel {
   public:
     LoomKernel(Variant var, const LoomSpec &o, const Options &opt)
         : app_(std::make_unique<AttentionVariant>(var, loom::Float(32))) {
-        const AttentionVariant &a = *app_;
+        AttentionVariant &a = *app_;
+        if (o.kind == LoomSchedule::Tiles) a.fix_head_dim(o.head_dim);
         const loom::schedules::AttentionChain chain = a.chain();
         loom::Schedule sch;
         char buf[200];
@@ -342,6 +348,19 @@ class LoomKernel : public Kernel {
                           "schedule_materialized(query_block %d, vector %d), kt at root",
                           o.query_block, o.vector);
             break;
+        case LoomSchedule::Tiles: {
+            loom::schedules::FlashAttentionOptions fo;
+            fo.head_dim = o.head_dim;
+            fo.key_tile = o.key_tile;
+            loom::schedules::flash_attention(sch, chain, fo);
+            name = "tiles";
+            query_block = fo.tile_queries;
+            std::snprintf(buf, sizeof buf,
+                          "flash_attention{head_dim %d, tile_queries %d, key_tile %d}: a tile "
+                          "program",
+                          o.head_dim, fo.tile_queries, o.key_tile);
+            break;
+        }
         case LoomSchedule::SplitK:
             loom::schedules::flash_decoding(sch, chain, {o.chunks, o.key_tile, o.vector});
             name = "split_k " + std::to_string(o.chunks);
@@ -746,9 +765,11 @@ struct Registry {
     std::map<std::string, std::unique_ptr<Kernel>> kernels;
     std::vector<std::string> order;  // compile order, for the compile table
 
-    Kernel &get(Variant var, const std::string &which, int chunks = 0) {
+    /** chunks: split_k's; head_dim: the tile program's. */
+    Kernel &get(Variant var, const std::string &which, int chunks = 0, int head_dim = 0) {
         std::string key = std::string(attention::variant_name(var)) + " " + which;
         if (chunks > 0) key += " " + std::to_string(chunks);
+        if (head_dim > 0) key += " D" + std::to_string(head_dim);
         auto it = kernels.find(key);
         if (it != kernels.end()) return *it->second;
         std::unique_ptr<Kernel> k;
@@ -761,6 +782,10 @@ struct Registry {
         } else if (which == "materialized+kt") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::MaterializedStagedKeys, opt),
                                              opt);
+        } else if (which == "tiles") {
+            LoomSpec ls = spec(LoomSchedule::Tiles, opt);
+            ls.head_dim = head_dim;
+            k = std::make_unique<LoomKernel>(var, ls, opt);
         } else if (which == "split_k") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::SplitK, opt, chunks), opt);
         } else {
@@ -884,34 +909,64 @@ void prefill_memory(Registry &reg, const Options &opt, Table &mem) {
 void prefill_section(Registry &reg, const Options &opt, Table &t) {
     t.title = "Prefill (Lq = Lk = seq), fp32, batch 1, " + std::to_string(opt.prefill_heads) +
               " heads: median ms per run";
-    t.head = {"variant", "seq", "D", "rolling ms", "mat. ms", "mat+kt ms"};
+    t.head = {"variant", "seq", "D", "rolling ms", "tiles ms", "mat. ms", "mat+kt ms"};
     if (have_halide) t.head.push_back("Halide ms");
-    t.head.insert(t.head.end(), {"roll/mat", "roll/mat+kt"});
+    const bool torch = opt.torch && !opt.quick;
+    if (torch) t.head.push_back("torch ms");
+    t.head.insert(t.head.end(), {"roll/mat", "roll/mat+kt", "tiles/mat"});
     if (have_halide) t.head.push_back("roll/Hal");
-    t.head.insert(t.head.end(), {"roll GF/s", "mat GF/s"});
+    if (torch) t.head.insert(t.head.end(), {"roll/torch", "tiles/torch"});
+    t.head.insert(t.head.end(), {"roll GF/s", "tiles GF/s", "mat GF/s"});
     if (have_halide) t.head.push_back("Hal GF/s");
+    if (torch) t.head.push_back("torch GF/s");
     t.head.insert(t.head.end(), {"roll MB", "mat MB", "rounds", "max err"});
+    std::string torch_note;
     for (const PrefillConfig &c : prefill_configs(opt)) {
         Problem p = make_problem(c.variant, opt.prefill_heads, c.seq, c.seq, c.head_dim);
         std::vector<Kernel *> ks = prefill_kernels(reg, c);
         ks.push_back(&reg.get(c.variant, "materialized+kt"));
+        Kernel *tiles = &reg.get(c.variant, "tiles", 0, c.head_dim);
+        ks.push_back(tiles);
         double err = 0;
         int rounds = 0;
         std::vector<double> ms = check_and_time(ks, p, opt, &err, &rounds);
-        const bool hal = ks.size() > 3;
-        const double staged = ms.back();
+        const bool hal = ks.size() > 4;
+        const double staged = ms[ms.size() - 2], tiled = ms.back();
+        // PyTorch on the same inputs and threads, after Loom's runs; its
+        // output is compared with the tile program's.
+        apps::TorchResult tr;
+        if (torch) {
+            tr = apps::time_torch_sdpa(p.q, p.k, p.v, tiles->output(), c.variant != Variant::Global,
+                                       opt.threads, std::max(3, opt.reps));
+            if (tr.ran) {
+                torch_note = "torch " + tr.note + ", " + std::to_string(tr.threads) + " threads";
+                err = std::max(err, tr.max_diff);
+            } else {
+                torch_note = tr.note;
+            }
+        }
         const double flops = useful_flops(p);
+        auto or_dash = [](bool ok, const std::string &x) { return ok ? x : std::string("-"); };
         std::vector<std::string> row = {
             attention::variant_name(c.variant), std::to_string(c.seq),
             std::to_string(c.head_dim),         fmt("%.1f", ms[0] * 1e3),
-            fmt("%.1f", ms[1] * 1e3),           fmt("%.1f", staged * 1e3)};
+            fmt("%.1f", tiled * 1e3),           fmt("%.1f", ms[1] * 1e3),
+            fmt("%.1f", staged * 1e3)};
         if (have_halide) row.push_back(hal ? fmt("%.1f", ms[2] * 1e3) : "skip");
+        if (torch) row.push_back(or_dash(tr.ran, fmt("%.1f", tr.seconds * 1e3)));
         row.push_back(fmt("%.2f", ms[0] / ms[1]));
         row.push_back(fmt("%.2f", ms[0] / staged));
+        row.push_back(fmt("%.2f", tiled / ms[1]));
         if (have_halide) row.push_back(hal ? fmt("%.2f", ms[0] / ms[2]) : "-");
+        if (torch) {
+            row.push_back(or_dash(tr.ran, fmt("%.2f", ms[0] / tr.seconds)));
+            row.push_back(or_dash(tr.ran, fmt("%.2f", tiled / tr.seconds)));
+        }
         row.push_back(fmt("%.1f", flops / ms[0] * 1e-9));
+        row.push_back(fmt("%.1f", flops / tiled * 1e-9));
         row.push_back(fmt("%.1f", flops / ms[1] * 1e-9));
         if (have_halide) row.push_back(hal ? fmt("%.1f", flops / ms[2] * 1e-9) : "-");
+        if (torch) row.push_back(or_dash(tr.ran, fmt("%.1f", flops / tr.seconds * 1e-9)));
         row.push_back(fmt("%.0f", modelled_bytes(p, *ks[0]) / 1e6));
         row.push_back(fmt("%.0f", modelled_bytes(p, *ks[1]) / 1e6));
         row.push_back(std::to_string(rounds));
@@ -920,13 +975,23 @@ void prefill_section(Registry &reg, const Options &opt, Table &t) {
         std::fprintf(stderr, "  prefill: %s done\n", config_name(p).c_str());
     }
     t.notes.push_back(
-        "(roll/mat, roll/mat+kt, roll/Hal: run-time ratios; below 1 the fused schedule is "
-        "faster. mat+kt: the materialized schedule with the keys staged transposed at root, "
-        "the score stage flash_attention uses. GF/s: "
+        "(rolling: flash_attention's loops; tiles: flash_attention with head_dim, a tile "
+        "program. roll/mat, roll/mat+kt, tiles/mat, roll/Hal, roll/torch, tiles/torch: run-time "
+        "ratios; below 1 the Loom schedule is faster. mat+kt: the materialized schedule with "
+        "the keys staged transposed at root, the score stage flash_attention uses. GF/s: "
         "useful flops, 4 x heads x D x unmasked query-key pairs, per second. MB: modelled "
         "bytes moved to and from L3/DRAM (README). rounds: timed rounds behind the medians (1: "
         "the checked run alone, when one round takes longer than --budget). max err: worst "
-        "|a-b|/(1+|b|) against float64 over the checked rows of every schedule.)");
+        "|a-b|/(1+|b|) against float64 over the checked rows of every Loom schedule, and "
+        "torch's largest |difference| from the tile program's output.)");
+    if (torch) {
+        t.notes.push_back(
+            "(torch: scaled_dot_product_attention on the CPU, fp32, timed by "
+            "python3 on the same inputs right after Loom's runs, median of " +
+            std::to_string(std::max(3, opt.reps)) + ": " + torch_note + ".)");
+    } else if (opt.torch) {
+        t.notes.push_back("(torch: not run with --quick.)");
+    }
     if (have_halide) {
         t.notes.push_back("(Halide skip: the causal variant beyond seq " +
                           std::to_string(opt.halide_causal_max_seq) +
@@ -1099,7 +1164,8 @@ void sweep_section(const Options &opt, Table &t, Table &td) {
 int usage(const char *argv0) {
     std::fprintf(stderr,
                  "usage: %s [--reps N] [--quick] [--threads N] [--budget SECONDS]\n"
-                 "          [--only prefill|decode|compile|sweep] [--no-memory] [--max-seq N]\n"
+                 "          [--only prefill|decode|compile|sweep] [--no-memory] [--no-torch]\n"
+                 "          [--max-seq N]\n"
                  "          [--query-block N] [--key-tile N] [--vector N] [--heads N]\n"
                  "          [--halide-causal-max-seq N]\n"
                  "          [--exact] [--markdown] [--dump DIR]\n",
@@ -1127,6 +1193,7 @@ int main(int argc, char **argv) {
         else if (s == "--budget") opt.budget = std::atof(next().c_str());
         else if (s == "--only") opt.only = next();
         else if (s == "--no-memory") opt.memory = false;
+        else if (s == "--no-torch") opt.torch = false;
         else if (s == "--max-seq") opt.max_seq = next_int(1);
         else if (s == "--query-block") opt.query_block = next_int(1);
         else if (s == "--key-tile") opt.key_tile = next_int(1);

@@ -6,7 +6,10 @@
 //   running max, sum and weighted sum repaired per tile;
 // - "splitkK": flash_decoding (split_k(o, r, K)) with K chunks of the keys
 //   computed in parallel, each one rolling pass in tiles of key_tile, then
-//   combined with the derived repairs; K in {1, 2, 7, 16}.
+//   combined with the derived repairs; K in {1, 2, 7, 16};
+// - "tiles": flash_attention with the head dimension fixed, one tile program
+//   per tile of queries rolling the chain over key tiles (register-blocked
+//   dots, vector reductions of the rows).
 //
 // Each compiled output is compared with BOTH the float64 reference of
 // variants_reference.h and the reference interpreter (loom::interpret, which
@@ -71,13 +74,13 @@ namespace {
 /** How a test schedules the chain: 0 is rolling_update (flash_attention),
  * K > 0 split_k with K chunks (flash_decoding). */
 using Fusion = int;
-const Fusion rolling = 0;
+const Fusion rolling = 0, tiles = -1;
 
 const int query_block = 16, vector_width = 8;
 const int rolling_key_tile = 16, split_key_tile = 12;
 
 std::string fusion_name(Fusion f) {
-    return f == rolling ? "rolling" : "splitk" + std::to_string(f);
+    return f == rolling ? "rolling" : f == tiles ? "tiles" : "splitk" + std::to_string(f);
 }
 
 VariantShape make_shape(Variant var, Mode mode) {
@@ -110,10 +113,17 @@ struct Kernel {
 Kernel compile_fused(Variant var, Type t, Fusion fusion) {
     Kernel k;
     k.app = std::make_unique<AttentionVariant>(var, t);
-    const AttentionVariant &a = *k.app;
+    AttentionVariant &a = *k.app;
+    if (fusion == tiles) a.fix_head_dim(make_shape(var, Mode::Prefill).head_dim);
     const schedules::AttentionChain chain = a.chain();
     Schedule sch;
-    if (fusion == rolling) {
+    if (fusion == tiles) {
+        schedules::FlashAttentionOptions opt;
+        opt.head_dim = make_shape(var, Mode::Prefill).head_dim;
+        opt.tile_queries = query_block;
+        opt.key_tile = rolling_key_tile;
+        schedules::flash_attention(sch, chain, opt);
+    } else if (fusion == rolling) {
         schedules::flash_attention(
             sch, chain,
             schedules::FlashAttentionOptions{query_block, rolling_key_tile, vector_width});
@@ -199,7 +209,7 @@ TEST_P(FusedAttentionFp32, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionFp32,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 1, 2, 7, 16),
+                                            ::testing::Values(rolling, 1, 2, 7, 16, tiles),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          fp32_name);
 
@@ -228,7 +238,8 @@ TEST_P(FusedAttentionLowPrecision, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionLowPrecision,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(1, 2), ::testing::Values(rolling, 7)),
+                                            ::testing::Values(1, 2),
+                                            ::testing::Values(rolling, 7, tiles)),
                          low_precision_name);
 
 // ------------------------------------------------------ numerical stress cases
@@ -274,7 +285,7 @@ TEST_P(FusedAttentionLargeScores, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionLargeScores,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 16)),
+                                            ::testing::Values(rolling, 16, tiles)),
                          stress_name);
 
 // More queries than keys (Lq = 53 > Lk = 30): query i has position
@@ -315,7 +326,7 @@ INSTANTIATE_TEST_SUITE_P(
     All, FusedAttentionSomeRowsMasked,
     ::testing::Combine(::testing::Values(Variant::Causal, Variant::ALiBi, Variant::SoftCap,
                                          Variant::SlidingWindow, Variant::GroupedQuery),
-                       ::testing::Values(rolling, 16)),
+                       ::testing::Values(rolling, 16, tiles)),
     stress_name);
 
 // No keys at all (an empty cache): every output is exactly 0, as the
@@ -346,7 +357,7 @@ TEST_P(FusedAttentionNoKeys, ExactlyZero) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionNoKeys,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 3, 16)),
+                                            ::testing::Values(rolling, 3, 16, tiles)),
                          stress_name);
 
 // Sliding windows of one key and of none, with large scores.
@@ -434,9 +445,9 @@ TEST_P(FusedAttentionWindowOfZero, ExactlyZero) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfOne, ::testing::Values(rolling, 1, 2, 7, 16),
-                         window_name);
-INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfZero, ::testing::Values(rolling, 16),
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfOne,
+                         ::testing::Values(rolling, 1, 2, 7, 16, tiles), window_name);
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfZero, ::testing::Values(rolling, 16, tiles),
                          window_name);
 
 }  // namespace

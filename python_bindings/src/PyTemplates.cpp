@@ -123,7 +123,9 @@ void define_templates(nb::module_ &m) {
     bind_options<FlashAttentionOptions>(s, "FlashAttentionOptions",
                                         {{"query_block", &FlashAttentionOptions::query_block},
                                          {"key_tile", &FlashAttentionOptions::key_tile},
-                                         {"vector", &FlashAttentionOptions::vector}},
+                                         {"vector", &FlashAttentionOptions::vector},
+                                         {"head_dim", &FlashAttentionOptions::head_dim},
+                                         {"tile_queries", &FlashAttentionOptions::tile_queries}},
                                         {{"stage_keys", &FlashAttentionOptions::stage_keys}});
     bind_options<FlashDecodingOptions>(s, "FlashDecodingOptions",
                                        {{"chunks", &FlashDecodingOptions::chunks},
@@ -163,8 +165,9 @@ void define_templates(nb::module_ &m) {
         arg("schedule"), arg("chain"), arg("options"), DOC)
     LOOM_PY_TEMPLATE(flash_attention, FlashAttentionOptions,
                      "FlashAttention for prefill on the CPU: tasks of query_block queries in "
-                     "parallel, one rolling pass over key tiles. Options: query_block, key_tile, "
-                     "vector, stage_keys.");
+                     "parallel, one rolling pass over key tiles; with head_dim (fixed by "
+                     "fix_head_dim), a tile program per tile_queries queries instead. Options: "
+                     "query_block, key_tile, vector, stage_keys, head_dim, tile_queries.");
     LOOM_PY_TEMPLATE(flash_decoding, FlashDecodingOptions,
                      "FlashDecoding on the CPU: the keys split_k into chunks combined with the "
                      "derived repairs. Options: chunks, key_tile, vector.");

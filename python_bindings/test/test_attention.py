@@ -32,6 +32,24 @@ def test_variant_with_flash_attention_template(rng, variant):
     assert any("rolling_update" in line for line in k.compile_log())
 
 
+@pytest.mark.parametrize("variant", [attention.Variant.Global, attention.Variant.Causal])
+def test_flash_attention_as_a_tile_program(rng, variant):
+    """head_dim makes flash_attention one tile program per tile of queries."""
+    a = attention.AttentionVariant(variant, loom.Float(32))
+    a.fix_head_dim(24)
+    sch = loom.Schedule()
+    schedules.flash_attention(sch, a.chain(), head_dim=24, tile_queries=16, key_tile=16)
+    k = loom.Pipeline(a.out).compile(sch, output_shape=0)
+    shape = (2, 2, 53, 24)
+    q, kk, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    np.testing.assert_allclose(k(q, kk, v, 0.3),
+                               reference(q, kk, v, 0.3, variant == attention.Variant.Causal),
+                               rtol=1e-4, atol=1e-5)
+    assert "tile_row" in k.lowered_stmt
+    with pytest.raises(loom.RuntimeError, match="exactly 24"):
+        k(q[..., :16].copy(), kk[..., :16].copy(), v[..., :16].copy(), 0.3)
+
+
 def test_flash_decoding_template(rng):
     a = attention.AttentionVariant(attention.Variant.Causal, "float32")
     sch = loom.Schedule()
