@@ -52,7 +52,7 @@ std::vector<ParameterPtr> promising_buffers(const std::vector<ParameterPtr> &par
     return buffers;
 }
 
-Stmt substitute_fixed_sizes(const Stmt &s, const std::vector<ParameterPtr> &buffers) {
+std::map<std::string, Expr> fixed_sizes(const std::vector<ParameterPtr> &buffers) {
     std::map<std::string, Expr> constants;
     for (const ParameterPtr &p : buffers) {
         for (const auto &[d, extent] : p->fixed_extents) {
@@ -62,6 +62,11 @@ Stmt substitute_fixed_sizes(const Stmt &s, const std::vector<ParameterPtr> &buff
             constants[field_name(p, "min", d)] = make_const(Int(32), min);
         }
     }
+    return constants;
+}
+
+Stmt substitute_fixed_sizes(const Stmt &s, const std::vector<ParameterPtr> &buffers) {
+    const std::map<std::string, Expr> constants = fixed_sizes(buffers);
     return constants.empty() ? s : substitute(constants, s);
 }
 

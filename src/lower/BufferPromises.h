@@ -8,6 +8,8 @@
 // and for a GPU kernel's buffer by its launch, which checks the GPU address.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "ir/Scope.h"
@@ -22,6 +24,9 @@ namespace internal {
  * (Func::output_buffer). */
 std::vector<ParameterPtr> promising_buffers(const std::vector<ParameterPtr> &params,
                                             const std::vector<FunctionPtr> &outputs);
+
+/** The constant of each fixed extent and min, by its symbol's name. */
+std::map<std::string, Expr> fixed_sizes(const std::vector<ParameterPtr> &buffers);
 
 /** Replaces each fixed extent and min's symbol by its constant. Run before
  * bounds inference (so loops and storage sized by them are constant) and

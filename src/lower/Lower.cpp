@@ -138,7 +138,8 @@ LoweringResult lower(const std::vector<FunctionPtr> &outputs, const ScheduleCont
     // Bounds inference may bring in more inputs: a Param that a bound() gives.
     const std::vector<ParameterPtr> params = arguments_in_order(find_parameters(env.funcs, s));
     s = log("add_buffer_checks", add_schedule_checks(add_buffer_checks(s, params, env), env));
-    s = log("translate_tile_programs", translate_tile_programs(s, env, target, name));
+    s = log("translate_tile_programs",
+            translate_tile_programs(s, env, target, name, fixed_sizes(promising)));
     s = log("strip_promises", strip_promises(s));
 
     // Storage: GPU threads' own storage, flat buffers, kernel allocations.

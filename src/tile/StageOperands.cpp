@@ -7,6 +7,7 @@
 #include "ir/Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
+#include "tile/LoopInvariants.h"
 
 namespace loom {
 namespace internal {
@@ -29,39 +30,43 @@ TileOp copy_of(const TileOp &load, const TileType &shared, const std::string &lo
 }
 
 void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
-    std::map<std::string, const TileOp *> loads;
     std::map<std::string, bool> operand;
     for (const TileStmt &s : loop.body) {
-        if (!s.op) continue;
-        if (s.op->kind == TileOpKind::Load) loads[s.op->result] = s.op.get();
-        if (s.op->kind == TileOpKind::Dot) {
+        if (s.op && s.op->kind == TileOpKind::Dot) {
             operand[s.op->operands[0]] = operand[s.op->operands[1]] = true;
         }
     }
-    std::vector<TileOp> staged;  // the operand loads, in order
+    // The operand loads, in order: those of every step, and those the
+    // same at every step (copied once, before the loop, into one slot).
+    std::vector<TileOp> staged, invariant;
     for (const TileStmt &s : loop.body) {
         if (s.op && s.op->kind == TileOpKind::Load && operand.count(s.op->result)) {
-            staged.push_back(*s.op);
+            const bool once = is_loop_invariant_load(*s.op, loop.var, loop.body);
+            (once ? invariant : staged).push_back(*s.op);
         }
     }
-    if (staged.empty()) return;
+    if (staged.empty() && invariant.empty()) return;
     std::map<std::string, TileType> shared;
-    for (const TileOp &l : staged) {
-        internal_assert(l.type.shape.size() == 2 && l.type.elem.bits == 16)
-            << "staging: operand " << l.result << " is not a 2-D tile of 16-bit elements";
-        TileType t = l.type;
-        t.space = MemorySpace::Shared;
-        t.slots = stages;
-        // Shared rows run the way global memory is contiguous, so that the
-        // copy moves 16-byte chunks: down the tile's columns for an operand
-        // stored transposed (its last buffer dimension follows tile axis 0).
-        const std::vector<int> axes = access_axes(l, 2);
-        const bool transposed = !axes.empty() && axes.back() == 0;
-        t.layout = std::make_shared<const LinearLayout>(
-            transposed ? swizzled_shared_layout_transposed(t.shape[0], t.shape[1], t.elem.bytes())
-                       : swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
-        t.layout_name = transposed ? "swizzled_transposed" : "swizzled";
-        shared[l.result] = t;
+    for (const std::vector<TileOp> *loads : {&staged, &invariant}) {
+        for (const TileOp &l : *loads) {
+            internal_assert(l.type.shape.size() == 2 && l.type.elem.bits == 16)
+                << "staging: operand " << l.result << " is not a 2-D tile of 16-bit elements";
+            TileType t = l.type;
+            t.space = MemorySpace::Shared;
+            t.slots = loads == &staged ? stages : 1;
+            // Shared rows run the way global memory is contiguous, so that
+            // the copy moves 16-byte chunks: down the tile's columns for an
+            // operand stored transposed (its last buffer dimension follows
+            // tile axis 0).
+            const std::vector<int> axes = access_axes(l, 2);
+            const bool transposed = !axes.empty() && axes.back() == 0;
+            t.layout = std::make_shared<const LinearLayout>(
+                transposed
+                    ? swizzled_shared_layout_transposed(t.shape[0], t.shape[1], t.elem.bytes())
+                    : swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
+            t.layout_name = transposed ? "swizzled_transposed" : "swizzled";
+            shared[l.result] = t;
+        }
     }
     const Expr k = Variable::make(Int(32), loop.var);
     const TileOp commit = make_op(TileOpKind::AsyncCommit), barrier = make_op(TileOpKind::Barrier);
@@ -71,8 +76,17 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
             out->push_back(op_stmt(copy_of(l, shared[l.result], loop.var, step, slot)));
         out->push_back(op_stmt(commit));
     };
+    // The invariant copies join the first group the prologue commits.
+    for (const TileOp &l : invariant) {
+        prologue->push_back(op_stmt(copy_of(l, shared[l.result], loop.var, loop.min, Expr())));
+    }
     std::vector<TileStmt> body;
-    if (stages == 1) {
+    if (staged.empty()) {
+        prologue->push_back(op_stmt(commit));
+        prologue->push_back(op_stmt(wait));
+        prologue->push_back(op_stmt(barrier));
+    } else if (stages == 1) {
+        if (!invariant.empty()) prologue->push_back(op_stmt(commit));
         issue(&body, k, Expr());
         body.push_back(op_stmt(wait));
         body.push_back(op_stmt(barrier));
@@ -81,23 +95,25 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
         wait.pending = stages - 2;
         body.push_back(op_stmt(wait));
         body.push_back(op_stmt(barrier));
+        // The slot of the tile stages - 1 ahead is the one the previous
+        // step read, which every warp is done with past the barrier: its
+        // copy runs under this step's work.
+        issue(&body, k + (stages - 1), (k - loop.min + (stages - 1)) % stages);
     }
     const Expr slot = stages == 1 ? Expr() : (k - loop.min) % stages;
     for (const TileStmt &s : loop.body) {
         if (s.op && s.op->kind == TileOpKind::Load && operand.count(s.op->result)) {
             TileOp convert = make_op(TileOpKind::ConvertLayout, s.op->result, s.op->type,
                                      {s.op->result + "_shared"});
-            convert.slot = slot;
+            if (shared.at(s.op->result).slots > 1) convert.slot = slot;
             body.push_back(op_stmt(convert));
         } else {
             body.push_back(s);
         }
     }
-    if (stages == 1) {
+    if (stages == 1 && !staged.empty()) {
         // The next step's copies overwrite the tiles this one reads.
         body.push_back(op_stmt(barrier));
-    } else {
-        issue(&body, k + (stages - 1), (k - loop.min + (stages - 1)) % stages);
     }
     loop.body = body;
 }

@@ -6,10 +6,13 @@
 // tiles are in flight while the dot of this one runs. The prologue issues
 // the first stages - 1 copies; each step waits for its own tile's group,
 // meets the block at a barrier (after which no warp still reads the slot
-// the step then refills), converts, multiplies, and issues the copy of the
-// tile stages - 1 ahead into the slot just freed. A copy past the end of
+// the previous step read), issues the copy of the tile stages - 1 ahead
+// into that slot, then converts and multiplies. A copy past the end of
 // the reduction is masked to nothing, so every step commits a group and
-// the wait counts stay exact.
+// the wait counts stay exact. An operand the same at every step (the
+// queries, in attention's loop over key tiles) is copied once, with the
+// prologue's first group, into a shared tile of one slot, and only
+// converted at each step.
 #pragma once
 
 #include "tile/TileIR.h"

@@ -19,6 +19,7 @@
 #include "lower/ScheduleFunctions.h"
 #include "tile/AssignLayouts.h"
 #include "tile/EliminateCommonTiles.h"
+#include "tile/LoopInvariants.h"
 #include "tile/StageOperands.h"
 #include "tile/TensorInstructions.h"
 #include "tile/TileKernel.h"
@@ -76,8 +77,9 @@ using Axes = std::map<std::string, Axis>;
 class ProgramBuilder {
   public:
     ProgramBuilder(const FunctionPtr &out, const TileProgramSchedule &ts, const LoweringEnv &env,
-                   const std::string &kernel_name, bool gpu)
-        : out(out), ts(ts), env(env), gpu(gpu) {
+                   const std::string &kernel_name, bool gpu,
+                   const std::map<std::string, Expr> &fixed_sizes)
+        : out(out), ts(ts), env(env), gpu(gpu), fixed_sizes(fixed_sizes) {
         program.name = kernel_name;
         program.num_warps = ts.options.warps_m * ts.options.warps_n;
     }
@@ -138,8 +140,11 @@ class ProgramBuilder {
         auto contents = std::make_shared<TileKernelContents>();
         contents->buffers = buffers;
         eliminate_common_tiles(program);
+        simplify_program(program.body);
+        unroll_single_step_loops(program);
         Stmt kernel;
         if (!gpu) {
+            hoist_invariant_loads(program);
             simplify_program(program.body);
             contents->program = program;
             kernel = tile_program_to_loops(*contents, grid_extents, scalar_names, scalar_values);
@@ -159,6 +164,7 @@ class ProgramBuilder {
     const TileProgramSchedule &ts;
     const LoweringEnv &env;
     const bool gpu;
+    const std::map<std::string, Expr> &fixed_sizes;
     TileProgram program;
     std::vector<Expr> grid_extents;
     std::vector<std::string> scalar_names;
@@ -196,6 +202,9 @@ class ProgramBuilder {
 
     /** A program scalar standing for a host Expr; named `name`. */
     Expr bind_scalar(const std::string &name, const Expr &host) {
+        // A size the buffers fix is a constant of the program.
+        const Expr fixed = simplify(substitute(fixed_sizes, host));
+        if (is_const(fixed)) return fixed;
         for (size_t i = 0; i < scalar_names.size(); i++) {
             if (scalar_names[i] == name) return Variable::make(host.type(), name);
         }
@@ -1228,13 +1237,15 @@ class ProgramBuilder {
 
 class Translate : public IRMutator {
   public:
-    Translate(const LoweringEnv &env, const Target &target, const std::string &pipeline)
-        : env(env), target(target), pipeline(pipeline) {}
+    Translate(const LoweringEnv &env, const Target &target, const std::string &pipeline,
+              const std::map<std::string, Expr> &fixed_sizes)
+        : env(env), target(target), pipeline(pipeline), fixed_sizes(fixed_sizes) {}
 
   private:
     const LoweringEnv &env;
     const Target &target;
     const std::string pipeline;
+    const std::map<std::string, Expr> &fixed_sizes;
     int kernels = 0;
 
     using IRMutator::visit;
@@ -1253,7 +1264,7 @@ class Translate : public IRMutator {
                 ProgramBuilder b(
                     env.funcs.at(name), *fs.tile_program, env,
                     c_identifier(pipeline + "_" + name + "_tile" + std::to_string(kernels++)),
-                    target.has_feature(Target::CUDA));
+                    target.has_feature(Target::CUDA), fixed_sizes);
                 return b.build();
             }
         }
@@ -1264,11 +1275,12 @@ class Translate : public IRMutator {
 }  // namespace
 
 Stmt translate_tile_programs(const Stmt &s, const LoweringEnv &env, const Target &target,
-                             const std::string &pipeline_name) {
+                             const std::string &pipeline_name,
+                             const std::map<std::string, Expr> &fixed_sizes) {
     bool any = false;
     for (const auto &[name, fs] : env.schedules) any |= fs.tile_program != nullptr;
     if (!any) return s;
-    return Translate(env, target, pipeline_name).mutate(s);
+    return Translate(env, target, pipeline_name, fixed_sizes).mutate(s);
 }
 
 }  // namespace internal

@@ -9,6 +9,7 @@
 // own file here).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "loom/IR.h"
@@ -21,9 +22,13 @@ struct LoweringEnv;
 
 /** Replaces the loop nest of every tile_program Func in s. Throws a
  * CompileError naming the Func, the definition and the reason for a part
- * of it that is not a tile operation. */
+ * of it that is not a tile operation. `fixed_sizes` (BufferPromises.h):
+ * the buffers' sizes fixed at compile time, constants in the programs (a
+ * head dimension fixed to one reduction tile leaves a loop of one step,
+ * which goes). */
 Stmt translate_tile_programs(const Stmt &s, const LoweringEnv &env, const Target &target,
-                             const std::string &pipeline_name);
+                             const std::string &pipeline_name,
+                             const std::map<std::string, Expr> &fixed_sizes);
 
 }  // namespace internal
 }  // namespace loom
