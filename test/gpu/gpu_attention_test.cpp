@@ -169,11 +169,12 @@ INSTANTIATE_TEST_SUITE_P(All, GpuAttention,
 
 namespace {
 
-using TensorCoreParam = std::tuple<Variant, int /*index in all_types*/>;
+using TensorCoreParam = std::tuple<Variant, int /*index in all_types*/, int /*head dim*/>;
 
 std::string tensor_core_name(const ::testing::TestParamInfo<TensorCoreParam> &info) {
-    const auto [var, type_index] = info.param;
-    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]);
+    const auto [var, type_index, head_dim] = info.param;
+    return std::string(attention::variant_name(var)) + "_" + type_name(all_types[type_index]) +
+           "_d" + std::to_string(head_dim);
 }
 
 class GpuTensorCoreAttention : public ::testing::TestWithParam<TensorCoreParam> {};
@@ -188,47 +189,50 @@ class GpuTensorCoreAttention : public ::testing::TestWithParam<TensorCoreParam> 
 TEST_P(GpuTensorCoreAttention, MatchesReference) {
     const std::string why = no_gpu_reason();
     if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
-    const auto [var, type_index] = GetParam();
+    const auto [var, type_index, head_dim] = GetParam();
     const Type t = all_types[type_index];
-    // Two query tiles (one partial) over two key tiles (one partial), two
-    // heads (grouped-query: both on one key head).
-    VariantShape sh = shape(var, 77, 77);
-    sh.head_dim = 64;
-    sh.batch = 1;
-    sh.q_heads = 2;
-    sh.kv_heads = var == Variant::GroupedQuery ? 1 : 2;
     AttentionVariant app(var, t);
-    app.fix_head_dim(sh.head_dim);
+    app.fix_head_dim(head_dim);
     Schedule sch;
     schedules::FlashAttentionTensorCoreOptions opt;
-    opt.head_dim = sh.head_dim;
+    opt.head_dim = head_dim;
     schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
     CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
-    Inputs in;
-    std::string trace;
-    std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
-    SCOPED_TRACE(trace);
-    ASSERT_EQ(got.size(), in.ref.size());
-    const double step = t == BFloat(16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-    double v_max = 0;
-    for (float x : in.v) v_max = std::max(v_max, double(std::fabs(x)));
-    int bad = 0;
-    for (size_t n = 0; n < got.size() && bad < 5; n++) {
-        const double bound = tolerance(t, in.ref[n]) + step * v_max;
-        if (!(std::fabs(got[n] - in.ref[n]) <= bound)) {
-            ADD_FAILURE() << "element " << n << ": " << got[n] << ", the reference " << in.ref[n]
-                          << " (bound " << bound << ")";
-            bad++;
+    // Prefill: two query tiles (one partial) over two key tiles (one
+    // partial), two heads (grouped-query: both on one key head). Decode:
+    // one query over the keys of a partial tile past three whole ones.
+    for (Mode mode : {Mode::Prefill, Mode::Decode}) {
+        VariantShape sh = mode == Mode::Prefill ? shape(var, 77, 77) : shape(var, 1, 211);
+        sh.head_dim = head_dim;
+        sh.batch = 1;
+        sh.q_heads = 2;
+        sh.kv_heads = var == Variant::GroupedQuery ? 1 : 2;
+        Inputs in;
+        std::string trace;
+        std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
+        SCOPED_TRACE(std::string(mode_name(mode)) + ", " + trace);
+        ASSERT_EQ(got.size(), in.ref.size());
+        const double step = t == BFloat(16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+        double v_max = 0;
+        for (float x : in.v) v_max = std::max(v_max, double(std::fabs(x)));
+        int bad = 0;
+        for (size_t n = 0; n < got.size() && bad < 5; n++) {
+            const double bound = tolerance(t, in.ref[n]) + step * v_max;
+            if (!(std::fabs(got[n] - in.ref[n]) <= bound)) {
+                ADD_FAILURE() << "element " << n << ": " << got[n] << ", the reference "
+                              << in.ref[n] << " (bound " << bound << ")";
+                bad++;
+            }
         }
+        EXPECT_GT(max_abs(in.ref), 0.05);
     }
-    EXPECT_GT(max_abs(in.ref), 0.05);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(1)),
+                                            ::testing::Values(1), ::testing::Values(64, 128)),
                          tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
-                                            ::testing::Values(2)),
+                                            ::testing::Values(2), ::testing::Values(64, 128)),
                          tensor_core_name);
