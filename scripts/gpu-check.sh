@@ -11,9 +11,12 @@
 # PHASES, comma-separated (default: all of them, in this order): tests,
 # sanitizer, bench, torch, python (the Python tests, CUDA ones included, and
 # python_bindings/bench/torch_attention_compare.py: Loom's attention called
-# through the bindings on CUDA tensors, next to PyTorch's SDPA; and
-# gemm_bench.py: the tensor-core GEMM next to cuBLAS). Each phase fits one call of a lent machine (ten
-# minutes); run them in separate calls where the whole does not. The report
+# through the bindings on CUDA tensors, next to PyTorch's SDPA;
+# gemm_bench.py: the tensor-core GEMM next to cuBLAS; and attention_bench.py
+# --quick, then --suite neptune: FlashAttention on tensor cores next to
+# SDPA's named backends and FlexAttention). Each phase fits one call of a
+# lent machine (ten minutes); run them in separate calls where the whole
+# does not. The report
 # goes to report-file (default: $LOOM_BUILD_DIR/gpu-check-report.txt), or,
 # with --only, to gpu-check-<phases>.txt there.
 #
@@ -33,6 +36,12 @@
 # benchmarks the bench phase runs, space-separated (gpu_memory_bound_bench
 # alone, say); LOOM_GPU_CHECK_MEMORY_BOUND_ONLY is passed to
 # gpu_memory_bound_bench as its --only ('registers|aligned': those kernels).
+#
+# LOOM_GPU_CHECK_ATTENTION_SECONDS (default: 300) is the time the python
+# phase gives attention_bench.py, 55% to its default set and 45% to
+# Neptune's operators, as each run's --budget: a run starts no row after
+# its budget (a row may take some 20 s more, mostly FlexAttention's
+# compile) and lists what it skipped.
 #
 # LOOM_GPU_CHECK_JOBS (default: 4) is how many processes share the GPU: the
 # tests run that many at a time (ctest -j), and the sanitizer splits the
@@ -63,6 +72,11 @@ phase_seconds="${LOOM_GPU_CHECK_PHASE_SECONDS:-0}"
 jobs="${LOOM_GPU_CHECK_JOBS:-4}"
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || {
   echo "gpu-check: LOOM_GPU_CHECK_JOBS must be a positive number, not '$jobs'" >&2
+  exit 2
+}
+attention_seconds="${LOOM_GPU_CHECK_ATTENTION_SECONDS:-300}"
+[[ "$attention_seconds" =~ ^[1-9][0-9]*$ ]] || {
+  echo "gpu-check: LOOM_GPU_CHECK_ATTENTION_SECONDS must be a positive number, not '$attention_seconds'" >&2
   exit 2
 }
 # Runs a phase's command within the phase's time (timeout signals the whole
@@ -205,7 +219,7 @@ if runs python; then
   {
     echo
     echo "## Python: pytest python_bindings/test, then torch_attention_compare.py"
-    # (and gemm_bench.py below)
+    # (and gemm_bench.py and attention_bench.py below)
     py="${LOOM_PYTHON:-python3}"
     if PYTHONPATH="python_bindings" "$py" -c "import loom" 2>/dev/null; then
       PYTHONPATH="python_bindings" limited "$py" -m pytest -q -p no:cacheprovider \
@@ -220,6 +234,17 @@ if runs python; then
       PYTHONPATH="python_bindings" limited "$py" \
         "$LOOM_ROOT/python_bindings/bench/gemm_bench.py" 2>&1 | grep -v "Warning\|warn(" | tail -n 40
       echo "gemm_bench exit status: ${PIPESTATUS[0]}"
+      echo
+      echo "## FlashAttention on tensor cores against SDPA and FlexAttention: attention_bench.py --quick"
+      PYTHONPATH="python_bindings" limited "$py" "$LOOM_ROOT/python_bindings/bench/attention_bench.py" \
+        --quick --budget $((attention_seconds * 55 / 100)) 2>&1 | grep -v "Warning\|warn(" | tail -n 200
+      echo "attention_bench exit status: ${PIPESTATUS[0]}"
+      echo
+      echo "## Neptune's ten attention operators: attention_bench.py --suite neptune"
+      PYTHONPATH="python_bindings" limited "$py" "$LOOM_ROOT/python_bindings/bench/attention_bench.py" \
+        --suite neptune --budget $((attention_seconds * 45 / 100)) 2>&1 |
+        grep -v "Warning\|warn(" | tail -n 100
+      echo "attention_bench_neptune exit status: ${PIPESTATUS[0]}"
     else
       echo "(the Python package does not import here: built for another Python, or not built)"
     fi
@@ -229,6 +254,10 @@ if runs python; then
     ! grep -q "^torch_attention_compare exit status: 77$" "$report" && status=1
   grep -q "^gemm_bench exit status: [1-9][0-9]*$" "$report" &&
     ! grep -q "^gemm_bench exit status: 77$" "$report" && status=1
+  for name in attention_bench attention_bench_neptune; do
+    grep -q "^$name exit status: [1-9][0-9]*$" "$report" &&
+      ! grep -q "^$name exit status: 77$" "$report" && status=1
+  done
 fi
 
 cat "$report"
