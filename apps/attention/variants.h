@@ -1,6 +1,7 @@
 // The attention variants that the flash-attention schedule templates
 // (schedules/flash_attention.h) schedule, one plain algorithm per file in
-// variants/ (global, causal, alibi, softcap, sliding_window, gqa): each
+// variants/ (global, causal, alibi, softcap, sliding_window, gqa, and
+// composite.h, which composes their pieces): each
 // defines its scores s(b, h, i, j) (the variant's modification and mask,
 // masks as select(allowed, score, -inf)) and the shared softmax chain of
 // variants/chain.h, so that one directive, rolling_update(o, r) or
@@ -22,6 +23,7 @@
 #include "variants/alibi.h"
 #include "variants/causal.h"
 #include "variants/chain.h"
+#include "variants/composite.h"
 #include "variants/global.h"
 #include "variants/gqa.h"
 #include "variants/sliding_window.h"
@@ -73,6 +75,8 @@ struct AttentionVariant : AttentionFuncs {
         case Variant::SoftCap: define_softcap(*this); break;
         case Variant::SlidingWindow: define_sliding_window(*this); break;
         case Variant::GroupedQuery: define_grouped_query(*this); break;
+        case Variant::SoftCapGQA: define_softcap_gqa(*this); break;
+        case Variant::WindowSoftCapGQA: define_window_softcap_gqa(*this); break;
         }
     }
 

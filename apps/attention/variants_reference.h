@@ -12,19 +12,43 @@
 
 namespace attention {
 
-/** The attention variants. All but Global are causal. */
+/** The attention variants. All but Global are causal. The last two
+ * compose the plain ones (Neptune's soft-capping and windowed operators). */
 enum class Variant {
-    Global,         // no mask
-    Causal,         // key j visible from query position p when j <= p
-    ALiBi,          // causal; score -= slope_h * (p - j), slope_h = 2^(-8 (h + 1) / H)
-    SoftCap,        // causal; score = soft_cap * tanh(score / soft_cap)
-    SlidingWindow,  // causal and j > p - window
-    GroupedQuery,   // causal; query head h reads key/value head h / (Hq / Hkv)
+    Global,            // no mask
+    Causal,            // key j visible from query position p when j <= p
+    ALiBi,             // causal; score -= slope_h * (p - j), slope_h = 2^(-8 (h + 1) / H)
+    SoftCap,           // causal; score = soft_cap * tanh(score / soft_cap)
+    SlidingWindow,     // causal and j > p - window
+    GroupedQuery,      // causal; query head h reads key/value head h / (Hq / Hkv)
+    SoftCapGQA,        // SoftCap and GroupedQuery
+    WindowSoftCapGQA,  // SlidingWindow, SoftCap and GroupedQuery
 };
 
+/** The plain variants. */
 inline constexpr Variant all_variants[] = {Variant::Global,        Variant::Causal,
                                            Variant::ALiBi,         Variant::SoftCap,
                                            Variant::SlidingWindow, Variant::GroupedQuery};
+/** The variants composed of plain ones. */
+inline constexpr Variant composite_variants[] = {Variant::SoftCapGQA, Variant::WindowSoftCapGQA};
+
+/** What a variant is made of: its mask, its changes to the scores, and
+ * whether query heads share key/value heads. */
+struct VariantParts {
+    bool causal = false, window = false, alibi = false, soft_cap = false, grouped = false;
+};
+
+inline constexpr VariantParts parts_of(Variant v) {
+    VariantParts p;
+    p.causal = v != Variant::Global;
+    p.window = v == Variant::SlidingWindow || v == Variant::WindowSoftCapGQA;
+    p.alibi = v == Variant::ALiBi;
+    p.soft_cap =
+        v == Variant::SoftCap || v == Variant::SoftCapGQA || v == Variant::WindowSoftCapGQA;
+    p.grouped =
+        v == Variant::GroupedQuery || v == Variant::SoftCapGQA || v == Variant::WindowSoftCapGQA;
+    return p;
+}
 
 /** A short name, usable in test names: "global", "causal", "alibi",
  * "softcap", "sliding_window", "gqa". */
@@ -36,6 +60,8 @@ inline const char *variant_name(Variant v) {
     case Variant::SoftCap: return "softcap";
     case Variant::SlidingWindow: return "sliding_window";
     case Variant::GroupedQuery: return "gqa";
+    case Variant::SoftCapGQA: return "softcap_gqa";
+    case Variant::WindowSoftCapGQA: return "window_softcap_gqa";
     }
     return "unknown";
 }
@@ -77,21 +103,11 @@ inline void variant_reference(Variant variant, const float *q, const float *k, c
                         acc += double(q[q_base + i * D + e]) * double(k[kv_base + j * D + e]);
                     }
                     double x = acc * scale;
-                    bool allowed = true;
-                    switch (variant) {
-                    case Variant::Global: break;
-                    case Variant::Causal:
-                    case Variant::GroupedQuery: allowed = j <= pos; break;
-                    case Variant::ALiBi:
-                        x -= slope * double(pos - j);
-                        allowed = j <= pos;
-                        break;
-                    case Variant::SoftCap:
-                        x = soft_cap * std::tanh(x / soft_cap);
-                        allowed = j <= pos;
-                        break;
-                    case Variant::SlidingWindow: allowed = j <= pos && j > pos - window; break;
-                    }
+                    const VariantParts parts = parts_of(variant);
+                    if (parts.alibi) x -= slope * double(pos - j);
+                    if (parts.soft_cap) x = soft_cap * std::tanh(x / soft_cap);
+                    bool allowed = !parts.causal || j <= pos;
+                    if (parts.window) allowed = allowed && j > pos - window;
                     sc[j] = allowed ? x : -inf;
                     mx = std::max(mx, sc[j]);
                 }

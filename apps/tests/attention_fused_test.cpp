@@ -91,8 +91,9 @@ VariantShape make_shape(Variant var, Mode mode) {
     // 6 heads they are not, and fp32 ALiBi itself, materialized or fused,
     // is off by ~3e-5 at scores of 1e4). Grouped-query: 3 query heads per
     // key/value head.
-    sh.q_heads = var == Variant::GroupedQuery ? 6 : 4;
-    sh.kv_heads = var == Variant::GroupedQuery ? 2 : sh.q_heads;
+    const bool grouped = attention::parts_of(var).grouped;
+    sh.q_heads = grouped ? 6 : 4;
+    sh.kv_heads = grouped ? 2 : sh.q_heads;
     sh.head_dim = 20;
     sh.seq_k = mode == Mode::Prefill ? 53 : 131;
     sh.seq_q = mode == Mode::Prefill ? 53 : 1;
@@ -146,7 +147,7 @@ Outputs run(Kernel &kn, Inputs &in) {
     Outputs r;
     bind(*kn.app, in);
     r.compiled = realize(kn.compiled, in);
-    const int heads = kn.app->variant == Variant::GroupedQuery ? 4 : 2;
+    const int heads = attention::parts_of(kn.app->variant).grouped ? 4 : 2;
     r.interpreted = interpret_batch0(*kn.app, in, heads);
     r.compiled_prefix.assign(r.compiled.begin(), r.compiled.begin() + r.interpreted.size());
     return r;
@@ -210,6 +211,12 @@ TEST_P(FusedAttentionFp32, MatchReference) {
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionFp32,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(rolling, 1, 2, 7, 16, tiles),
+                                            ::testing::Values(Mode::Prefill, Mode::Decode)),
+                         fp32_name);
+// The composite variants, through the same templates unchanged.
+INSTANTIATE_TEST_SUITE_P(Composite, FusedAttentionFp32,
+                         ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
+                                            ::testing::Values(rolling, 7, tiles),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          fp32_name);
 

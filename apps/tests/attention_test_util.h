@@ -249,7 +249,7 @@ inline std::string describe(Variant var, loom::Type t, const VariantShape &sh, f
  * tens, so that the cap of 50 bends them noticeably). */
 inline float default_scale(Variant var, int head_dim) {
     float s = 1.0f / std::sqrt(float(head_dim));
-    return var == Variant::SoftCap ? 16 * s : s;
+    return attention::parts_of(var).soft_cap ? 16 * s : s;
 }
 
 /** The largest |x| of `values` (to check that an output is not trivially 0). */

@@ -45,7 +45,7 @@ VariantShape make_shape(Variant var, Mode mode, int kv_heads = 2) {
     VariantShape sh;
     sh.batch = 2;
     sh.q_heads = 8;
-    sh.kv_heads = var == Variant::GroupedQuery ? kv_heads : sh.q_heads;
+    sh.kv_heads = attention::parts_of(var).grouped ? kv_heads : sh.q_heads;
     sh.head_dim = 24;
     sh.seq_k = mode == Mode::Prefill ? 37 : 53;
     sh.seq_q = mode == Mode::Prefill ? 37 : 1;
@@ -120,6 +120,11 @@ std::string matrix_name(const ::testing::TestParamInfo<MatrixParam> &info) {
 
 INSTANTIATE_TEST_SUITE_P(All, AttentionVariants,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(0, 1, 2),
+                                            ::testing::Values(Mode::Prefill, Mode::Decode)),
+                         matrix_name);
+INSTANTIATE_TEST_SUITE_P(Composite, AttentionVariants,
+                         ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
                                             ::testing::Values(0, 1, 2),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          matrix_name);

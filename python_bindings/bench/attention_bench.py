@@ -23,10 +23,10 @@ against the same peers, in GB/s of K and V read, and as a fraction of a
 device-to-device copy (dst.copy_(src) of 1 GiB) measured in the same run.
 --suite neptune times Neptune's ten operators (fp16, head dim 128, 8192
 tokens): prefill global, causal, GQA, ALiBi, soft-capping, windowed;
-decode causal, GQA, ALiBi, soft-capping. Loom's variants (apps/attention)
-are single ones; a composite operator (soft-capping = causal + GQA + cap
-50, windowed = window 4096 + GQA + cap 50) prints Loom "n/a" and its peers
-are still timed. Neptune's sizes are fixed: --seqs, --head-dims, --dtypes,
+decode causal, GQA, ALiBi, soft-capping. The composite operators
+(soft-capping = causal + GQA + cap 50, windowed = window 4096 + GQA + cap
+50) are Loom's composite variants (SoftCapGQA, WindowSoftCapGQA), which the
+same templates schedule unchanged. Neptune's sizes are fixed: --seqs, --head-dims, --dtypes,
 --variants and --decode-keys apply to the default suite only.
 
 Every implementation is first checked against a float32 PyTorch reference
@@ -84,7 +84,7 @@ class Spec:
     cap: float = 0.0  # soft cap, 0: none
     windowed: bool = False
     gqa: bool = False  # fewer key/value heads than query heads
-    loom: str = ""  # the attention.Variant computing it; "" for a composite
+    loom: str = ""  # the attention.Variant computing it; "": none
 
     def __post_init__(self):
         # No variant combines the two, so their order is not defined here.
@@ -100,9 +100,10 @@ VARIANTS = {
     "sliding_window": Spec("sliding_window", windowed=True, loom="SlidingWindow"),
     "gqa": Spec("gqa", gqa=True, loom="GroupedQuery"),
 }
-# Neptune's composites: not one of Loom's variants.
-CAPPED_GQA = Spec("softcap+gqa", cap=SOFT_CAP, gqa=True)
-CAPPED_WINDOWED_GQA = Spec("window+softcap+gqa", cap=SOFT_CAP, windowed=True, gqa=True)
+# Neptune's composites: Loom's composite variants (apps/attention/variants/composite.h).
+CAPPED_GQA = Spec("softcap+gqa", cap=SOFT_CAP, gqa=True, loom="SoftCapGQA")
+CAPPED_WINDOWED_GQA = Spec("window+softcap+gqa", cap=SOFT_CAP, windowed=True, gqa=True,
+                           loom="WindowSoftCapGQA")
 COMPOSITE_REASON = "composite variant not in apps/attention yet"
 
 

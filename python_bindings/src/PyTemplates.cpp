@@ -195,7 +195,9 @@ void define_templates(nb::module_ &m) {
         .value("ALiBi", Variant::ALiBi)
         .value("SoftCap", Variant::SoftCap)
         .value("SlidingWindow", Variant::SlidingWindow)
-        .value("GroupedQuery", Variant::GroupedQuery);
+        .value("GroupedQuery", Variant::GroupedQuery)
+        .value("SoftCapGQA", Variant::SoftCapGQA)
+        .value("WindowSoftCapGQA", Variant::WindowSoftCapGQA);
     at.attr("soft_cap") = attention::soft_cap;
     at.def("variant_name", [](Variant v) { return std::string(attention::variant_name(v)); });
     nb::class_<AttentionVariant>(at, "AttentionVariant",

@@ -38,7 +38,7 @@ VariantShape shape(Variant var, int queries, int keys) {
     VariantShape sh;
     sh.batch = 2;
     sh.q_heads = 4;
-    sh.kv_heads = var == Variant::GroupedQuery ? 2 : 4;
+    sh.kv_heads = attention::parts_of(var).grouped ? 2 : 4;
     sh.seq_q = queries;
     sh.seq_k = keys;
     sh.head_dim = 32;
@@ -206,7 +206,7 @@ TEST_P(GpuTensorCoreAttention, MatchesReference) {
         sh.head_dim = head_dim;
         sh.batch = 1;
         sh.q_heads = 2;
-        sh.kv_heads = var == Variant::GroupedQuery ? 1 : 2;
+        sh.kv_heads = attention::parts_of(var).grouped ? 1 : 2;
         Inputs in;
         std::string trace;
         std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
@@ -231,6 +231,11 @@ TEST_P(GpuTensorCoreAttention, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(1), ::testing::Values(64, 128)),
+                         tensor_core_name);
+// Neptune's composite operators (fp16, head dim 128), unchanged template.
+INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreAttention,
+                         ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
+                                            ::testing::Values(1), ::testing::Values(128)),
                          tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),

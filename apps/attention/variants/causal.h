@@ -5,8 +5,11 @@
 
 namespace attention {
 
+/** The causal mask: key j is visible from the query's position. */
+inline loom::Expr causal_mask(const AttentionFuncs &a) { return a.j <= a.query_pos(); }
+
 inline void define_causal(AttentionFuncs &a) {
-    define_chain(a, AttentionFuncs::masked(a.j <= a.query_pos(), a.dot(a.h) * a.scale), a.h);
+    define_chain(a, AttentionFuncs::masked(causal_mask(a), a.dot(a.h) * a.scale), a.h);
 }
 
 }  // namespace attention

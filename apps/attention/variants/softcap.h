@@ -3,14 +3,18 @@
 #pragma once
 
 #include "../variants_reference.h"
+#include "causal.h"
 #include "chain.h"
 
 namespace attention {
 
+/** `score` through the soft cap. */
+inline loom::Expr soft_capped(const loom::Expr &score) {
+    return soft_cap * loom::tanh(score / soft_cap);
+}
+
 inline void define_softcap(AttentionFuncs &a) {
-    using namespace loom;
-    Expr score = soft_cap * tanh(a.dot(a.h) * a.scale / soft_cap);
-    define_chain(a, AttentionFuncs::masked(a.j <= a.query_pos(), score), a.h);
+    define_chain(a, AttentionFuncs::masked(causal_mask(a), soft_capped(a.dot(a.h) * a.scale)), a.h);
 }
 
 }  // namespace attention
