@@ -452,6 +452,35 @@ TEST_P(FusedAttentionWindowOfZero, ExactlyZero) {
     }
 }
 
+// A window wider than two key tiles and a tile of queries: key tiles wholly
+// inside it for every row of a tile program run without the mask (and the
+// windowed composite too), between tiles at its two edges that test it.
+class FusedAttentionWideWindow : public ::testing::TestWithParam<Fusion> {};
+
+TEST_P(FusedAttentionWideWindow, MatchReference) {
+    const Fusion fusion = GetParam();
+    for (Variant var : {Variant::SlidingWindow, Variant::WindowSoftCapGQA}) {
+        COMPILE_OR_FAIL(kn, var, Float(32), fusion);
+        for (Mode mode : {Mode::Prefill, Mode::Decode}) {
+            const VariantShape sh = make_shape(var, mode);
+            const float scale = default_scale(var, sh.head_dim);
+            const int window = 45;
+            const unsigned seed = fresh_seed();
+            SCOPED_TRACE(describe(var, Float(32), sh, scale, window, seed) + ", " +
+                         fusion_name(fusion));
+            Inputs in = make_inputs(var, Float(32), sh, scale, window, Values::Uniform, seed);
+            Outputs r = run(kn, in);
+            report(config_name("window=45", var, fusion, mode_name(mode)), r, in);
+            EXPECT_TRUE(close_to(r.compiled, in.ref, Float(32), sh))
+                << "compiled vs the float64 reference";
+            EXPECT_TRUE(close_to(r.compiled_prefix, r.interpreted, Float(32), sh))
+                << "compiled vs the interpreter";
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWideWindow, ::testing::Values(rolling, tiles),
+                         window_name);
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfOne,
                          ::testing::Values(rolling, 1, 2, 7, 16, tiles), window_name);
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfZero, ::testing::Values(rolling, 16, tiles),

@@ -12,18 +12,15 @@ namespace loom {
 namespace internal {
 namespace tile {
 
-namespace {
-
-/** body with `var` replaced by `value` in every Expr, its ops copied. */
-std::vector<TileStmt> substituted(const std::vector<TileStmt> &body, const std::string &var,
-                                  const Expr &value) {
+std::vector<TileStmt> substitute_in_body(const std::vector<TileStmt> &body, const std::string &var,
+                                         const Expr &value) {
     std::vector<TileStmt> out;
     for (const TileStmt &s : body) {
         if (s.loop) {
             auto l = std::make_shared<TileLoop>(*s.loop);
             l->min = simplify(substitute(var, value, l->min));
             l->extent = simplify(substitute(var, value, l->extent));
-            l->body = substituted(l->body, var, value);
+            l->body = substitute_in_body(l->body, var, value);
             out.push_back({nullptr, l});
             continue;
         }
@@ -37,6 +34,8 @@ std::vector<TileStmt> substituted(const std::vector<TileStmt> &body, const std::
     return out;
 }
 
+namespace {
+
 void unroll(std::vector<TileStmt> &body) {
     std::vector<TileStmt> out;
     for (const TileStmt &s : body) {
@@ -47,7 +46,7 @@ void unroll(std::vector<TileStmt> &body) {
         auto l = std::make_shared<TileLoop>(*s.loop);
         unroll(l->body);
         if (is_const_one(simplify(l->extent))) {
-            for (const TileStmt &t : substituted(l->body, l->var, l->min)) out.push_back(t);
+            for (const TileStmt &t : substitute_in_body(l->body, l->var, l->min)) out.push_back(t);
         } else {
             out.push_back({nullptr, l});
         }

@@ -14,6 +14,10 @@ namespace loom {
 namespace internal {
 namespace tile {
 
+/** `body` with `var` replaced by `value` in every Expr (its ops copied). */
+std::vector<TileStmt> substitute_in_body(const std::vector<TileStmt> &body, const std::string &var,
+                                         const Expr &value);
+
 /** Replaces each loop whose extent is the constant 1 by its body. */
 void unroll_single_step_loops(TileProgram &p);
 

@@ -17,11 +17,11 @@ namespace {
 
 /** The async copy of load `o` into its shared value, at the reduction
  * step `step` (an Expr of the loop's variable), into `slot`. */
-TileOp copy_of(const TileOp &load, const TileType &shared, const std::string &loop_var,
-               const Expr &step, const Expr &slot) {
+TileOp copy_of(const TileOp &load, const std::string &name, const TileType &shared,
+               const std::string &loop_var, const Expr &step, const Expr &slot) {
     TileOp c = load;
     c.kind = TileOpKind::AsyncCopy;
-    c.result = load.result + "_shared";
+    c.result = name;
     c.type = shared;
     c.slot = slot;
     for (Expr &e : c.origin) e = substitute(loop_var, step, e);
@@ -29,7 +29,18 @@ TileOp copy_of(const TileOp &load, const TileType &shared, const std::string &lo
     return c;
 }
 
-void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
+/** The shared tiles of the loops staged before, in the same list: a loop
+ * after them reuses those of its types, once they are drained. */
+struct SharedPool {
+    std::vector<std::pair<std::string, TileType>> tiles;
+};
+
+bool same_shared_tile(const TileType &a, const TileType &b) {
+    return a.elem == b.elem && a.shape == b.shape && a.slots == b.slots &&
+           a.layout_name == b.layout_name;
+}
+
+void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages, SharedPool *pool) {
     std::map<std::string, bool> operand;
     for (const TileStmt &s : loop.body) {
         if (s.op && s.op->kind == TileOpKind::Dot) {
@@ -47,6 +58,9 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
     }
     if (staged.empty() && invariant.empty()) return;
     std::map<std::string, TileType> shared;
+    std::map<std::string, std::string> shared_name;
+    std::vector<bool> taken(pool->tiles.size(), false);
+    const size_t pooled = pool->tiles.size();
     for (const std::vector<TileOp> *loads : {&staged, &invariant}) {
         for (const TileOp &l : *loads) {
             internal_assert(l.type.shape.size() == 2 && l.type.elem.bits == 16)
@@ -66,19 +80,39 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
                     : swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
             t.layout_name = transposed ? "swizzled_transposed" : "swizzled";
             shared[l.result] = t;
+            std::string name = l.result + "_shared";
+            for (size_t n = 0; n < pooled; n++) {
+                if (!taken[n] && same_shared_tile(pool->tiles[n].second, t)) {
+                    taken[n] = true;
+                    name = pool->tiles[n].first;
+                    break;
+                }
+            }
+            if (name == l.result + "_shared") pool->tiles.push_back({name, t});
+            shared_name[l.result] = name;
         }
+    }
+    if (pooled > 0) {
+        // The loops before may still have copies in flight (prefetches
+        // past their ends) into the tiles this one reuses, and warps
+        // reading them.
+        prologue->push_back(op_stmt(make_op(TileOpKind::AsyncWait)));
+        prologue->push_back(op_stmt(make_op(TileOpKind::Barrier)));
     }
     const Expr k = Variable::make(Int(32), loop.var);
     const TileOp commit = make_op(TileOpKind::AsyncCommit), barrier = make_op(TileOpKind::Barrier);
     TileOp wait = make_op(TileOpKind::AsyncWait);
     auto issue = [&](std::vector<TileStmt> *out, const Expr &step, const Expr &slot) {
-        for (const TileOp &l : staged)
-            out->push_back(op_stmt(copy_of(l, shared[l.result], loop.var, step, slot)));
+        for (const TileOp &l : staged) {
+            out->push_back(
+                op_stmt(copy_of(l, shared_name[l.result], shared[l.result], loop.var, step, slot)));
+        }
         out->push_back(op_stmt(commit));
     };
     // The invariant copies join the first group the prologue commits.
     for (const TileOp &l : invariant) {
-        prologue->push_back(op_stmt(copy_of(l, shared[l.result], loop.var, loop.min, Expr())));
+        prologue->push_back(op_stmt(
+            copy_of(l, shared_name[l.result], shared[l.result], loop.var, loop.min, Expr())));
     }
     std::vector<TileStmt> body;
     if (staged.empty()) {
@@ -104,7 +138,7 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
     for (const TileStmt &s : loop.body) {
         if (s.op && s.op->kind == TileOpKind::Load && operand.count(s.op->result)) {
             TileOp convert = make_op(TileOpKind::ConvertLayout, s.op->result, s.op->type,
-                                     {s.op->result + "_shared"});
+                                     {shared_name.at(s.op->result)});
             if (shared.at(s.op->result).slots > 1) convert.slot = slot;
             body.push_back(op_stmt(convert));
         } else {
@@ -120,11 +154,12 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages) {
 
 void stage(std::vector<TileStmt> &body, int stages) {
     std::vector<TileStmt> out;
+    SharedPool pool;
     for (TileStmt &s : body) {
         if (s.loop) {
             stage(s.loop->body, stages);
             std::vector<TileStmt> prologue;
-            stage_loop(*s.loop, &prologue, stages);
+            stage_loop(*s.loop, &prologue, stages, &pool);
             out.insert(out.end(), prologue.begin(), prologue.end());
         }
         out.push_back(s);

@@ -514,14 +514,57 @@ class ProgramBuilder {
      * for its producers' moves. Producers take their new values at the
      * end of the step, so that their dependents see both. */
     void translate_rolled_loop() {
-        const std::string what = "rolling_update(" + rolled->leader + ", " + rolled->rvar + ")";
         auto loop = std::make_shared<TileLoop>();
         loop->var = key_loop;
         loop->min = 0;
         loop->extent = (key_extent + (key_tile - 1)) / key_tile;
-        skip_masked_tiles(loop.get());
+        const MaskedTiles tiles = skip_masked_tiles(loop.get());
         std::vector<TileStmt> *saved = body;
         body = &loop->body;
+        translate_rolled_step(false, Expr());
+        body = saved;
+        // On the GPU each loop stages its own operands; a step with a loop
+        // inside (over a head dimension of several tiles) would stage them
+        // in shared memory of its own per copy of the step.
+        bool inner_loop = false;
+        for (const TileStmt &st : loop->body) {
+            inner_loop |= st.loop && !is_const_one(simplify(st.loop->extent));
+        }
+        if (!tiles.split || (gpu && inner_loop)) {
+            body->push_back({nullptr, loop});
+            return;
+        }
+        // The tiles wholly inside the mask (and the keys) run without it;
+        // those at its edges test it per element.
+        const Expr first = loop->min, end = loop->min + loop->extent;
+        const Expr full_first = tiles.full_first, full_end = tiles.full_end;
+        auto add_loop = [&](const std::string &var, const Expr &lo, const Expr &hi, bool inside) {
+            const Expr extent = simplify(max(hi - lo, 0));
+            if (is_const_zero(extent)) return;
+            auto l = std::make_shared<TileLoop>();
+            l->var = key_loop;
+            l->min = lo;
+            l->extent = max(hi - lo, 0);
+            body = &l->body;
+            translate_rolled_step(inside, tiles.mask);
+            body = saved;
+            if (var != key_loop) {
+                l->body = substitute_in_body(l->body, key_loop, int_var(var));
+                l->var = var;
+            }
+            body->push_back({nullptr, l});
+        };
+        add_loop(key_loop, first, full_first, false);
+        add_loop(key_loop + "_inside", full_first, full_end, true);
+        add_loop(key_loop + "_edge", full_end, end, false);
+    }
+
+    /** One step of the rolled loop, into `body`. `inside`: the step is of
+     * a tile wholly inside the chain's mask (if any) and inside the keys,
+     * so the mask is true there and the reductions run over the whole
+     * tile. */
+    void translate_rolled_step(bool inside, const Expr &mask) {
+        const std::string what = "rolling_update(" + rolled->leader + ", " + rolled->rvar + ")";
         for (const std::string &name : env.order) {
             if (per_tile.count(name)) translate_func(env.funcs.at(name));
         }
@@ -540,6 +583,7 @@ class ProgramBuilder {
             // Terms where a max or min producer is still its identity
             // (nothing reduced yet: masked so far) are the identity.
             Expr term = m.term;
+            if (inside && mask.defined()) term = simplify(substitute(mask, const_true(), term));
             for (const ProducerSlot &slot : m.slots) {
                 if (slot.op != ReduceOp::Max && slot.op != ReduceOp::Min) continue;
                 const Expr p = call_in(term, slot.func);
@@ -557,7 +601,7 @@ class ProgramBuilder {
                     make_op(TileOpKind::Reduce, fresh(m.name), register_tile(t, shape), {x});
                 reduce.axis = 1;
                 reduce.reduction = reduction_name(m.op);
-                reduce.bounds = {keys_left};
+                if (!inside) reduce.bounds = {keys_left};
                 body->push_back(op_stmt(reduce));
                 std::string repaired = before.at(m.name);
                 if (!m.slots.empty()) {
@@ -583,8 +627,6 @@ class ProgramBuilder {
             body->push_back(op_stmt(commit));
             value[p] = before.at(p);
         }
-        body = saved;
-        body->push_back({nullptr, loop});
     }
 
     /** The rolled loop narrowed to the tiles where the chain's mask may
@@ -595,7 +637,19 @@ class ProgramBuilder {
      * nothing. The mask's comparisons of the RVar with an expression of
      * the row bound the keys it allows; the loop runs from the first tile
      * holding such a key to the last. */
-    void skip_masked_tiles(TileLoop *loop) {
+    struct MaskedTiles {
+        /** Whether [full_first, full_end) is known: the chain has no mask,
+         * or one that is a conjunction of comparisons of the RVar with
+         * expressions of the row (`mask`). */
+        bool split = false;
+        Expr mask;
+        /** The tiles [full_first, full_end) lie wholly inside the mask for
+         * every row of the program, and inside the keys. */
+        Expr full_first, full_end;
+    };
+
+    MaskedTiles skip_masked_tiles(TileLoop *loop) {
+        MaskedTiles result;
         Expr mask;
         const RolledMember *masked = nullptr;
         for (const RolledMember &m : rolled->members) {
@@ -607,21 +661,31 @@ class ProgramBuilder {
                 break;
             }
         }
-        if (!mask.defined()) return;
+        const Expr r_min = bind_scalar(rolled->leader + ".r_min", rolled->r_min);
+        if (!mask.defined()) {
+            // No mask: the whole tiles are inside.
+            result.split = true;
+            result.full_first = loop->min;
+            result.full_end = min(loop->min + loop->extent, key_extent / key_tile);
+            return result;
+        }
         for (const RolledMember &m : rolled->members) {
             ReplaceProducers to_slots;
             to_slots.members = rolled;
-            if (!vanishes_where_false(to_slots.mutate(m.term), m.op, mask, m.slots)) return;
+            if (!vanishes_where_false(to_slots.mutate(m.term), m.op, mask, m.slots)) return result;
         }
         // The rows' range in this program.
         const Axes &axes = func_axes.at(masked->name);
         const std::string row = var_of_axis(axes, 0);
-        if (row.empty()) return;
+        if (row.empty()) return result;
         Scope<Interval> rows;
         const Axis &ra = axes.at(row);
         rows.push(row, Interval(ra.start, ra.start + (ra.size - 1)));
-        // Keys allowed: lo <= r <= hi, from the comparisons of r alone.
-        Expr lo, hi;
+        // Keys allowed: lo <= r <= hi for some row, from the comparisons
+        // of r alone; lo_all <= r <= hi_all for every row. The mask is
+        // exactly those comparisons when no other term is left over.
+        Expr lo, hi, lo_all, hi_all;
+        bool comparisons_only = true;
         std::vector<Expr> terms = {mask};
         while (!terms.empty()) {
             const Expr t = terms.back();
@@ -631,29 +695,52 @@ class ProgramBuilder {
                 terms.push_back(a->b);
                 continue;
             }
+            int bounded = 0;
             auto bound = [&](const Expr &var_side, const Expr &other, int shift, bool upper) {
                 const Variable *v = var_side.as<Variable>();
                 if (!v || v->name != rolled->rvar || expr_uses_var(other, rolled->rvar)) return;
                 const Interval in = bounds_of_expr_in_scope(
                     scalars_of(other, rolled->leader, "its mask", &axes), rows);
-                const Expr e = upper ? in.max : in.min;
-                if (!e.defined()) return;
-                if (upper) hi = hi.defined() ? min(hi, e + shift) : e + shift;
-                else lo = lo.defined() ? max(lo, e + shift) : e + shift;
+                const Expr some = upper ? in.max : in.min, all = upper ? in.min : in.max;
+                if (!some.defined()) return;
+                bounded++;
+                if (upper) hi = hi.defined() ? min(hi, some + shift) : some + shift;
+                else lo = lo.defined() ? max(lo, some + shift) : some + shift;
+                if (!all.defined()) {
+                    comparisons_only = false;
+                } else if (upper) {
+                    hi_all = hi_all.defined() ? min(hi_all, all + shift) : all + shift;
+                } else {
+                    lo_all = lo_all.defined() ? max(lo_all, all + shift) : all + shift;
+                }
             };
             if (const LE *c = t.as<LE>()) bound(c->a, c->b, 0, true), bound(c->b, c->a, 0, false);
             if (const LT *c = t.as<LT>()) bound(c->a, c->b, -1, true), bound(c->b, c->a, 1, false);
             if (const GE *c = t.as<GE>()) bound(c->a, c->b, 0, false), bound(c->b, c->a, 0, true);
             if (const GT *c = t.as<GT>()) bound(c->a, c->b, 1, false), bound(c->b, c->a, -1, true);
+            if (bounded == 0) comparisons_only = false;
         }
-        if (!lo.defined() && !hi.defined()) return;
-        const Expr r_min = bind_scalar(rolled->leader + ".r_min", rolled->r_min);
+        if (!lo.defined() && !hi.defined()) return result;
         const Expr tiles = loop->extent;
         Expr first = 0, end = tiles;
         if (lo.defined()) first = clamp((lo - r_min) / key_tile, 0, tiles);
         if (hi.defined()) end = clamp((hi - r_min) / key_tile + 1, 0, tiles);
         loop->min = first;
         loop->extent = max(end - first, 0);
+        if (!comparisons_only) return result;
+        // Tile t holds keys r_min + t * key_tile + [0, key_tile): inside
+        // for every row from the first tile starting at or after lo_all to
+        // the last ending at or before hi_all, and before the keys' end.
+        Expr full_first = first, full_end = min(end, key_extent / key_tile);
+        if (lo_all.defined()) {
+            full_first = max(full_first, (lo_all - r_min + (key_tile - 1)) / key_tile);
+        }
+        if (hi_all.defined()) full_end = min(full_end, (hi_all - r_min + 1) / key_tile);
+        result.split = true;
+        result.mask = mask;
+        result.full_first = clamp(full_first, first, end);
+        result.full_end = clamp(full_end, result.full_first, end);
+        return result;
     }
 
     /** Producer calls as their slot Variables (as RepairDerivation reads
