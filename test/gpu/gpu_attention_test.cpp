@@ -181,6 +181,38 @@ class GpuTensorCoreAttention : public ::testing::TestWithParam<TensorCoreParam> 
 
 }  // namespace
 
+namespace {
+
+/** The tensor-core template compiled for `app` at head_dim. */
+CompiledPipeline compile_tensor_cores(AttentionVariant &app, int head_dim) {
+    app.fix_head_dim(head_dim);
+    Schedule sch;
+    schedules::FlashAttentionTensorCoreOptions opt;
+    opt.head_dim = head_dim;
+    schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
+    return Pipeline(app.out).compile(sch, Target("host-cuda"));
+}
+
+/** Checks `got` against the reference of `in` with the template's bound
+ * (the reference tolerance plus P's rounding: a step of t times max |v|). */
+void expect_within_tensor_core_bound(const std::vector<double> &got, const Inputs &in, Type t) {
+    ASSERT_EQ(got.size(), in.ref.size());
+    const double step = t == BFloat(16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+    double v_max = 0;
+    for (float x : in.v) v_max = std::max(v_max, double(std::fabs(x)));
+    int bad = 0;
+    for (size_t n = 0; n < got.size() && bad < 5; n++) {
+        const double bound = tolerance(t, in.ref[n]) + step * v_max;
+        if (!(std::fabs(got[n] - in.ref[n]) <= bound)) {
+            ADD_FAILURE() << "element " << n << ": " << got[n] << ", the reference " << in.ref[n]
+                          << " (bound " << bound << ")";
+            bad++;
+        }
+    }
+}
+
+}  // namespace
+
 // Every variant on tensor cores through the one template
 // (flash_attention_tensor_cores), which does not know which variant it
 // schedules. The error bound: the reference's tolerance in the input type,
@@ -192,12 +224,7 @@ TEST_P(GpuTensorCoreAttention, MatchesReference) {
     const auto [var, type_index, head_dim] = GetParam();
     const Type t = all_types[type_index];
     AttentionVariant app(var, t);
-    app.fix_head_dim(head_dim);
-    Schedule sch;
-    schedules::FlashAttentionTensorCoreOptions opt;
-    opt.head_dim = head_dim;
-    schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
-    CompiledPipeline compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    CompiledPipeline compiled = compile_tensor_cores(app, head_dim);
     // Prefill: two query tiles (one partial) over two key tiles (one
     // partial), two heads (grouped-query: both on one key head). Decode:
     // one query over the keys of a partial tile past three whole ones.
@@ -211,19 +238,7 @@ TEST_P(GpuTensorCoreAttention, MatchesReference) {
         std::string trace;
         std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
         SCOPED_TRACE(std::string(mode_name(mode)) + ", " + trace);
-        ASSERT_EQ(got.size(), in.ref.size());
-        const double step = t == BFloat(16) ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-        double v_max = 0;
-        for (float x : in.v) v_max = std::max(v_max, double(std::fabs(x)));
-        int bad = 0;
-        for (size_t n = 0; n < got.size() && bad < 5; n++) {
-            const double bound = tolerance(t, in.ref[n]) + step * v_max;
-            if (!(std::fabs(got[n] - in.ref[n]) <= bound)) {
-                ADD_FAILURE() << "element " << n << ": " << got[n] << ", the reference "
-                              << in.ref[n] << " (bound " << bound << ")";
-                bad++;
-            }
-        }
+        expect_within_tensor_core_bound(got, in, t);
         EXPECT_GT(max_abs(in.ref), 0.05);
     }
 }
@@ -237,7 +252,67 @@ INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
                                             ::testing::Values(1), ::testing::Values(128)),
                          tensor_core_name);
+// bf16: every variant at head dim 64, global and causal at 128 too.
 INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreAttention,
-                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
-                                            ::testing::Values(2), ::testing::Values(64, 128)),
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(2), ::testing::Values(64)),
                          tensor_core_name);
+INSTANTIATE_TEST_SUITE_P(TypesD128, GpuTensorCoreAttention,
+                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
+                                            ::testing::Values(2), ::testing::Values(128)),
+                         tensor_core_name);
+
+class GpuTensorCoreAttentionStress : public ::testing::TestWithParam<Variant> {};
+
+std::string stress_variant_name(const ::testing::TestParamInfo<Variant> &info) {
+    return attention::variant_name(info.param);
+}
+
+// The template at its numerical edges, fp16, head dim 64: scores of
+// magnitude ~1e4 (integer q and k, exact in fp16 and in the fp32 products,
+// scale 1) next to -inf masks at tile edges, where a softmax without the
+// running max overflows; and more queries than keys (77 over 30), where
+// the first 47 rows of a causal mask see no key and must be exactly 0.
+TEST_P(GpuTensorCoreAttentionStress, LargeScoresAndRowsWithNoKey) {
+    const std::string why = no_gpu_reason();
+    if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
+    const Variant var = GetParam();
+    const Type t = Float(16);
+    AttentionVariant app(var, t);
+    CompiledPipeline compiled = compile_tensor_cores(app, 64);
+    VariantShape sh = shape(var, 77, 77);
+    sh.head_dim = 64;
+    sh.batch = 1;
+    sh.q_heads = 2;
+    sh.kv_heads = attention::parts_of(var).grouped ? 1 : 2;
+    {
+        const unsigned seed = fresh_seed();
+        SCOPED_TRACE("large scores, " + describe(var, t, sh, 1.0f, window, seed));
+        Inputs in = make_inputs(var, t, sh, 1.0f, window, Values::Integers, seed);
+        bind(app, in);
+        std::vector<double> got = realize(compiled, in);
+        EXPECT_GT(in.max_abs_score, 5e3);
+        expect_within_tensor_core_bound(got, in, t);
+    }
+    if (var == Variant::Global) return;
+    sh.seq_k = 30;
+    const unsigned seed = fresh_seed();
+    SCOPED_TRACE("77 queries over 30 keys, " + describe(var, t, sh, 0.125f, window, seed));
+    Inputs in = make_inputs(var, t, sh, 0.125f, window, Values::Uniform, seed);
+    bind(app, in);
+    std::vector<double> got = realize(compiled, in);
+    expect_within_tensor_core_bound(got, in, t);
+    const size_t D = size_t(sh.head_dim);
+    int nonzero = 0;
+    for (int h = 0; h < sh.q_heads; h++) {
+        for (int i = 0; i < sh.seq_q - sh.seq_k; i++) {
+            for (size_t d = 0; d < D; d++) nonzero += got[(size_t(h) * sh.seq_q + i) * D + d] != 0;
+        }
+    }
+    EXPECT_EQ(nonzero, 0) << "outputs of rows that see no key, which are defined as 0";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreAttentionStress,
+                         ::testing::Values(Variant::Global, Variant::Causal, Variant::SlidingWindow,
+                                           Variant::WindowSoftCapGQA),
+                         stress_variant_name);
