@@ -70,7 +70,9 @@ struct FlashAttentionOptions {
     /** The head dimension, when the inputs fix it (fix_head_dim), and the
      * chain has qk: the template then schedules one tile program per
      * tile_queries queries of one head, with the whole head in one tile
-     * (query_block, vector and stage_keys do not apply). 0: loops. */
+     * (query_block and vector do not apply; stage_keys does: the program
+     * then loads each key tile from kt as contiguous vectors instead of
+     * transposing it). 0: loops. */
     int head_dim = 0;
     int tile_queries = 64;
 };
@@ -98,6 +100,9 @@ inline void flash_attention_tile_program(Schedule &sch, const AttentionChain &a,
     sch.rolling_update(a.o, a.r).split(a.r, ro, ri, opt.key_tile);
     sch[a.o].compute_at(a.out, dout);
     sch[a.qk].compute_at(a.out, dout);
+    if (a.kt.defined() && opt.stage_keys) {
+        sch[a.kt].compute_root().parallel(a.h).vectorize(a.j, 16);
+    }
 }
 
 /** FlashAttention for prefill: tasks of `query_block` queries of one head

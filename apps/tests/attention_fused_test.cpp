@@ -9,7 +9,9 @@
 //   combined with the derived repairs; K in {1, 2, 7, 16};
 // - "tiles": flash_attention with the head dimension fixed, one tile program
 //   per tile of queries rolling the chain over key tiles (register-blocked
-//   dots, vector reductions of the rows).
+//   dots, vector reductions of the rows), reading the keys transposed at
+//   root; "tiles_unstaged" (fp32 matrix only) transposes each key tile in
+//   the program instead.
 //
 // Each compiled output is compared with BOTH the float64 reference of
 // variants_reference.h and the reference interpreter (loom::interpret, which
@@ -74,13 +76,16 @@ namespace {
 /** How a test schedules the chain: 0 is rolling_update (flash_attention),
  * K > 0 split_k with K chunks (flash_decoding). */
 using Fusion = int;
-const Fusion rolling = 0, tiles = -1;
+const Fusion rolling = 0, tiles = -1, tiles_unstaged = -2;
 
 const int query_block = 16, vector_width = 8;
 const int rolling_key_tile = 16, split_key_tile = 12;
 
 std::string fusion_name(Fusion f) {
-    return f == rolling ? "rolling" : f == tiles ? "tiles" : "splitk" + std::to_string(f);
+    return f == rolling          ? "rolling"
+           : f == tiles          ? "tiles"
+           : f == tiles_unstaged ? "tiles_unstaged"
+                                 : "splitk" + std::to_string(f);
 }
 
 VariantShape make_shape(Variant var, Mode mode) {
@@ -115,11 +120,12 @@ Kernel compile_fused(Variant var, Type t, Fusion fusion) {
     Kernel k;
     k.app = std::make_unique<AttentionVariant>(var, t);
     AttentionVariant &a = *k.app;
-    if (fusion == tiles) a.fix_head_dim(make_shape(var, Mode::Prefill).head_dim);
+    if (fusion < 0) a.fix_head_dim(make_shape(var, Mode::Prefill).head_dim);
     const schedules::AttentionChain chain = a.chain();
     Schedule sch;
-    if (fusion == tiles) {
+    if (fusion < 0) {
         schedules::FlashAttentionOptions opt;
+        opt.stage_keys = fusion == tiles;
         opt.head_dim = make_shape(var, Mode::Prefill).head_dim;
         opt.tile_queries = query_block;
         opt.key_tile = rolling_key_tile;
@@ -210,7 +216,8 @@ TEST_P(FusedAttentionFp32, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionFp32,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 1, 2, 7, 16, tiles),
+                                            ::testing::Values(rolling, 1, 2, 7, 16, tiles,
+                                                              tiles_unstaged),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          fp32_name);
 // The composite variants, through the same templates unchanged.

@@ -1195,6 +1195,15 @@ class ProgramBuilder {
         return bind.mutate(e);
     }
 
+    /** Whether Func `name`, not one of the program's, is computed at root,
+     * before the program runs, so that a CPU program can read it as a
+     * buffer. */
+    bool realized_outside(const std::string &name) const {
+        const auto it = env.schedules.find(name);
+        return !gpu && it != env.schedules.end() && it->second.compute_level.is_root() &&
+               env.funcs.count(name) && env.funcs.at(name)->output_types.size() == 1;
+    }
+
     void add_buffer(const std::string &name, Type elem, int dims, bool written) {
         for (TileBuffer &b : buffers) {
             if (b.name == name) {
@@ -1233,12 +1242,20 @@ class ProgramBuilder {
                 if (op->call_type == Call::Image) {
                     return operand(b->load(op, *axes, shape, func), op->type);
                 }
+                if (op->call_type == Call::Func && !b->members.count(op->name) &&
+                    b->realized_outside(op->name)) {
+                    // On the CPU a Func stored before the program (the keys
+                    // transposed at root, say) is read like an input.
+                    return operand(b->load(op, *axes, shape, func), op->type);
+                }
                 if (op->call_type == Call::Func) {
                     user_assert(b->members.count(op->name))
                         << "Func " << func << " reads Func " << op->name << " in " << what
                         << " of a tile program, but " << op->name
                         << " is not computed in the program. Compute it at the program's tile "
-                           "loop (compute_at), or make it an input.";
+                           "loop (compute_at), or make it an input"
+                        << (b->gpu ? " (on the GPU a program reads no Func stored outside it)" : "")
+                        << ".";
                     for (size_t d = 0; d < op->args.size(); d++) {
                         const Variable *v = op->args[d].as<Variable>();
                         user_assert(v && axes->count(v->name))
