@@ -12,10 +12,13 @@ On a GPU (CUDA tensors, PyTorch's stream, CUDA events): prefill with
 flash_attention_gpu (CUDA cores, the baseline the tile layer is to beat)
 and decode (one query) with flash_decoding_gpu, both fp16 inputs, against
 SDPA with its default backend; TFLOP/s for prefill, GB/s of K and V read
-for decode. On the CPU: flash_attention and flash_decoding in fp32 on the
-same threads as torch. Every kernel is first checked at sizes that are no
-multiple of any tile; --quick stops there. Exits 77 (skipped) without
-PyTorch or the GPU asked for.
+for decode. On the CPU: flash_attention with the head dimension fixed (a
+tile program per 64 queries) and flash_decoding, in fp32 on the same
+threads as torch, each Loom run and torch run alternating so that noise
+from the rest of the machine hits both alike (medians of --reps). Every
+kernel is first checked at sizes that are no multiple of any tile; --quick
+stops there. --variants picks causal and/or global prefill. Exits 77
+(skipped) without PyTorch or the GPU asked for.
 """
 import argparse
 import os
@@ -33,6 +36,7 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--variants", default="causal", help="prefill variants: causal,global")
     args = ap.parse_args()
     try:
         import torch
@@ -53,8 +57,9 @@ def main():
     if not gpu:
         torch.set_num_threads(os.cpu_count() or 1)
 
-    def kernel(decode):
-        a = attention.AttentionVariant(attention.Variant.Causal, ltype)
+    def kernel(decode, causal=True):
+        variant = attention.Variant.Causal if causal else attention.Variant.Global
+        a = attention.AttentionVariant(variant, ltype)
         sch = loom.Schedule()
         if gpu:
             a.fix_head_dim(D)
@@ -65,7 +70,8 @@ def main():
         elif decode:
             schedules.flash_decoding(sch, a.chain(), chunks=os.cpu_count() or 1)
         else:
-            schedules.flash_attention(sch, a.chain())
+            a.fix_head_dim(D)
+            schedules.flash_attention(sch, a.chain(), head_dim=D)
         t0 = time.perf_counter()
         k = loom.Pipeline(a.out).compile(sch, target, output_shape=0)
         return k, time.perf_counter() - t0
@@ -86,11 +92,30 @@ def main():
             fn()
         return (time.perf_counter() - t0) / args.reps
 
+    def timed_pair(a, b):
+        """Medians of a and b on the CPU, run alternately."""
+        if gpu:
+            return timed(a), timed(b)
+        a(), b()
+        ta, tb = [], []
+        for _ in range(args.reps):
+            for fn, ts in ((a, ta), (b, tb)):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+        return sorted(ta)[len(ta) // 2], sorted(tb)[len(tb) // 2]
+
     sdpa = torch.nn.functional.scaled_dot_product_attention
     failed = False
-    for decode in (False, True):
-        name = "decode " if decode else "prefill"
-        k, seconds = kernel(decode)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    for v in variants:
+        if v not in ("causal", "global"):
+            print(f"--variants: unknown variant '{v}' (causal, global)", file=sys.stderr)
+            return 2
+    cases = [(False, v == "causal") for v in variants] + [(True, True)]
+    for decode, causal in cases:
+        name = "decode " if decode else f"prefill {'causal' if causal else 'global'}"
+        k, seconds = kernel(decode, causal)
         print(f"{name}: compiled in {seconds:.2f} s")
         # Check at odd sizes.
         lq, lk = (1, 333) if decode else (157, 157)
@@ -99,7 +124,7 @@ def main():
         scale = 1.0 / D ** 0.5
         got = k(q, kk, v, scale)
         # Decode: the one query is the last position, which sees every key.
-        want = sdpa(q.float(), kk.float(), v.float(), is_causal=not decode, scale=scale)
+        want = sdpa(q.float(), kk.float(), v.float(), is_causal=causal and not decode, scale=scale)
         err = (got.float() - want).abs().max().item()
         tol = 2e-3 if gpu else 1e-4
         print(f"  check {lq}x{lk}: max |loom - sdpa| {err:.1e} ({'ok' if err <= tol else 'WRONG'})")
@@ -112,14 +137,15 @@ def main():
             kk, v = (torch.randn(1, args.heads, seq, D, dtype=dtype, device=args.device)
                      for _ in range(2))
             out = torch.empty_like(q)
-            t_loom = timed(lambda: k(q, kk, v, scale, out))
-            t_torch = timed(lambda: sdpa(q, kk, v, is_causal=not decode, scale=scale))
+            t_loom, t_torch = timed_pair(
+                lambda: k(q, kk, v, scale, out),
+                lambda: sdpa(q, kk, v, is_causal=causal and not decode, scale=scale))
             if decode:
                 gbs = lambda t: 2 * kk.numel() * kk.element_size() / t / 1e9
                 print(f"  seq {seq:6d}: Loom {gbs(t_loom):8.1f} GB/s   torch {gbs(t_torch):8.1f} GB/s"
                       f"   torch / Loom time {t_torch / t_loom:.2f}")
             else:
-                flops = 4 * args.heads * lq * seq * D / 2   # causal: half the pairs
+                flops = 4 * args.heads * lq * seq * D / (2 if causal else 1)
                 tf = lambda t: flops / t / 1e12
                 print(f"  seq {seq:6d}: Loom {tf(t_loom):7.2f} TFLOP/s   torch {tf(t_torch):7.2f} "
                       f"TFLOP/s   torch / Loom time {t_torch / t_loom:.2f}")

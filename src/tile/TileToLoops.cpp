@@ -303,9 +303,18 @@ Stmt tile_program_to_loops(const TileKernelContents &k, const std::vector<Expr> 
     const TileProgram &p = k.program;
     internal_assert(grid.size() == p.grid.size()) << "tile program " << p.name << ": grid";
     Stmt s = Lowering(k).tile_body();
-    // tile_col innermost, tile_row in parallel, a batch outermost.
-    for (size_t d = 0; d < p.grid.size(); d++) {
-        s = For::make(p.grid[d], 0, grid[d], d == 1 ? ForType::Parallel : ForType::Serial, s);
+    // tile_col innermost; the tiles of rows, and of the batch (heads)
+    // with them, in one parallel loop: one fork per call, and the
+    // threads share out every head's tiles.
+    s = For::make(p.grid[0], 0, grid[0], ForType::Serial, s);
+    if (p.grid.size() == 2) {
+        s = For::make(p.grid[1], 0, grid[1], ForType::Parallel, s);
+    } else {
+        internal_assert(p.grid.size() == 3) << "tile program " << p.name << ": grid";
+        const std::string task = p.name + ".task";
+        const Expr t = int_var(task);
+        s = LetStmt::make(p.grid[1], t % grid[1], LetStmt::make(p.grid[2], t / grid[1], s));
+        s = For::make(task, 0, grid[1] * grid[2], ForType::Parallel, s);
     }
     for (size_t i = scalar_names.size(); i-- > 0;) {
         const Variable *same = scalar_values[i].as<Variable>();

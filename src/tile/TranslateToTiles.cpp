@@ -535,9 +535,11 @@ class ProgramBuilder {
             return;
         }
         // The tiles wholly inside the mask (and the keys) run without it;
-        // those at its edges test it per element.
+        // those at its edges test it per element. The step translated
+        // above serves the first edge loop.
         const Expr first = loop->min, end = loop->min + loop->extent;
         const Expr full_first = tiles.full_first, full_end = tiles.full_end;
+        std::vector<TileStmt> edge_step = loop->body;
         auto add_loop = [&](const std::string &var, const Expr &lo, const Expr &hi, bool inside) {
             const Expr extent = simplify(max(hi - lo, 0));
             if (is_const_zero(extent)) return;
@@ -545,9 +547,14 @@ class ProgramBuilder {
             l->var = key_loop;
             l->min = lo;
             l->extent = max(hi - lo, 0);
-            body = &l->body;
-            translate_rolled_step(inside, tiles.mask);
-            body = saved;
+            if (!inside && !edge_step.empty()) {
+                l->body = std::move(edge_step);
+                edge_step.clear();
+            } else {
+                body = &l->body;
+                translate_rolled_step(inside, tiles.mask);
+                body = saved;
+            }
             if (var != key_loop) {
                 l->body = substitute_in_body(l->body, key_loop, int_var(var));
                 l->var = var;
