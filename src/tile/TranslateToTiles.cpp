@@ -1330,10 +1330,14 @@ class ProgramBuilder {
     void store_output() {
         bool is_output = false;
         for (const FunctionPtr &o : env.outputs) is_output |= o->name == out->name;
-        user_assert(is_output)
+        const auto fs = env.schedules.find(out->name);
+        const bool at_root = fs != env.schedules.end() && fs->second.compute_level.is_root();
+        user_assert(is_output || (!gpu && at_root))
             << "Func " << out->name
             << " is a tile program but not an output of the pipeline: tile programs store to "
-               "output buffers (programs writing intermediate Funcs are not built yet).";
+               "output buffers, and on the CPU to Funcs computed at root "
+            << (gpu ? "(on the GPU, programs writing intermediate Funcs are not built yet)."
+                    : "(compute_root()).");
         TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(out->name)});
         std::vector<Expr> args;
         for (const std::string &v : out->args) args.push_back(int_var(v));

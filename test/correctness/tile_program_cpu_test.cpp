@@ -173,3 +173,29 @@ TEST(TileProgramCpu, RolledAttentionChainMatchesTheInterpreter) {
             buffers_match(Pipeline(a.out).realize({Lq, D}, sch, kCpu), expected, 1e-5, 1e-6));
     }
 }
+
+// On the CPU a tile program may compute a Func stored at root, not only an
+// output: the product C is an intermediate the output D reads at a shifted
+// point, and the program reads a root Func too (A doubled, stored first).
+TEST(TileProgramCpu, ProgramsComputeAndReadFuncsAtRoot) {
+    BufferParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var i("i"), j("j"), io("io"), jo("jo");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func twice("twice"), prod("prod"), C("C"), D("D");
+    twice(i, j) = A(i, j) * 2.0f;
+    prod(i, j) = 0.0f;
+    prod(i, j) += twice(i, k) * B(k, j);
+    C(i, j) = prod(i, j) + 1.0f;
+    D(i, j) = C(i, j) - C(i + 1, j);
+    const int M = 41, N = 37, K = 19;
+    A.set(random_buffer<float>({M + 1, K}));
+    B.set(random_buffer<float>({K, N}));
+    Schedule sch;
+    sch[twice].compute_root();
+    sch[C].compute_root().tile_program(i, j, io, jo, 16, 32, TileOptions().reduction_tile(8));
+    sch[prod].compute_at(C, jo);
+    RawBuffer expected = interpret(D, {M, N});
+    const std::string stmt = Pipeline(D).compile_to_lowered_stmt(sch, kCpu);
+    EXPECT_NE(stmt.find("tile_row"), std::string::npos) << "C is not a tile program";
+    EXPECT_TRUE(buffers_match(Pipeline(D).realize({M, N}, sch, kCpu), expected));
+}
