@@ -922,8 +922,16 @@ TEST(CudaCodegen, BlocksPerSmAreTheLaunchBoundsSecondArgument) {
     Schedule sch = a.row_in_registers(1024, 4, true);
     const std::string plain = compile_for_every_arch(a.softmax, sch, 1);
     EXPECT_NE(plain.find("__launch_bounds__(1024) "), std::string::npos) << plain;
+    const Target sm80("host-cuda-sm_80");
+    const std::string plain_stmt = Pipeline(a.softmax).compile_to_lowered_stmt(sch, sm80);
     sch[a.softmax].gpu_blocks_per_sm(2);
     const std::string source = compile_for_every_arch(a.softmax, sch, 1);
+    // The JIT cache is keyed by the lowered statement: the bound must show
+    // in it, or a pipeline compiled without it first would be reused
+    // unbounded (as it once was).
+    const std::string bounded_stmt = Pipeline(a.softmax).compile_to_lowered_stmt(sch, sm80);
+    EXPECT_NE(bounded_stmt.find("[blocks_per_sm = 2]"), std::string::npos) << bounded_stmt;
+    EXPECT_EQ(plain_stmt.find("blocks_per_sm"), std::string::npos) << plain_stmt;
     EXPECT_NE(source.find("__launch_bounds__(1024, 2) "), std::string::npos) << source;
     for (const char *arch : kArchs) {
         const std::string ptx = compile_cuda(source, "softmax", arch).ptx;
