@@ -89,6 +89,20 @@ def test_a_kernel_reads_strided_views(rng):
         k(base, np.zeros((13, 9), np.float32).T)
 
 
+def test_empty_arrays_give_empty_outputs():
+    """A zero-size array has no element to read, whatever strides NumPy
+    gives it: the pipeline runs no iteration and returns an empty array."""
+    y, x = loom.Var("y"), loom.Var("x")
+    a = loom.BufferParam(loom.Float(32), 2, "a")
+    f = loom.Func("f")
+    f[y, x] = a[y, x] + 1.0
+    k = loom.Pipeline(f).compile(output_shape=0)
+    for shape in ((3, 0), (0, 5), (0, 0)):
+        got = k(np.zeros(shape, np.float32))
+        assert got.shape == shape and got.dtype == np.float32
+    np.testing.assert_array_equal(k(np.ones((2, 3), np.float32)), np.full((2, 3), 2, np.float32))
+
+
 def test_own_buffers_and_element_access():
     b = loom.Buffer(loom.Int(16), [3, 4], name="b")
     assert b.name == "b" and b.type == loom.Int(16) and b.shape == (3, 4)

@@ -34,8 +34,14 @@ Stmt assume_dense_innermost(const Stmt &s, const std::vector<DenseBuffer> &buffe
                                  ? "Pass a dense buffer, or call allow_strided_innermost() on "
                                    "the BufferParam."
                                  : "Pass a dense output buffer.";
+        // An empty buffer holds no element: its strides say nothing (NumPy
+        // and others give a zero-size array any strides).
+        Expr empty = const_false();
+        for (int d = 0; d < b.dimensions; d++) {
+            empty = empty || int_var(b.name + ".extent." + std::to_string(d)) <= 0;
+        }
         checks.push_back(AssertStmt::make(
-            int_var(stride) == 1,
+            int_var(stride) == 1 || empty,
             error_message(
                 {StringImm::make("Buffer " + b.name + " has stride "), int_var(stride),
                  StringImm::make(" in its innermost dimension " + k +

@@ -348,6 +348,27 @@ TEST(RuntimeErrors, StridedInnermostNeedsOptIn) {
     EXPECT_EQ(Buffer<float>(out)(3, 2), data(2, 3) + 1.0f);
 }
 
+// An empty view holds no element to read: its innermost stride is not
+// checked (NumPy gives zero-size arrays any strides), and the call makes
+// an empty output.
+TEST(RuntimeErrors, EmptyViewsNeedNoDenseInnermost) {
+    BufferParam in(Float(32), 2, "grid");
+    Var y("y"), x("x");
+    Func f("f");
+    f(y, x) = in(y, x) + 1.0f;
+    CompiledPipeline c = Pipeline(f).compile();
+    Buffer<float> none({0, 7});
+    RawBuffer out(Float(32), {7, 0});
+    EXPECT_NO_THROW(c(none.transposed({1, 0}), out));
+    // A view with elements still needs its innermost dimension dense.
+    Buffer<float> data({5, 7});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] {
+            c(data.transposed({1, 0}), RawBuffer(Float(32), {7, 5}));
+        },
+        {"Buffer grid", "innermost dimension 1"}));
+}
+
 TEST(ScheduleErrors, BoundMistakes) {
     TwoStage p;
     Var z("z");
