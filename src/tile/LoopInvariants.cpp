@@ -36,7 +36,9 @@ std::vector<TileStmt> substitute_in_body(const std::vector<TileStmt> &body, cons
 
 namespace {
 
-void unroll(std::vector<TileStmt> &body) {
+/** body with each loop, innermost first, copied and replaced by what
+ * rewrite(loop, out) appends to out. */
+template <typename F> void rewrite_loops(std::vector<TileStmt> &body, F rewrite) {
     std::vector<TileStmt> out;
     for (const TileStmt &s : body) {
         if (!s.loop) {
@@ -44,12 +46,8 @@ void unroll(std::vector<TileStmt> &body) {
             continue;
         }
         auto l = std::make_shared<TileLoop>(*s.loop);
-        unroll(l->body);
-        if (is_const_one(simplify(l->extent))) {
-            for (const TileStmt &t : substitute_in_body(l->body, l->var, l->min)) out.push_back(t);
-        } else {
-            out.push_back({nullptr, l});
-        }
+        rewrite_loops(l->body, rewrite);
+        rewrite(l, &out);
     }
     body = out;
 }
@@ -79,39 +77,38 @@ bool reads(const TileOp &o, const std::string &value) {
     return false;
 }
 
-void hoist(std::vector<TileStmt> &body) {
-    std::vector<TileStmt> out;
-    for (const TileStmt &s : body) {
-        if (!s.loop) {
-            out.push_back(s);
-            continue;
+/** Moves loop l's hoistable loads to out, then appends l. */
+void hoist(const std::shared_ptr<TileLoop> &l, std::vector<TileStmt> *out) {
+    std::vector<TileStmt> kept;
+    for (size_t n = 0; n < l->body.size(); n++) {
+        const TileStmt &t = l->body[n];
+        bool move = t.op && t.op->kind == TileOpKind::Load &&
+                    is_loop_invariant_load(*t.op, l->var, l->body);
+        if (move) {
+            const std::string &v = t.op->result;
+            // Defined by this load alone, and not read before it.
+            const std::vector<TileStmt> before(l->body.begin(), l->body.begin() + n);
+            move = !any_op(l->body, [&](const TileOp &o) {
+                return &o != t.op.get() && o.result == v;
+            }) && !any_op(before, [&](const TileOp &o) { return reads(o, v); });
         }
-        auto l = std::make_shared<TileLoop>(*s.loop);
-        hoist(l->body);
-        std::vector<TileStmt> kept;
-        for (size_t n = 0; n < l->body.size(); n++) {
-            const TileStmt &t = l->body[n];
-            bool move = t.op && t.op->kind == TileOpKind::Load &&
-                        is_loop_invariant_load(*t.op, l->var, l->body);
-            if (move) {
-                const std::string &v = t.op->result;
-                // Defined by this load alone, and not read before it.
-                const std::vector<TileStmt> before(l->body.begin(), l->body.begin() + n);
-                move = !any_op(l->body, [&](const TileOp &o) {
-                    return &o != t.op.get() && o.result == v;
-                }) && !any_op(before, [&](const TileOp &o) { return reads(o, v); });
-            }
-            (move ? out : kept).push_back(t);
-        }
-        l->body = kept;
-        out.push_back({nullptr, l});
+        (move ? *out : kept).push_back(t);
     }
-    body = out;
+    l->body = kept;
+    out->push_back({nullptr, l});
 }
 
 }  // namespace
 
-void unroll_single_step_loops(TileProgram &p) { unroll(p.body); }
+void unroll_single_step_loops(TileProgram &p) {
+    rewrite_loops(p.body, [](const std::shared_ptr<TileLoop> &l, std::vector<TileStmt> *out) {
+        if (!is_const_one(simplify(l->extent))) {
+            out->push_back({nullptr, l});
+            return;
+        }
+        for (const TileStmt &t : substitute_in_body(l->body, l->var, l->min)) out->push_back(t);
+    });
+}
 
 bool is_loop_invariant_load(const TileOp &o, const std::string &var,
                             const std::vector<TileStmt> &body) {
@@ -120,7 +117,7 @@ bool is_loop_invariant_load(const TileOp &o, const std::string &var,
         body, [&](const TileOp &x) { return x.kind == TileOpKind::Store && x.buffer == o.buffer; });
 }
 
-void hoist_invariant_loads(TileProgram &p) { hoist(p.body); }
+void hoist_invariant_loads(TileProgram &p) { rewrite_loops(p.body, hoist); }
 
 }  // namespace tile
 }  // namespace internal

@@ -80,16 +80,15 @@ void stage_loop(TileLoop &loop, std::vector<TileStmt> *prologue, int stages, Sha
                     : swizzled_shared_layout(t.shape[0], t.shape[1], t.elem.bytes()));
             t.layout_name = transposed ? "swizzled_transposed" : "swizzled";
             shared[l.result] = t;
-            std::string name = l.result + "_shared";
-            for (size_t n = 0; n < pooled; n++) {
-                if (!taken[n] && same_shared_tile(pool->tiles[n].second, t)) {
-                    taken[n] = true;
-                    name = pool->tiles[n].first;
-                    break;
-                }
+            size_t n = 0;
+            while (n < pooled && (taken[n] || !same_shared_tile(pool->tiles[n].second, t))) n++;
+            if (n < pooled) {
+                taken[n] = true;
+                shared_name[l.result] = pool->tiles[n].first;
+            } else {
+                shared_name[l.result] = l.result + "_shared";
+                pool->tiles.push_back({shared_name[l.result], t});
             }
-            if (name == l.result + "_shared") pool->tiles.push_back({name, t});
-            shared_name[l.result] = name;
         }
     }
     if (pooled > 0) {

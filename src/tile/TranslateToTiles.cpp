@@ -539,14 +539,14 @@ class ProgramBuilder {
         // above serves the first edge loop.
         const Expr first = loop->min, end = loop->min + loop->extent;
         const Expr full_first = tiles.full_first, full_end = tiles.full_end;
-        std::vector<TileStmt> edge_step = loop->body;
+        std::vector<TileStmt> edge_step = std::move(loop->body);
         auto add_loop = [&](const std::string &var, const Expr &lo, const Expr &hi, bool inside) {
             const Expr extent = simplify(max(hi - lo, 0));
             if (is_const_zero(extent)) return;
             auto l = std::make_shared<TileLoop>();
             l->var = key_loop;
             l->min = lo;
-            l->extent = max(hi - lo, 0);
+            l->extent = extent;
             if (!inside && !edge_step.empty()) {
                 l->body = std::move(edge_step);
                 edge_step.clear();
@@ -703,6 +703,10 @@ class ProgramBuilder {
                 continue;
             }
             int bounded = 0;
+            // x narrowed to at most (upper) or at least e.
+            auto narrow = [](Expr &x, const Expr &e, bool upper) {
+                x = !x.defined() ? e : upper ? min(x, e) : max(x, e);
+            };
             auto bound = [&](const Expr &var_side, const Expr &other, int shift, bool upper) {
                 const Variable *v = var_side.as<Variable>();
                 if (!v || v->name != rolled->rvar || expr_uses_var(other, rolled->rvar)) return;
@@ -711,15 +715,9 @@ class ProgramBuilder {
                 const Expr some = upper ? in.max : in.min, all = upper ? in.min : in.max;
                 if (!some.defined()) return;
                 bounded++;
-                if (upper) hi = hi.defined() ? min(hi, some + shift) : some + shift;
-                else lo = lo.defined() ? max(lo, some + shift) : some + shift;
-                if (!all.defined()) {
-                    comparisons_only = false;
-                } else if (upper) {
-                    hi_all = hi_all.defined() ? min(hi_all, all + shift) : all + shift;
-                } else {
-                    lo_all = lo_all.defined() ? max(lo_all, all + shift) : all + shift;
-                }
+                narrow(upper ? hi : lo, some + shift, upper);
+                if (all.defined()) narrow(upper ? hi_all : lo_all, all + shift, upper);
+                else comparisons_only = false;
             };
             if (const LE *c = t.as<LE>()) bound(c->a, c->b, 0, true), bound(c->b, c->a, 0, false);
             if (const LT *c = t.as<LT>()) bound(c->a, c->b, -1, true), bound(c->b, c->a, 1, false);

@@ -193,6 +193,17 @@ CompiledPipeline compile_tensor_cores(AttentionVariant &app, int head_dim) {
     return Pipeline(app.out).compile(sch, Target("host-cuda"));
 }
 
+/** A shape for the tensor-core template's tests: batch 1, two query heads
+ * (grouped-query: both on one key/value head). */
+VariantShape tensor_core_shape(Variant var, int queries, int keys, int head_dim) {
+    VariantShape sh = shape(var, queries, keys);
+    sh.head_dim = head_dim;
+    sh.batch = 1;
+    sh.q_heads = 2;
+    sh.kv_heads = attention::parts_of(var).grouped ? 1 : 2;
+    return sh;
+}
+
 /** Checks `got` against the reference of `in` with the template's bound
  * (the reference tolerance plus P's rounding: a step of t times max |v|). */
 void expect_within_tensor_core_bound(const std::vector<double> &got, const Inputs &in, Type t) {
@@ -229,11 +240,8 @@ TEST_P(GpuTensorCoreAttention, MatchesReference) {
     // partial), two heads (grouped-query: both on one key head). Decode:
     // one query over the keys of a partial tile past three whole ones.
     for (Mode mode : {Mode::Prefill, Mode::Decode}) {
-        VariantShape sh = mode == Mode::Prefill ? shape(var, 77, 77) : shape(var, 1, 211);
-        sh.head_dim = head_dim;
-        sh.batch = 1;
-        sh.q_heads = 2;
-        sh.kv_heads = attention::parts_of(var).grouped ? 1 : 2;
+        const VariantShape sh = mode == Mode::Prefill ? tensor_core_shape(var, 77, 77, head_dim)
+                                                      : tensor_core_shape(var, 1, 211, head_dim);
         Inputs in;
         std::string trace;
         std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
@@ -280,11 +288,7 @@ TEST_P(GpuTensorCoreAttentionStress, LargeScoresAndRowsWithNoKey) {
     const Type t = Float(16);
     AttentionVariant app(var, t);
     CompiledPipeline compiled = compile_tensor_cores(app, 64);
-    VariantShape sh = shape(var, 77, 77);
-    sh.head_dim = 64;
-    sh.batch = 1;
-    sh.q_heads = 2;
-    sh.kv_heads = attention::parts_of(var).grouped ? 1 : 2;
+    VariantShape sh = tensor_core_shape(var, 77, 77, 64);
     {
         const unsigned seed = fresh_seed();
         SCOPED_TRACE("large scores, " + describe(var, t, sh, 1.0f, window, seed));
