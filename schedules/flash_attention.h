@@ -77,6 +77,25 @@ struct FlashAttentionOptions {
     int tile_queries = 64;
 };
 
+/** The tile-program templates compute the scores' product as a dot: they
+ * need it as a named reduction. */
+inline void require_qk(const AttentionChain &a, const std::string &what, const std::string &how,
+                       bool loops_otherwise) {
+    if (a.qk.defined()) return;
+    throw CompileError(what +
+                       ": the chain has no qk, the scores' product as a named reduction, which "
+                       "the tile program " +
+                       how + ". Pass it in the AttentionChain (AttentionFuncs::dot makes it)" +
+                       (loops_otherwise ? ", or leave head_dim 0 for loops." : "."));
+}
+
+/** The width of a tile holding a whole head: a power of two. */
+inline int head_tile_width(int head_dim) {
+    int width = 1;
+    while (width < head_dim) width *= 2;
+    return width;
+}
+
 /** The tile-program form of flash_attention on the CPU: per tile_queries
  * queries of one head, one pass over the keys in tiles of key_tile; the
  * scores' product and P V are register-blocked dots, the rows' maximum
@@ -84,15 +103,9 @@ struct FlashAttentionOptions {
  * query tiles run in parallel. */
 inline void flash_attention_tile_program(Schedule &sch, const AttentionChain &a,
                                          const FlashAttentionOptions &opt) {
-    if (!a.qk.defined()) {
-        throw CompileError(
-            "flash_attention with head_dim set: the chain has no qk, the scores' product as a "
-            "named reduction, which the tile program computes as a dot. Pass it in the "
-            "AttentionChain (AttentionFuncs::dot makes it), or leave head_dim 0 for loops.");
-    }
+    require_qk(a, "flash_attention with head_dim set", "computes as a dot", true);
     // Tiles are powers of two: a head of 80 is one tile of 128, masked.
-    int width = 1;
-    while (width < opt.head_dim) width *= 2;
+    const int width = head_tile_width(opt.head_dim);
     Var io("io"), dout("dout");
     sch[a.out].tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
                             TileOptions().reduction_tile(width));
@@ -144,7 +157,33 @@ struct FlashDecodingOptions {
     int chunks = 16;    // pieces of the key range computed in parallel
     int key_tile = 64;  // keys per rolling step within a piece
     int vector = 8;
+    /** As FlashAttentionOptions::head_dim: with the head dimension fixed and
+     * the chain's qk, each piece is a tile program over tile_queries
+     * queries of one head (vector does not apply). 0: loops. */
+    int head_dim = 0;
+    int tile_queries = 16;
 };
+
+/** The tile-program form of flash_decoding: per piece of the keys and
+ * tile_queries queries of one head, one tile program rolling the chain over
+ * its key tiles (as flash_attention_tile_program does over all of them),
+ * storing the piece's partial max, sum and weighted sum; the pieces and
+ * heads run in parallel, then the combine. */
+inline void flash_decoding_tile_program(Schedule &sch, const AttentionChain &a,
+                                        const FlashDecodingOptions &opt) {
+    require_qk(a, "flash_decoding with head_dim set", "computes as a dot", true);
+    const int width = head_tile_width(opt.head_dim);
+    Var chunk("chunk"), io("io"), dout("dout");
+    RVar ro("ro"), ri("ri");
+    Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
+    partial
+        .tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
+                      TileOptions().reduction_tile(width))
+        .split(a.r, ro, ri, opt.key_tile)
+        .compute_root();
+    sch[a.qk].compute_at(partial, dout);
+    sch[a.o].compute_root();
+}
 
 /** FlashDecoding for short queries over long key ranges (decode: one
  * query): the keys are split into `chunks` pieces computed in parallel,
@@ -152,6 +191,7 @@ struct FlashDecodingOptions {
  * max, sum and weighted sum are combined with the derived repairs. */
 inline void flash_decoding(Schedule &sch, const AttentionChain &a,
                            const FlashDecodingOptions &opt = {}) {
+    if (opt.head_dim > 0) return flash_decoding_tile_program(sch, a, opt);
     Var chunk("chunk");
     RVar ro("ro"), ri("ri");
     Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
@@ -404,12 +444,7 @@ struct FlashAttentionTensorCoreOptions {
  * AttentionChain::qk (the scores' product as a named reduction). */
 inline void flash_attention_tensor_cores(Schedule &sch, const AttentionChain &a,
                                          const FlashAttentionTensorCoreOptions &opt = {}) {
-    if (!a.qk.defined()) {
-        throw CompileError(
-            "flash_attention_tensor_cores: the chain has no qk, the scores' product as a "
-            "named reduction, which the program computes on tensor cores. Pass it in the "
-            "AttentionChain (AttentionFuncs::dot makes it).");
-    }
+    require_qk(a, "flash_attention_tensor_cores", "computes on tensor cores", false);
     Var io("io"), dout("dout");
     sch[a.out].tile_program(
         a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
@@ -421,6 +456,53 @@ inline void flash_attention_tensor_cores(Schedule &sch, const AttentionChain &a,
         .tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands);
     sch[a.o].compute_at(a.out, dout);
     sch[a.qk].compute_at(a.out, dout).update().tensorize("mma.m16n8k16");
+}
+
+struct FlashDecodingTensorCoreOptions {
+    /** The head dimension (q, k and v fix it with dim(3).set_extent). */
+    int head_dim = 128;
+    /** Pieces of the key range, each rolled by its own blocks: enough
+     * blocks to fill the GPU (pieces x batch x heads). */
+    int chunks = 32;
+    /** Queries per block: 16, one mma row block (decode has one query, so
+     * most of the tile's rows are padding; the keys' bandwidth is the cost). */
+    int query_tile = 16;
+    /** Keys per rolling step; 0: 64, or 32 from head dim 128 on (as
+     * FlashAttentionTensorCoreOptions: the accumulators fit the registers). */
+    int key_tile = 0;
+    int stages = 2;  // cp.async stages of the key and value tiles
+};
+
+/** FlashDecoding on tensor cores: split_k over tile programs. The keys are
+ * cut into `chunks` pieces; each piece of each query tile of one head is a
+ * tile program (one warp) that rolls its key tiles as
+ * flash_attention_tensor_cores does, Q K^T and P V on mma.sync, and stores
+ * the piece's partial max, sum and weighted sum. A second kernel combines
+ * the pieces with the derived repairs, a block per query and a thread per
+ * element of the head. */
+inline void flash_decoding_tensor_cores(Schedule &sch, const AttentionChain &a,
+                                        const FlashDecodingTensorCoreOptions &opt = {}) {
+    require_qk(a, "flash_decoding_tensor_cores", "computes on tensor cores", false);
+    Var chunk("chunk"), io("io"), dout("dout");
+    RVar ro("ro"), ri("ri");
+    a.out.output_buffer().dim(3).set_extent(opt.head_dim);
+    Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
+    partial
+        .tile_program(a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
+                      TileOptions()
+                          .warps(opt.query_tile / 16, 1)
+                          .reduction_tile(opt.head_dim)
+                          .pipeline_stages(opt.stages))
+        .split(a.r, ro, ri,
+               opt.key_tile > 0      ? opt.key_tile
+               : opt.head_dim >= 128 ? 32
+                                     : 64)
+        .tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands)
+        .compute_root();
+    sch[a.qk].compute_at(partial, dout).update().tensorize("mma.m16n8k16");
+    // The combine: a block per query, a thread per element of its head.
+    sch[a.out].gpu_blocks(a.i, a.h, a.b).gpu_threads(a.d);
+    sch[a.o].compute_at(a.out, a.d);
 }
 
 }  // namespace schedules

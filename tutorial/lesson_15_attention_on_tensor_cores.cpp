@@ -197,7 +197,54 @@ int main() {
     std::printf("  largest difference from float64: %.2g (all in float32: < 1e-5)\n", cpu_error);
     if (!(cpu_error < 1e-5)) return 1;
 
-    std::printf("\n5. running it on the GPU\n");
+    // ---- 6. split_k over tile programs (FlashDecoding). With few queries
+    // (decode: one) a program per block of queries leaves the GPU idle;
+    // split_k(o, r, 4, chunk) cuts the keys into 4 chunks instead, and the
+    // Stage it returns, the partial of o per chunk, is made the tile
+    // program: one per chunk and tile of queries, rolling its chunk's key
+    // tiles exactly as above and storing its partial max, sum and weighted
+    // sum (m_partial, l_partial, o_partial, Funcs at root). A second kernel
+    // combines the chunks with the same derived repairs: here a block per
+    // query, a thread per element of the head. (schedules::
+    // flash_decoding_tensor_cores is this schedule for apps/attention.)
+    std::printf("\n5. split_k over tile programs\n");
+    out.output_buffer().dim(1).set_extent(D);
+    Var chunk("chunk");
+    Schedule split;
+    Stage partial = split.split_k(o, r, 4, chunk);
+    partial
+        .tile_program(i, d, io, dout, 16, 64,
+                      TileOptions().warps(1, 1).reduction_tile(64).pipeline_stages(2))
+        .split(r, ro, ri, 64)
+        .tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands)
+        .compute_root();
+    split[qk].compute_at(partial, dout).update().tensorize("mma.m16n8k16");
+    split[out].gpu_blocks(i).gpu_threads(d);
+    split[o].compute_at(out, d);
+    const std::string split_lowered = Pipeline(out).compile_to_lowered_stmt(split, gpu);
+    std::istringstream split_lines(split_lowered);
+    for (std::string line; std::getline(split_lines, line);) {
+        const size_t at = line.find_first_not_of(' ');
+        if (line.find("each chunk rolled") != std::string::npos) {
+            std::printf("  %s\n", line.substr(line.find(": ") + 2).c_str());
+        } else if (line.compare(at, 6, "store ") == 0) {
+            std::printf("  the program stores %s\n",
+                        line.substr(at + 6, line.find('[') - at - 6).c_str());
+        }
+    }
+    // The same on the CPU, without the GPU directives.
+    Schedule split_cpu;
+    Stage cpu_partial = split_cpu.split_k(o, r, 4, chunk);
+    cpu_partial.tile_program(i, d, io, dout, 16, 64, TileOptions().reduction_tile(64))
+        .split(r, ro, ri, 64)
+        .compute_root();
+    split_cpu[qk].compute_at(cpu_partial, dout);
+    split_cpu[o].compute_root();
+    const double split_error = error_of(Buffer<float>(Pipeline(out).realize({Lq, D}, split_cpu)));
+    std::printf("  on the CPU, largest difference from float64: %.2g (< 1e-5)\n", split_error);
+    if (!(split_error < 1e-5)) return 1;
+
+    std::printf("\n6. running them on the GPU\n");
     int32_t capability = 0;
     if (loom_cuda_device_capability(0, &capability) != 0) {
         std::printf("  (GPU skipped: %s)\n", loom_last_error_message());
@@ -207,6 +254,10 @@ int main() {
         error_of(Buffer<float>(Pipeline(out).realize({Lq, D}, sch, Target("host-cuda"))));
     std::printf("  largest difference from float64: %.2g (P in half precision: < 1e-3)\n", worst);
     if (!(worst < 1e-3)) return 1;
+    const double split_worst =
+        error_of(Buffer<float>(Pipeline(out).realize({Lq, D}, split, Target("host-cuda"))));
+    std::printf("  split_k: largest difference from float64: %.2g (< 1e-3)\n", split_worst);
+    if (!(split_worst < 1e-3)) return 1;
     std::printf("  GPU: attention equals the float64 softmax\n");
     return 0;
 }

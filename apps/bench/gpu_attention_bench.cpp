@@ -7,7 +7,9 @@
 // float16 inputs, and the fraction of the GPU's float32 FMA peak (SMs x
 // clock x 128 FMA lanes x 2, from the device's attributes). Then decoding
 // (one query per head): flash_attention_gpu against flash_decoding_gpu
-// (split_k, the keys in 64 or 256 pieces), in GB/s of keys and values read.
+// (split_k, the keys in 64 or 256 pieces) and flash_decoding_tensor_cores
+// (split_k over tile programs, 16 or 64 pieces), in GB/s of keys and
+// values read.
 //
 //   gpu_attention_bench [--quick] [--reps N]
 //
@@ -98,6 +100,17 @@ struct Kernel {
         opt.chunks_per_block = std::min(chunks, 64);
         opt.probabilities_per_tile = d.per_tile;
         schedules::flash_decoding_gpu(sch, app.chain(), opt);
+        compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
+    }
+    /** flash_decoding_tensor_cores: split_k over tile programs, `chunks`
+     * pieces of the keys rolled on tensor cores, then the combine. */
+    Kernel(Type t, int chunks) : app(attention::Variant::Global, t) {
+        app.fix_head_dim(kHeadDim);
+        Schedule sch;
+        schedules::FlashDecodingTensorCoreOptions opt;
+        opt.head_dim = kHeadDim;
+        opt.chunks = chunks;
+        schedules::flash_decoding_tensor_cores(sch, app.chain(), opt);
         compiled = Pipeline(app.out).compile(sch, Target("host-cuda"));
     }
     RawBuffer bind(int b, int h, int lq, int lk, std::vector<float> *q, std::vector<float> *k,
@@ -215,6 +228,23 @@ static int run_benchmark(int argc, char **argv) {
             }
         }
     }
+    // On tensor cores: 64 pieces of the keys (batch 4 x 16 heads x 64
+    // pieces, about 30 blocks per SM), each a tile program.
+    std::vector<Entry> tc_decoders;
+    for (const int chunks : {16, 64}) {
+        const Case &c = cases[1];
+        tc_decoders.push_back(
+            {&c, std::to_string(chunks), std::make_unique<Kernel>(c.type, chunks)});
+        for (int lq : {1, 5}) {
+            const double err = check(*tc_decoders.back().kernel, 2, 3, lq, 301);
+            const bool good = err <= c.tolerance;
+            std::printf(
+                "check %-8s flash_decoding_tensor_cores chunks %-3d, %d queries: max relative "
+                "error %.2e vs the float64 reference: %s\n",
+                c.name, chunks, lq, err, good ? "ok" : "WRONG");
+            ok = ok && good;
+        }
+    }
     if (!ok) return 1;
     if (quick) return 0;
 
@@ -254,6 +284,7 @@ static int run_benchmark(int argc, char **argv) {
         if (e.key_tile == "0a" && e.c->type == Float(16)) decode_row(e, "flash_attention_gpu 0a");
     }
     for (Entry &e : decoders) decode_row(e, "flash_decoding_gpu " + e.key_tile + " chunks");
+    for (Entry &e : tc_decoders) decode_row(e, "tensor cores " + e.key_tile + " chunks");
     std::printf("\n(batch %d, %d heads, one query each, head_dim %d)\n", B, H, kHeadDim);
     return 0;
 }

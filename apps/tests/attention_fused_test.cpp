@@ -11,7 +11,10 @@
 //   per tile of queries rolling the chain over key tiles (register-blocked
 //   dots, vector reductions of the rows), reading the keys transposed at
 //   root; "tiles_unstaged" (fp32 matrix only) transposes each key tile in
-//   the program instead.
+//   the program instead;
+// - "tiles_splitk7": flash_decoding with the head dimension fixed, split_k
+//   over tile programs: 7 chunks of the key tiles (some empty), each chunk
+//   and tile of queries one program storing its partials, then the combine.
 //
 // Each compiled output is compared with BOTH the float64 reference of
 // variants_reference.h and the reference interpreter (loom::interpret, which
@@ -76,7 +79,8 @@ namespace {
 /** How a test schedules the chain: 0 is rolling_update (flash_attention),
  * K > 0 split_k with K chunks (flash_decoding). */
 using Fusion = int;
-const Fusion rolling = 0, tiles = -1, tiles_unstaged = -2;
+const Fusion rolling = 0, tiles = -1, tiles_unstaged = -2, tiles_split = -3;
+const int tiles_split_chunks = 7;
 
 const int query_block = 16, vector_width = 8;
 const int rolling_key_tile = 16, split_key_tile = 12;
@@ -85,6 +89,7 @@ std::string fusion_name(Fusion f) {
     return f == rolling          ? "rolling"
            : f == tiles          ? "tiles"
            : f == tiles_unstaged ? "tiles_unstaged"
+           : f == tiles_split    ? "tiles_splitk" + std::to_string(tiles_split_chunks)
                                  : "splitk" + std::to_string(f);
 }
 
@@ -123,7 +128,14 @@ Kernel compile_fused(Variant var, Type t, Fusion fusion) {
     if (fusion < 0) a.fix_head_dim(make_shape(var, Mode::Prefill).head_dim);
     const schedules::AttentionChain chain = a.chain();
     Schedule sch;
-    if (fusion < 0) {
+    if (fusion == tiles_split) {
+        schedules::FlashDecodingOptions opt;
+        opt.chunks = tiles_split_chunks;
+        opt.key_tile = rolling_key_tile;
+        opt.head_dim = make_shape(var, Mode::Prefill).head_dim;
+        opt.tile_queries = query_block;
+        schedules::flash_decoding(sch, chain, opt);
+    } else if (fusion < 0) {
         schedules::FlashAttentionOptions opt;
         opt.stage_keys = fusion == tiles;
         opt.head_dim = make_shape(var, Mode::Prefill).head_dim;
@@ -217,13 +229,13 @@ TEST_P(FusedAttentionFp32, MatchReference) {
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionFp32,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(rolling, 1, 2, 7, 16, tiles,
-                                                              tiles_unstaged),
+                                                              tiles_unstaged, tiles_split),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          fp32_name);
 // The composite variants, through the same templates unchanged.
 INSTANTIATE_TEST_SUITE_P(Composite, FusedAttentionFp32,
                          ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
-                                            ::testing::Values(rolling, 7, tiles),
+                                            ::testing::Values(rolling, 7, tiles, tiles_split),
                                             ::testing::Values(Mode::Prefill, Mode::Decode)),
                          fp32_name);
 
@@ -253,7 +265,7 @@ TEST_P(FusedAttentionLowPrecision, MatchReference) {
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionLowPrecision,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(1, 2),
-                                            ::testing::Values(rolling, 7, tiles)),
+                                            ::testing::Values(rolling, 7, tiles, tiles_split)),
                          low_precision_name);
 
 // ------------------------------------------------------ numerical stress cases
@@ -299,7 +311,7 @@ TEST_P(FusedAttentionLargeScores, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionLargeScores,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 16, tiles)),
+                                            ::testing::Values(rolling, 16, tiles, tiles_split)),
                          stress_name);
 
 // More queries than keys (Lq = 53 > Lk = 30): query i has position
@@ -340,7 +352,7 @@ INSTANTIATE_TEST_SUITE_P(
     All, FusedAttentionSomeRowsMasked,
     ::testing::Combine(::testing::Values(Variant::Causal, Variant::ALiBi, Variant::SoftCap,
                                          Variant::SlidingWindow, Variant::GroupedQuery),
-                       ::testing::Values(rolling, 16, tiles)),
+                       ::testing::Values(rolling, 16, tiles, tiles_split)),
     stress_name);
 
 // No keys at all (an empty cache): every output is exactly 0, as the
@@ -371,7 +383,7 @@ TEST_P(FusedAttentionNoKeys, ExactlyZero) {
 
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionNoKeys,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
-                                            ::testing::Values(rolling, 3, 16, tiles)),
+                                            ::testing::Values(rolling, 3, 16, tiles, tiles_split)),
                          stress_name);
 
 // Sliding windows of one key and of none, with large scores.
@@ -486,11 +498,43 @@ TEST_P(FusedAttentionWideWindow, MatchReference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWideWindow, ::testing::Values(rolling, tiles),
-                         window_name);
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWideWindow,
+                         ::testing::Values(rolling, tiles, tiles_split), window_name);
 INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfOne,
-                         ::testing::Values(rolling, 1, 2, 7, 16, tiles), window_name);
-INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfZero, ::testing::Values(rolling, 16, tiles),
-                         window_name);
+                         ::testing::Values(rolling, 1, 2, 7, 16, tiles, tiles_split), window_name);
+INSTANTIATE_TEST_SUITE_P(All, FusedAttentionWindowOfZero,
+                         ::testing::Values(rolling, 16, tiles, tiles_split), window_name);
 
 }  // namespace
+
+// split_k over tile programs rolls contiguous chunks; interleaved ones are
+// refused by name, and a program must be stored somewhere: at root.
+TEST(FusedAttentionErrors, SplitKOverProgramsNeedsContiguousChunksAtRoot) {
+    AttentionVariant a(Variant::Causal, Float(32));
+    a.fix_head_dim(16);
+    const schedules::AttentionChain c = a.chain();
+    Var chunk("chunk"), io("io"), dout("dout");
+    RVar ro("ro"), ri("ri");
+    Schedule sch;
+    Stage partial = sch.split_k(c.o, c.r, 4, chunk, ChunkLayout::Interleaved);
+    partial.tile_program(c.i, c.d, io, dout, 16, 16).split(c.r, ro, ri, 16).compute_root();
+    sch[c.qk].compute_at(partial, dout);
+    try {
+        Pipeline(a.out).compile_to_lowered_stmt(sch, Target("host"));
+        FAIL() << "interleaved chunks in a tile program compiled";
+    } catch (const CompileError &e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("split_k(o, r"), std::string::npos) << m;
+        EXPECT_NE(m.find("ChunkLayout::Contiguous"), std::string::npos) << m;
+    }
+    Schedule inline_partial;
+    Stage p2 = inline_partial.split_k(c.o, c.r, 4, chunk);
+    p2.tile_program(c.i, c.d, io, dout, 16, 16).split(c.r, ro, ri, 16);
+    inline_partial[c.qk].compute_at(p2, dout);
+    try {
+        Pipeline(a.out).compile_to_lowered_stmt(inline_partial, Target("host"));
+        FAIL() << "a tile program computed inline compiled";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("compute_root()"), std::string::npos) << e.what();
+    }
+}

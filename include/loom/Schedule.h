@@ -136,7 +136,8 @@ class Stage {
      * time. A part of them that is not a tile operation (an index that is
      * not the Var plus a constant, a reduction that is not a contraction,
      * ...) is refused, naming the Func and the reason. Tile sizes are powers
-     * of two. */
+     * of two. On the Stage split_k returns, it makes the partial a program
+     * rolling each chunk (its pure stage: the user has no other handle). */
     Stage &tile_program(const Var &y, const Var &x, const Var &yo, const Var &xo, int rows,
                         int cols, const TileOptions &options = TileOptions());
     /** Computes this update, a contraction inside a tile program, with the

@@ -18,8 +18,9 @@ block_mask for masked variants), in TFLOP/s: 4 B Hq D flops per visible
 query-key pair (about half the pairs for causal, the pairs inside the
 window for the sliding window), and the ratio Loom-TC / each peer (above 1
 Loom is faster). Batch x heads x seq is about --tokens. Decode (one query
-per head): Loom's flash_decoding_gpu (split_k into 64 and 256 pieces)
-against the same peers, in GB/s of K and V read, and as a fraction of a
+per head): Loom's flash_decoding_tensor_cores (split_k over tile programs,
+"Loom-TCd", pieces chosen to fill the GPU) and flash_decoding_gpu (CUDA
+cores, split_k into 64 and 256 pieces), the best against the same peers, in GB/s of K and V read, and as a fraction of a
 device-to-device copy (dst.copy_(src) of 1 GiB) measured in the same run.
 --suite neptune times Neptune's ten operators (fp16, head dim 128, 8192
 tokens): prefill global, causal, GQA, ALiBi, soft-capping, windowed;
@@ -441,6 +442,9 @@ class Bench:
             d = case.head_dim
             if kind == "tc":
                 self.schedules.flash_attention_tensor_cores(sch, a.chain(), head_dim=d)
+            elif kind == "tcd":
+                self.schedules.flash_decoding_tensor_cores(sch, a.chain(), head_dim=d,
+                                                           chunks=option)
             elif kind == "cc":
                 self.schedules.flash_attention_gpu(sch, a.chain(), head_dim=d,
                                                    queries_per_block=64, key_tile=8)
@@ -462,8 +466,15 @@ class Bench:
                     min(self.args.seqs) <= self.args.baseline_max_seq):
                 names.append("Loom-CC")
         else:
-            names = ["Loom-64p", "Loom-256p"]
+            names = ["Loom-TCd", "Loom-64p", "Loom-256p"]
         return names + self.PEERS
+
+    def decode_chunks(self, case):
+        """split_k pieces for the tensor-core decode: about four blocks per
+        SM over batch x query heads, at least a key tile (64) each."""
+        sms = self.torch.cuda.get_device_properties(0).multi_processor_count
+        rows = case.batch * case.heads
+        return max(1, min(-(-4 * sms // rows), -(-case.seq_k // 64)))
 
     def prepare(self, name, case, q, k, v, scale):
         """A function running implementation `name` on these tensors and
@@ -480,8 +491,9 @@ class Bench:
         torch = self.torch
         window = case.window
         if name.startswith("Loom"):
-            kind = {"Loom-TC": "tc", "Loom-CC": "cc"}.get(name, "decode")
-            pieces = int(name[5:-1]) if kind == "decode" else 0
+            kind = {"Loom-TC": "tc", "Loom-CC": "cc", "Loom-TCd": "tcd"}.get(name, "decode")
+            pieces = (int(name[5:-1]) if kind == "decode" else
+                      self.decode_chunks(case) if kind == "tcd" else 0)
             kernel, _ = self.loom_kernel(case, kind, pieces)
             out = torch.empty_like(q)
             extra = [window] if case.spec.windowed else []
@@ -702,7 +714,7 @@ class Bench:
         self.print_header(case.phase)
         if case.phase == "prefill":
             loom = rates.get("Loom-TC")
-        else:  # the better of the two split_k kernels
+        else:  # the best of the split_k kernels
             loom = max((r for n, r in rates.items() if n.startswith("Loom")), default=None)
         ratios = ""
         for p in self.PEERS:

@@ -120,6 +120,7 @@ void define_templates(nb::module_ &m) {
     using schedules::FlashAttentionTensorCoreOptions;
     using schedules::FlashDecodingGpuOptions;
     using schedules::FlashDecodingOptions;
+    using schedules::FlashDecodingTensorCoreOptions;
     bind_options<FlashAttentionOptions>(s, "FlashAttentionOptions",
                                         {{"query_block", &FlashAttentionOptions::query_block},
                                          {"key_tile", &FlashAttentionOptions::key_tile},
@@ -130,7 +131,9 @@ void define_templates(nb::module_ &m) {
     bind_options<FlashDecodingOptions>(s, "FlashDecodingOptions",
                                        {{"chunks", &FlashDecodingOptions::chunks},
                                         {"key_tile", &FlashDecodingOptions::key_tile},
-                                        {"vector", &FlashDecodingOptions::vector}},
+                                        {"vector", &FlashDecodingOptions::vector},
+                                        {"head_dim", &FlashDecodingOptions::head_dim},
+                                        {"tile_queries", &FlashDecodingOptions::tile_queries}},
                                        {});
     bind_options<FlashAttentionGpuOptions>(
         s, "FlashAttentionGpuOptions",
@@ -146,6 +149,14 @@ void define_templates(nb::module_ &m) {
          {"key_tile", &FlashAttentionTensorCoreOptions::key_tile},
          {"warps", &FlashAttentionTensorCoreOptions::warps},
          {"stages", &FlashAttentionTensorCoreOptions::stages}},
+        {});
+    bind_options<FlashDecodingTensorCoreOptions>(
+        s, "FlashDecodingTensorCoreOptions",
+        {{"head_dim", &FlashDecodingTensorCoreOptions::head_dim},
+         {"chunks", &FlashDecodingTensorCoreOptions::chunks},
+         {"query_tile", &FlashDecodingTensorCoreOptions::query_tile},
+         {"key_tile", &FlashDecodingTensorCoreOptions::key_tile},
+         {"stages", &FlashDecodingTensorCoreOptions::stages}},
         {});
     bind_options<FlashDecodingGpuOptions>(
         s, "FlashDecodingGpuOptions",
@@ -170,7 +181,9 @@ void define_templates(nb::module_ &m) {
                      "query_block, key_tile, vector, stage_keys, head_dim, tile_queries.");
     LOOM_PY_TEMPLATE(flash_decoding, FlashDecodingOptions,
                      "FlashDecoding on the CPU: the keys split_k into chunks combined with the "
-                     "derived repairs. Options: chunks, key_tile, vector.");
+                     "derived repairs; with head_dim (fixed by fix_head_dim), each chunk a tile "
+                     "program per tile_queries queries. Options: chunks, key_tile, vector, "
+                     "head_dim, tile_queries.");
     LOOM_PY_TEMPLATE(flash_attention_gpu, FlashAttentionGpuOptions,
                      "FlashAttention on CUDA cores. Options: queries_per_block, head_dim, "
                      "key_tile, qk_vector.");
@@ -178,6 +191,10 @@ void define_templates(nb::module_ &m) {
                      "FlashAttention on tensor cores: a tile program per query tile rolling the "
                      "chain over key tiles, both products on mma.sync (P rounded to the input "
                      "type). Options: head_dim, query_tile, key_tile, warps, stages.");
+    LOOM_PY_TEMPLATE(flash_decoding_tensor_cores, FlashDecodingTensorCoreOptions,
+                     "FlashDecoding on tensor cores: split_k over tile programs, each chunk of "
+                     "the keys rolled on mma.sync and stored as partials, then the derived "
+                     "combine. Options: head_dim, chunks, query_tile, key_tile, stages.");
     LOOM_PY_TEMPLATE(flash_decoding_gpu, FlashDecodingGpuOptions,
                      "FlashDecoding on CUDA cores. Options: chunks, chunks_per_block, "
                      "queries_per_block, key_tile, head_dim, probabilities_per_tile.");

@@ -61,6 +61,27 @@ def test_flash_decoding_template(rng):
                                rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("variant", [attention.Variant.Global, attention.Variant.Causal])
+def test_flash_decoding_as_tile_programs(rng, variant):
+    """head_dim makes each chunk of flash_decoding a tile program (split_k
+    over tile programs), its partials combined with the derived repairs."""
+    a = attention.AttentionVariant(variant, loom.Float(32))
+    a.fix_head_dim(24)
+    sch = loom.Schedule()
+    schedules.flash_decoding(sch, a.chain(), chunks=5, key_tile=16, head_dim=24, tile_queries=4)
+    k = loom.Pipeline(a.out).compile(sch, output_shape=0)
+    assert any("each chunk rolled by the tile program" in line for line in k.compile_log())
+    causal = variant == attention.Variant.Causal
+    for queries, keys in ((1, 203), (3, 37), (2, 0)):
+        q = rng.standard_normal((2, 3, queries, 24)).astype(np.float32)
+        kk, v = (rng.standard_normal((2, 3, keys, 24)).astype(np.float32) for _ in range(2))
+        got = k(q, kk, v, 0.3)
+        if keys == 0:
+            assert not got.any()
+            continue
+        np.testing.assert_allclose(got, reference(q, kk, v, 0.3, causal), rtol=1e-4, atol=1e-5)
+
+
 def test_python_attention_scheduled_by_the_template(rng):
     """An attention algorithm written in Python, scheduled by the C++ template."""
     qb = loom.BufferParam(loom.Float(32), 4, "q")
@@ -84,3 +105,10 @@ def test_python_attention_scheduled_by_the_template(rng):
     np.testing.assert_allclose(k(q, kk, v), reference(q, kk, v, 0.125, False), rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError, match="unexpected option 'query_blok'"):
         schedules.flash_attention(loom.Schedule(), chain, query_blok=4)
+    # The tile-program forms compute the scores' product as a dot: they need
+    # it named (the chain's qk), and say so.
+    for template in (schedules.flash_attention, schedules.flash_decoding):
+        with pytest.raises(loom.CompileError, match="the chain has no qk.*head_dim 0 for loops"):
+            template(loom.Schedule(), chain, head_dim=8)
+    with pytest.raises(loom.CompileError, match="flash_decoding_tensor_cores: the chain has no qk"):
+        schedules.flash_decoding_tensor_cores(loom.Schedule(), chain, head_dim=8)

@@ -78,6 +78,21 @@ s = np.where(np.arange(70)[None, :] <= np.arange(70)[:, None], s, -np.inf)
 p = np.exp(s - s.max(-1, keepdims=True))
 want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), vv.astype(np.float64))
 np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+# FlashDecoding on tensor cores: split_k over tile programs, 3 chunks of
+# the keys, one query over 150 keys (a partial last tile).
+att = attention.AttentionVariant(attention.Variant.Causal, loom.Float(16))
+att.fix_head_dim(64)
+sch = loom.Schedule()
+schedules.flash_decoding_tensor_cores(sch, att.chain(), head_dim=64, chunks=3)
+k = loom.Pipeline(att.out).compile(sch, "host-cuda-sm_80", output_shape=0)
+q = rng.uniform(-1, 1, (1, 2, 1, 64)).astype(np.float16)
+kk, vv = (rng.uniform(-1, 1, (1, 2, 150, 64)).astype(np.float16) for _ in range(2))
+got = k(q, kk, vv, 0.125).astype(np.float64)
+s = np.einsum("bhid,bhjd->bhij", q.astype(np.float64), kk.astype(np.float64)) * 0.125
+p = np.exp(s - s.max(-1, keepdims=True))
+want = np.einsum("bhij,bhjd->bhid", p / p.sum(-1, keepdims=True), vv.astype(np.float64))
+np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
 print("ok")
 """
 

@@ -1266,6 +1266,8 @@ StageSchedule adapt_stage(const StageSchedule &user, const StageSchedule &base) 
     return ss;
 }
 
+RolledChain rolled_in_tile_program(const Chain &chain, const std::string &what);
+
 class Rewriter {
   public:
     Rewriter(LoweringEnv &env, const ScheduleContents &s, const FusionDirective &d, Chain &chain)
@@ -1336,11 +1338,6 @@ class Rewriter {
             placement = it->second;
             if (it->second.stages.size() > 1) user_ss = it->second.stages[1];
         }
-        for (const auto &kv : target) {
-            FuncSchedule fs = placement;
-            fs.func = kv.second;
-            add_function(kv.second, fs);
-        }
         if (user_ss.dims.empty()) {
             auto stand_in = make_lowered_function(*target.at(chain.leader));
             Definition u;
@@ -1349,7 +1346,16 @@ class Rewriter {
             stand_in->updates = {u};
             user_ss = default_stage_schedule(stand_in, 1);
         }
-        roll(target, user_ss, c, chunks, placement);
+        if (placement.tile_program) {
+            roll_in_tile_program(target, placement, user_ss);
+        } else {
+            for (const auto &kv : target) {
+                FuncSchedule fs = placement;
+                fs.func = kv.second;
+                add_function(kv.second, fs);
+            }
+            roll(target, user_ss, c, chunks, placement);
+        }
         // Chunks rolled by a block's threads: a member computed by the
         // whole block has those threads combine its partials, each its
         // own chunk's (a reduction across the threads).
@@ -1412,6 +1418,87 @@ class Rewriter {
         os << "; combined into";
         for (const Member &m : chain.members) os << " " << m.name;
         env.fusion_log.push_back(os.str());
+    }
+
+    /** split_k whose partial is a tile program: the tile layer rolls each
+     * chunk (a coordinate of the program, like a batch) over its tiles of
+     * the RVar. Each member becomes X_chunk(chunk, Vars), computed in the
+     * program over the whole RVar (for bounds; the program narrows it to
+     * the chunk), and the program's Func, the leader's partial, is its
+     * leader's X_chunk; the program stores the other members' partials
+     * (Funcs at root) beside it, for the combines. */
+    void roll_in_tile_program(const std::map<std::string, FunctionPtr> &target,
+                              const FuncSchedule &placement, const StageSchedule &user_ss) {
+        user_assert(d.layout == ChunkLayout::Contiguous)
+            << what << ": its partial is a tile program, which rolls contiguous chunks of " << r
+            << "; interleaved ones (ChunkLayout::Interleaved) are not built for tile "
+            << "programs. Use ChunkLayout::Contiguous.";
+        RolledChain rc = rolled_in_tile_program(chain, what);
+        const std::string &c = d.chunk_var;
+        const FunctionPtr &program = target.at(chain.leader);
+        std::map<std::string, FunctionPtr> per_chunk;
+        for (const Member &m : chain.members) {
+            std::vector<std::string> args = {c};
+            args.insert(args.end(), m.f->args.begin(), m.f->args.end());
+            const std::string name = target.at(m.name)->name + "_chunk";
+            user_assert(!env.funcs.count(name))
+                << what << ": the pipeline already has a Func named " << name << ".";
+            per_chunk[m.name] = make_reduction(name, args, m.op, m.f->output_types[0], chain.dom);
+            env.origins[name] = "the values of " + m.name + " over one chunk, which the tile " +
+                                "program of " + program->name + " (the split_k Stage) rolls";
+        }
+        // The terms read the other members' values in the same chunk.
+        ReplaceCalls in_chunk;
+        in_chunk.replace = [&](const Call *call_to) -> Expr {
+            auto it = per_chunk.find(call_to->name);
+            if (it == per_chunk.end()) return Expr();
+            std::vector<Expr> args = {pure_var(c)};
+            args.insert(args.end(), call_to->args.begin(), call_to->args.end());
+            return call(it->second, args);
+        };
+        const LoopLevel in_program = {LoopLevel::At, program->name,
+                                      placement.tile_program->col_block};
+        for (RolledMember &rm : rc.members) {
+            const FunctionPtr &f = per_chunk.at(rm.name);
+            rm.term = in_chunk.mutate(rm.term);
+            for (ProducerSlot &slot : rm.slots) slot.func = per_chunk.at(slot.func)->name;
+            f->updates[0].values = {reduce_combine(rm.op, call(f, pure_args(f)), rm.term)};
+            FuncSchedule fs;
+            fs.func = f;
+            fs.compute_level = fs.store_level = in_program;
+            fs.compute_level_set = fs.store_level_set = true;
+            // The leader's loops over the RVar are the user's (its tiles,
+            // its tensorize): the program reads them there.
+            fs.stages = {default_stage_schedule(f, 0),
+                         rm.name == chain.leader ? user_ss : default_stage_schedule(f, 1)};
+            rm.name = f->name;
+            add_function(f, fs);
+        }
+        rc.leader = per_chunk.at(chain.leader)->name;
+        rc.chunk_var = c;
+        rc.chunks = d.chunks;
+        rc.program = program->name;
+        // The program's Func is its leader's chunk; the others' partials are
+        // stored by the program, at root, with no loops of their own.
+        program->init.values = {call(per_chunk.at(chain.leader), pure_args(program))};
+        FuncSchedule ps = placement;
+        ps.func = program;
+        ps.stages.resize(1);
+        add_function(program, ps);
+        for (const Member &m : chain.members) {
+            if (m.name == chain.leader) continue;
+            const FunctionPtr &f = target.at(m.name);
+            FuncSchedule fs;
+            fs.func = f;
+            fs.compute_level = fs.store_level = LoopLevel::root();
+            fs.compute_level_set = fs.store_level_set = true;
+            fs.stages = {default_stage_schedule(f, 0)};
+            add_function(f, fs);
+            rc.stored.push_back({f->name, per_chunk.at(m.name)->name});
+        }
+        env.rolled_in_tiles.push_back(rc);
+        env.fusion_log.push_back(what + ": each chunk rolled by the tile program of " +
+                                 program->name + ", per tile of " + r);
     }
 
     /** The Funcs the rewrite made besides the members: tile partials and
@@ -2145,6 +2232,20 @@ void reorder(LoweringEnv &env) {
             for (const std::string &m : g->members) {
                 if (m != n && std::find(deps.begin(), deps.end(), m) == deps.end())
                     deps.push_back(m);
+            }
+        }
+        // Funcs a tile program stores besides its own are realized around
+        // it (before its chain's leader), and read after it.
+        auto has = [&](const std::string &d) {
+            return std::find(deps.begin(), deps.end(), d) != deps.end();
+        };
+        for (const RolledChain &rc : env.rolled_in_tiles) {
+            for (const auto &[stored, member] : rc.stored) {
+                if (n == rc.leader) {
+                    deps.push_back(stored);
+                } else if (n != rc.program && !rc.member(n) && has(stored) && !has(rc.program)) {
+                    deps.push_back(rc.program);
+                }
             }
         }
         std::sort(deps.begin(), deps.end(),

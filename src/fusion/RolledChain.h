@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusion/RepairDerivation.h"
@@ -31,6 +32,15 @@ struct RolledChain {
     Expr r_min, r_extent;
     /** Producers before their dependents. */
     std::vector<RolledMember> members;
+    /** split_k: chunk c of the program (its Var chunk_var) rolls the tiles
+     * [c * T, (c + 1) * T) of the whole range, T = ceil(tiles / chunks).
+     * Empty: the program rolls the whole range. */
+    std::string chunk_var;
+    Expr chunks;
+    /** Funcs computed at root that the program (of Func `program`) stores
+     * besides its own: (Func, the member whose final value it holds). */
+    std::vector<std::pair<std::string, std::string>> stored;
+    std::string program;
     const RolledMember *member(const std::string &name) const {
         for (const RolledMember &m : members) {
             if (m.name == name) return &m;

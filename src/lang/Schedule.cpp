@@ -610,6 +610,16 @@ Stage &Stage::tile_program(const Var &y, const Var &x, const Var &yo, const Var 
                            int cols, const TileOptions &options) {
     const std::string call =
         "tile_program(" + y.name() + ", " + x.name() + ", ...) on Func " + func_->name;
+    // The stage split_k returns stands for its partial Func, which the user
+    // has no other handle on: the program is made from the pure stage.
+    if (stage_ > 0) {
+        for (const FusionDirective &d : sched_->fusions) {
+            if (d.kind == FusionDirective::SplitK && d.partial == func_->name) {
+                Stage(sched_, func_, 0).tile_program(y, x, yo, xo, rows, cols, options);
+                return *this;
+            }
+        }
+    }
     user_assert(stage_ == 0) << call
                              << ": a tile program is made from a Func's pure definition, and "
                                 "computes its updates with it. Give the directive on the Func's "

@@ -132,11 +132,13 @@ class ProgramBuilder {
         members = funcs_in_program();
         find_rolled_chain();
         assign_axes(out, axes);
+        assign_stored_axes();
         find_per_tile_members();
         for (const std::string &name : env.order) {
             if (members.count(name) && !per_tile.count(name)) translate_func(env.funcs.at(name));
         }
         store_output();
+        store_stored_members();
         auto contents = std::make_shared<TileKernelContents>();
         contents->buffers = buffers;
         eliminate_common_tiles(program);
@@ -516,8 +518,17 @@ class ProgramBuilder {
     void translate_rolled_loop() {
         auto loop = std::make_shared<TileLoop>();
         loop->var = key_loop;
+        const Expr all_tiles = (key_extent + (key_tile - 1)) / key_tile;
         loop->min = 0;
-        loop->extent = (key_extent + (key_tile - 1)) / key_tile;
+        loop->extent = all_tiles;
+        if (!rolled->chunk_var.empty()) {
+            // Chunk c: its tiles of the whole range (none past the end).
+            const Expr chunks = bind_scalar(rolled->leader + ".chunks", rolled->chunks);
+            const Expr per_chunk = (all_tiles + chunks - 1) / chunks;
+            const Expr c = func_axes.at(rolled->leader).at(rolled->chunk_var).start;
+            loop->min = min(c * per_chunk, all_tiles);
+            loop->extent = clamp(all_tiles - c * per_chunk, 0, per_chunk);
+        }
         const MaskedTiles tiles = skip_masked_tiles(loop.get());
         std::vector<TileStmt> *saved = body;
         body = &loop->body;
@@ -591,13 +602,27 @@ class ProgramBuilder {
             // (nothing reduced yet: masked so far) are the identity.
             Expr term = m.term;
             if (inside && mask.defined()) term = simplify(substitute(mask, const_true(), term));
+            Expr idle;
             for (const ProducerSlot &slot : m.slots) {
                 if (slot.op != ReduceOp::Max && slot.op != ReduceOp::Min) continue;
                 const Expr p = call_in(term, slot.func);
                 if (!p.defined()) continue;
-                term = select(p == reduce_identity(slot.op, slot.type),
-                              reduce_identity(m.op, term.type()), term);
+                const Expr fresh_producer = p == reduce_identity(slot.op, slot.type);
+                idle = idle.defined() ? idle || fresh_producer : fresh_producer;
             }
+            // So are the terms past the keys' end, which a reduction leaves
+            // out by its bounds but a dot would multiply: a factor there may
+            // be infinite (exp(0 - m) with every score below -88) even where
+            // the other is the zero padding. Guarded too: the terms that read
+            // producers, so that those a dot and a reduction share (P, in
+            // attention) stay one tile.
+            const bool dot = !program_axis.count(m.name);
+            if (!inside && (dot || !m.slots.empty())) {
+                const Expr past =
+                    Variable::make(Int(32), rolled->rvar) >= rolled->r_min + rolled->r_extent;
+                idle = idle.defined() ? idle || past : past;
+            }
+            if (idle.defined()) term = select(idle, reduce_identity(m.op, term.type()), term);
             if (program_axis.count(m.name)) {
                 user_assert(program_axis.at(m.name) == 0 && *reduction_name(m.op))
                     << what << ": " << m.name << " is rolled by the tile program of " << out->name
@@ -673,7 +698,7 @@ class ProgramBuilder {
             // No mask: the whole tiles are inside.
             result.split = true;
             result.full_first = loop->min;
-            result.full_end = min(loop->min + loop->extent, key_extent / key_tile);
+            result.full_end = clamp(key_extent / key_tile, loop->min, loop->min + loop->extent);
             return result;
         }
         for (const RolledMember &m : rolled->members) {
@@ -726,10 +751,10 @@ class ProgramBuilder {
             if (bounded == 0) comparisons_only = false;
         }
         if (!lo.defined() && !hi.defined()) return result;
-        const Expr tiles = loop->extent;
-        Expr first = 0, end = tiles;
-        if (lo.defined()) first = clamp((lo - r_min) / key_tile, 0, tiles);
-        if (hi.defined()) end = clamp((hi - r_min) / key_tile + 1, 0, tiles);
+        const Expr loop_first = loop->min, loop_end = loop->min + loop->extent;
+        Expr first = loop_first, end = loop_end;
+        if (lo.defined()) first = clamp((lo - r_min) / key_tile, loop_first, loop_end);
+        if (hi.defined()) end = clamp((hi - r_min) / key_tile + 1, loop_first, loop_end);
         loop->min = first;
         loop->extent = max(end - first, 0);
         if (!comparisons_only) return result;
@@ -1325,17 +1350,46 @@ class ProgramBuilder {
         return map.result;
     }
 
+    /** Members whose values the program stores (split_k's partials) are
+     * over the leader's Vars, by name, whether or not a member reads them. */
+    void assign_stored_axes() {
+        if (!rolled) return;
+        const Axes &lead = func_axes.at(rolled->leader);
+        for (const auto &[stored, member] : rolled->stored) {
+            if (func_axes.count(member)) continue;
+            Axes own;
+            for (const std::string &v : env.funcs.at(member)->args) {
+                internal_assert(lead.count(v))
+                    << member << "'s Var " << v << " is not " << rolled->leader << "'s";
+                own[v] = lead.at(v);
+            }
+            assign_axes(env.funcs.at(member), own);
+        }
+    }
+
+    /** The members' values stored to Funcs at root (split_k's partials). */
+    void store_stored_members() {
+        if (!rolled) return;
+        for (const auto &[stored, member] : rolled->stored) {
+            const FunctionPtr &f = env.funcs.at(stored);
+            TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(member)});
+            std::vector<Expr> args;
+            for (const std::string &v : f->args) args.push_back(int_var(v));
+            access(&store, stored, args, func_axes.at(member), stored, stored);
+            add_buffer(stored, f->output_types[0], int(args.size()), true);
+            body->push_back(op_stmt(store));
+        }
+    }
+
     void store_output() {
         bool is_output = false;
         for (const FunctionPtr &o : env.outputs) is_output |= o->name == out->name;
         const auto fs = env.schedules.find(out->name);
         const bool at_root = fs != env.schedules.end() && fs->second.compute_level.is_root();
-        user_assert(is_output || (!gpu && at_root))
+        user_assert(is_output || at_root)
             << "Func " << out->name
             << " is a tile program but not an output of the pipeline: tile programs store to "
-               "output buffers, and on the CPU to Funcs computed at root "
-            << (gpu ? "(on the GPU, programs writing intermediate Funcs are not built yet)."
-                    : "(compute_root()).");
+               "output buffers or to Funcs computed at root (compute_root()).";
         TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(out->name)});
         std::vector<Expr> args;
         for (const std::string &v : out->args) args.push_back(int_var(v));
@@ -1363,6 +1417,12 @@ class Translate : public IRMutator {
 
     using IRMutator::visit;
     Stmt visit(const For *op) override {
+        // Funcs a program stores beside its own have no loops of their own.
+        for (const RolledChain &c : env.rolled_in_tiles) {
+            for (const auto &[stored, member] : c.stored) {
+                if (starts_with(op->name, stored + ".s")) return Evaluate::make(0);
+            }
+        }
         {
             for (const auto &[name, fs] : env.schedules) {
                 if (!fs.tile_program) continue;

@@ -1,5 +1,6 @@
 // The tensor-core attention template's kernels (schedules/flash_attention.h,
-// flash_attention_tensor_cores) compiled by NVRTC for sm_80 and sm_90a,
+// flash_attention_tensor_cores, and flash_decoding_tensor_cores's split_k
+// over tile programs) compiled by NVRTC for sm_80 and sm_90a,
 // head dims 64 and 128, fp16 and bf16, global and causal: ptxas reports no
 // spills and no stack, and the key loop multiplies on tensor cores (HMMA:
 // both products), reads shared memory with ldmatrix (LDSM), copies with
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ struct AttentionSassCase {
     int head_dim;
     const char *arch;
     int warps = 4, query_tile = 64;  // 16 rows per warp either way
+    /** flash_decoding_tensor_cores instead: one warp of 16 queries per
+     * piece of the keys. */
+    bool decode = false;
 };
 
 class AttentionTemplateSass : public ::testing::TestWithParam<AttentionSassCase> {};
@@ -45,7 +50,13 @@ TEST_P(AttentionTemplateSass, KeyLoopOnTensorCoresWithOneExpPerScore) {
     opt.head_dim = c.head_dim;
     opt.warps = c.warps;
     opt.query_tile = c.query_tile;
-    schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
+    if (c.decode) {
+        schedules::FlashDecodingTensorCoreOptions dopt;
+        dopt.head_dim = c.head_dim;
+        schedules::flash_decoding_tensor_cores(sch, app.chain(), dopt);
+    } else {
+        schedules::flash_attention_tensor_cores(sch, app.chain(), opt);
+    }
     const auto start = std::chrono::steady_clock::now();
     const std::string target = std::string("host-cuda-") + c.arch;
     const std::string source = Pipeline(app.out).compile_to_cuda(sch, Target(target));
@@ -58,8 +69,17 @@ TEST_P(AttentionTemplateSass, KeyLoopOnTensorCoresWithOneExpPerScore) {
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_NE(bin.log.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
-              std::string::npos)
+    // Every kernel of the module (decode's combine too): no stack, no spills.
+    auto count = [&](const std::string &what) {
+        int n = 0;
+        for (size_t at = bin.log.find(what); at != std::string::npos;
+             at = bin.log.find(what, at + 1))
+            n++;
+        return n;
+    };
+    EXPECT_GT(count("bytes stack frame"), 0) << bin.log;
+    EXPECT_EQ(count("bytes stack frame"),
+              count(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"))
         << bin.log;
     const std::string nvdisasm = loom_test::find_nvdisasm();
     if (nvdisasm.empty()) GTEST_SKIP() << "no nvdisasm (pip install nvidia-cuda-nvdisasm)";
@@ -90,13 +110,20 @@ TEST_P(AttentionTemplateSass, KeyLoopOnTensorCoresWithOneExpPerScore) {
     const int qk = (keys / 8) * (c.head_dim / 16), pv = (c.head_dim / 8) * (keys / 16);
     // Each thread holds 16 x keys / 32 scores of 2 rows.
     const int ex2 = 16 * keys / 32 + 2;
-    const size_t regs = bin.log.find("Used ");
+    // The tile program's registers: the kernel that uses the most.
+    size_t regs = std::string::npos;
+    int most = -1;
+    for (size_t at = bin.log.find("Used "); at != std::string::npos;
+         at = bin.log.find("Used ", at + 1)) {
+        const int n = std::atoi(bin.log.c_str() + at + 5);
+        if (n > most) most = n, regs = at;
+    }
     std::printf(
-        "[attention sass] %s %s d%d %s %dx%d warps: key loop %zu instructions, %d HMMA, %d "
+        "[attention sass] %s%s %s d%d %s %dx%d warps: key loop %zu instructions, %d HMMA, %d "
         "LDSM, %d LDGSTS, %d MUFU.EX2, %d SHFL.BFLY; %s; lowering + NVRTC %.2f s\n",
-        attention::variant_name(c.variant), type_to_string(c.in).c_str(), c.head_dim, c.arch,
-        c.query_tile, c.warps, key_loop.size(), ops["HMMA"], ops["LDSM"], ops["LDGSTS"], ops["EX2"],
-        ops["BFLY"],
+        c.decode ? "decode " : "", attention::variant_name(c.variant), type_to_string(c.in).c_str(),
+        c.head_dim, c.arch, c.decode ? 16 : c.query_tile, c.decode ? 1 : c.warps, key_loop.size(),
+        ops["HMMA"], ops["LDSM"], ops["LDGSTS"], ops["EX2"], ops["BFLY"],
         regs == std::string::npos ? "?"
                                   : bin.log.substr(regs, bin.log.find('\n', regs) - regs).c_str(),
         seconds);
@@ -109,15 +136,18 @@ TEST_P(AttentionTemplateSass, KeyLoopOnTensorCoresWithOneExpPerScore) {
 
 INSTANTIATE_TEST_SUITE_P(
     Template, AttentionTemplateSass,
-    ::testing::Values(AttentionSassCase{attention::Variant::Global, Float(16), 64, "sm_80"},
-                      AttentionSassCase{attention::Variant::Causal, BFloat(16), 64, "sm_80"},
-                      AttentionSassCase{attention::Variant::Global, Float(16), 128, "sm_80"},
-                      AttentionSassCase{attention::Variant::Causal, BFloat(16), 128, "sm_90a"},
-                      AttentionSassCase{attention::Variant::Causal, Float(16), 64, "sm_90a", 8,
-                                        128}),
+    ::testing::Values(
+        AttentionSassCase{attention::Variant::Global, Float(16), 64, "sm_80"},
+        AttentionSassCase{attention::Variant::Causal, BFloat(16), 64, "sm_80"},
+        AttentionSassCase{attention::Variant::Global, Float(16), 128, "sm_80"},
+        AttentionSassCase{attention::Variant::Causal, BFloat(16), 128, "sm_90a"},
+        AttentionSassCase{attention::Variant::Causal, Float(16), 64, "sm_90a", 8, 128},
+        AttentionSassCase{attention::Variant::Causal, Float(16), 128, "sm_90a", 4, 64, true},
+        AttentionSassCase{attention::Variant::Global, BFloat(16), 64, "sm_80", 4, 64, true}),
     [](const ::testing::TestParamInfo<AttentionSassCase> &info) {
         return std::string(attention::variant_name(info.param.variant)) + "_" +
                (info.param.in == BFloat(16) ? "bf16" : "f16") + "_d" +
                std::to_string(info.param.head_dim) + "_" + info.param.arch +
-               (info.param.warps != 4 ? "_" + std::to_string(info.param.warps) + "warps" : "");
+               (info.param.warps != 4 ? "_" + std::to_string(info.param.warps) + "warps" : "") +
+               (info.param.decode ? "_decode" : "");
     });

@@ -146,10 +146,14 @@ TEST(TileErrors, ProgramsStoreToOutputs) {
     Func D("D");
     D(p.i, p.j) = p.C(p.i, p.j) + 1.0f;
     Schedule sch = p.schedule();
+    sch[p.C].compute_at(D, p.i);
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { Pipeline(D).compile_to_lowered_stmt(sch, kSm80); },
+        {"Func C", "not an output of the pipeline", "Funcs computed at root (compute_root())"}));
+    // At root on the GPU, read by the CPU: the GPU's intermediates stay there.
     sch[p.C].compute_root();
-    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(D).compile_to_lowered_stmt(sch, kSm80); },
-                                          {"Func C", "not an output of the pipeline",
-                                           "on the GPU, programs writing intermediate Funcs"}));
+    EXPECT_TRUE(throws_with<CompileError>([&] { Pipeline(D).compile(sch, kSm80); },
+                                          {"Func C", "computed on the GPU", "reads it"}));
 }
 
 TEST(TileErrors, ProgramsComputeOneValue) {

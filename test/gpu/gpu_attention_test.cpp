@@ -320,3 +320,66 @@ INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreAttentionStress,
                          ::testing::Values(Variant::Global, Variant::Causal, Variant::SlidingWindow,
                                            Variant::WindowSoftCapGQA),
                          stress_variant_name);
+
+namespace {
+
+class GpuTensorCoreDecoding : public ::testing::TestWithParam<TensorCoreParam> {};
+
+/** The split_k template on tensor cores, with `chunks` pieces of the keys. */
+CompiledPipeline compile_decoding_tensor_cores(AttentionVariant &app, int head_dim, int chunks) {
+    app.fix_head_dim(head_dim);
+    Schedule sch;
+    schedules::FlashDecodingTensorCoreOptions opt;
+    opt.head_dim = head_dim;
+    opt.chunks = chunks;
+    schedules::flash_decoding_tensor_cores(sch, app.chain(), opt);
+    return Pipeline(app.out).compile(sch, Target("host-cuda"));
+}
+
+}  // namespace
+
+// Decode on tensor cores (flash_decoding_tensor_cores): split_k over tile
+// programs, each piece of the keys one program storing its partial max, sum
+// and weighted sum, then the derived combine. 3 pieces over key tiles of 64:
+// one query over 211 keys (4 tiles: pieces of 2, 2 and none, the last tile
+// partial), 5 queries over 300 keys (a query tile of 16 mostly padding), and
+// no keys at all (every piece empty: the output is 0). Same bound as
+// prefill's.
+TEST_P(GpuTensorCoreDecoding, MatchesReference) {
+    const std::string why = no_gpu_reason();
+    if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
+    const auto [var, type_index, head_dim] = GetParam();
+    const Type t = all_types[type_index];
+    AttentionVariant app(var, t);
+    CompiledPipeline compiled = compile_decoding_tensor_cores(app, head_dim, 3);
+    for (const auto &[queries, keys] : {std::pair{1, 211}, std::pair{5, 300}}) {
+        const VariantShape sh = tensor_core_shape(var, queries, keys, head_dim);
+        Inputs in;
+        std::string trace;
+        std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, sh, &in, &trace);
+        SCOPED_TRACE(trace);
+        expect_within_tensor_core_bound(got, in, t);
+        EXPECT_GT(max_abs(in.ref), 0.05);
+    }
+    const VariantShape empty = tensor_core_shape(var, 1, 0, head_dim);
+    Inputs in;
+    std::string trace;
+    std::vector<double> got = run_on_fresh_inputs(compiled, app, var, t, empty, &in, &trace);
+    SCOPED_TRACE(trace);
+    int nonzero = 0;
+    for (double v : got) nonzero += v != 0;
+    EXPECT_EQ(nonzero, 0) << "outputs without keys, which are defined as 0";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GpuTensorCoreDecoding,
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(1), ::testing::Values(64, 128)),
+                         tensor_core_name);
+INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreDecoding,
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
+                                            ::testing::Values(2), ::testing::Values(64)),
+                         tensor_core_name);
+INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreDecoding,
+                         ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
+                                            ::testing::Values(1), ::testing::Values(128)),
+                         tensor_core_name);
