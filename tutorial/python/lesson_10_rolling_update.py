@@ -285,7 +285,7 @@ def main():
     # 64 queries one tile program: the scores' product and P V as
     # register-blocked matrix products, the rows' max and sum as vector
     # reductions, the same derived repairs.
-    print("\n5. flash_attention(head_dim=...) on a variant: a tile program")
+    print("\n5. flash_attention / flash_decoding(head_dim=...) on a variant: tile programs")
     from loom import attention, schedules
     a = attention.AttentionVariant(attention.Variant.Causal, loom.Float(32))
     a.fix_head_dim(32)
@@ -302,6 +302,25 @@ def main():
     print(f"  causal, 2 heads of 150 x 32: largest difference from float64 {err:.1e}")
     if not err < 1e-5:
         fail("the tile program disagrees with the float64 softmax")
+    # Decode (one query over many keys) splits the keys instead:
+    # flash_decoding with head_dim is split_k over tile programs, one per
+    # chunk of the keys storing its partial max, sum and weighted sum,
+    # combined with the same derived repairs.
+    decoding = loom.Schedule()
+    schedules.flash_decoding(decoding, a.chain(), head_dim=32, chunks=4, tile_queries=4)
+    decoder = loom.Pipeline(a.out).compile(decoding, output_shape=0)
+    for line in decoder.compile_log():
+        if "each chunk rolled" in line:
+            print(f"  log: {line}")
+    q1 = rng.standard_normal((1, 2, 1, 32)).astype(np.float32)
+    k1, v1 = (rng.standard_normal((1, 2, 500, 32)).astype(np.float32) for _ in range(2))
+    sc = np.einsum("bhid,bhjd->bhij", q1.astype(np.float64), k1.astype(np.float64)) * 0.2
+    pr = np.exp(sc - sc.max(-1, keepdims=True))
+    want = np.einsum("bhij,bhjd->bhid", pr / pr.sum(-1, keepdims=True), v1.astype(np.float64))
+    err = np.abs(decoder(q1, k1, v1, 0.2) - want).max()
+    print(f"  decode, 1 query over 500 keys in 4 chunks: largest difference {err:.1e}")
+    if not err < 1e-5:
+        fail("split_k over tile programs disagrees with the float64 softmax")
 
     if failures:
         return 1
