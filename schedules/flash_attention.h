@@ -161,7 +161,9 @@ struct FlashDecodingOptions {
      * the chain's qk, each piece is a tile program over tile_queries
      * queries of one head (vector does not apply). 0: loops. */
     int head_dim = 0;
-    int tile_queries = 16;
+    /** Decode has one query: a tile of one row does no padded work (each
+     * program reads its piece of the keys once per tile of queries). */
+    int tile_queries = 1;
 };
 
 /** The tile-program form of flash_decoding: per piece of the keys and
@@ -178,7 +180,7 @@ inline void flash_decoding_tile_program(Schedule &sch, const AttentionChain &a,
     Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
     partial
         .tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
-                      TileOptions().reduction_tile(width))
+                      TileOptions().warps(1, 1).reduction_tile(width))
         .split(a.r, ro, ri, opt.key_tile)
         .compute_root();
     sch[a.qk].compute_at(partial, dout);

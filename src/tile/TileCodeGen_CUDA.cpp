@@ -311,11 +311,9 @@ class Emitter {
     std::map<std::string, const TileOp *> broadcasts;
     int64_t scratch_bytes = 0;
     int loops = 0, temporaries = 0, slots = 0;
-    /** The copies of the loop being printed known to be 16-byte aligned
-     * (decided before it). */
-    std::set<const TileOp *> aligned16;
-    /** And those known to be wholly within their bounds. */
-    std::set<const TileOp *> unmasked;
+    /** The copies of the loop version being printed known to be 16-byte
+     * aligned and wholly within their bounds (decided before it). */
+    std::set<const TileOp *> fast_copy;
     /** The slots that are rotating counters of the loops being printed. */
     std::vector<std::pair<Expr, std::string>> rotating;
 
@@ -575,12 +573,12 @@ class Emitter {
 
     /** A loop. Its copies by 16-byte chunks whose alignment is the same
      * at every step (the origin along the dense dimension advancing by
-     * multiples of the chunk) are decided once, before it: the loop is
-     * versioned, the fallbacks (4-byte and element copies) kept out of the
-     * fast version. That version runs in two loops: while every such copy's
-     * tile is wholly within its bounds, by unmasked chunks; then, from the
-     * first step where one is not (the ragged edges, the steps past the
-     * end), masked. The slots of its ops, (var + c) % S, are counters that
+     * multiples of the chunk) are decided once, before it, with the last
+     * step at which every such copy's tile is wholly within its bounds: the
+     * loop is versioned, its fast version (when aligned) running up to
+     * there by unmasked chunks, with no fallbacks; the general one runs the
+     * rest (the ragged edges, the steps past the end), each copy choosing
+     * its path. The slots of its ops, (var + c) % S, are counters that
      * rotate with the loop rather than a modulo each step. */
     void loop(const TileLoop &l, int depth) {
         const std::string pad(4 * depth, ' '), in = pad + "    ";
@@ -624,15 +622,14 @@ class Emitter {
             stmts(l.body, depth + 1);
             body << pad << "}\n";
         } else {
-            // The unmasked loop runs while every versioned copy's tile is
-            // within its bounds: origin + extent <= bound along each
+            // The fast steps are those where every versioned copy's tile
+            // is within its bounds: origin + extent <= bound along each
             // dimension. A condition the loop does not change is decided
             // before it; one growing with the loop's variable (c var + r <=
             // 0, c > 0) is a last step, floor(-r / c); any other is tested
             // each step.
             std::string invariant, each_step, stop = end;
             for (const TileOp *o : versioned) {
-                aligned16.insert(o);
                 const std::vector<int> axes = access_axes(*o, 2);
                 for (size_t d = 0; d < axes.size(); d++) {
                     const int64_t extent = axes[d] >= 0 ? o->type.shape[axes[d]] : 1;
@@ -654,24 +651,29 @@ class Emitter {
                     }
                 }
             }
+            // Two copies of the body: the fast one, its versioned copies
+            // by unmasked 16-byte chunks, while they are aligned and within
+            // their bounds; then the general one for the steps after it
+            // (the ragged edges, the steps past the end), or for all of
+            // them when a copy is not aligned, each copy choosing its path.
+            // (NVRTC's time goes with the source's size: a third copy, the
+            // aligned but masked steps, cost it a third more for a step or
+            // two per block.)
             const std::string last = "loom_stop" + str(loops - 1);
-            body << pad << "if (" << cond << ") {\n"
+            const std::string in2 = in + "    ";
+            body << pad << "{\n"
                  << in << "int " << init << ";\n"
-                 << in << "const int " << last << " = "
-                 << (invariant.empty() ? stop : invariant + " ? " + stop + " : " + var) << ";\n";
-            for (const TileOp *o : versioned) unmasked.insert(o);
-            body << in << "for (; " << var << " < " << last << each_step << "; " << advance
+                 << in << "if (" << cond << ") {\n"
+                 << in2 << "const int " << last << " = "
+                 << (invariant.empty() ? stop : invariant + " ? " + stop + " : " + var) << ";\n"
+                 << in2 << "for (; " << var << " < " << last << each_step << "; " << advance
                  << ") {\n";
-            stmts(l.body, depth + 2);
-            for (const TileOp *o : versioned) unmasked.erase(o);
-            body << in << "}\n"
+            for (const TileOp *o : versioned) fast_copy.insert(o);
+            stmts(l.body, depth + 3);
+            for (const TileOp *o : versioned) fast_copy.erase(o);
+            body << in2 << "}\n"
+                 << in << "}\n"
                  << in << "for (; " << var << " < " << end << "; " << advance << ") {\n";
-            stmts(l.body, depth + 2);
-            for (const TileOp *o : versioned) aligned16.erase(o);
-            body << in << "}\n"
-                 << pad << "} else {\n"
-                 << in << "for (int " << init << "; " << var << " < " << end << "; " << advance
-                 << ") {\n";
             stmts(l.body, depth + 2);
             body << in << "}\n" << pad << "}\n";
         }
@@ -909,10 +911,10 @@ class Emitter {
             // plain stores land at once, an empty group completes at once,
             // and the barrier after the wait shows both to the block.
             internal_assert(chunk_axis(l, 1) == fast) << what << ": pairs split across axes";
-            if (aligned16.count(&o)) {
-                // Decided before the loop, and whether the tile is wholly
-                // within its bounds (no masks) too.
-                chunk_copy(o, 8, in, "", unmasked.count(&o) > 0);
+            if (fast_copy.count(&o)) {
+                // In the loop's fast version: aligned and wholly within its
+                // bounds, by unmasked chunks.
+                chunk_copy(o, 8, in, "", true);
                 body << pad << "}\n";
                 return;
             }

@@ -806,8 +806,11 @@ TEST(TileBlockGemmThroughNvrtc, MainLoopIssuesFewInstructionsBesidesTensorCores)
             EXPECT_EQ(ops["LDGSTS"], 8);
             // 88 of them the work itself; at most ~60 more (it was ~500).
             EXPECT_LT(int(fast.size()), 150);
-            // No thread index, no mask arithmetic of partial chunks.
-            EXPECT_EQ(ops["S2R"], 0);
+            // No mask arithmetic of partial chunks, and the thread index
+            // read once at most: the general version after the fast loop
+            // (each copy choosing its path) keeps it live, and ptxas rereads
+            // it per step (one S2R) rather than holding a register.
+            EXPECT_LE(ops["S2R"], 1);
             EXPECT_EQ(ops["VIMNMX"] + ops["IMNMX"], 0);
         }
     }
