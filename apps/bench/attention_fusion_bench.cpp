@@ -16,7 +16,8 @@
 //      schedule, their ratios, GFLOP/s and modelled bytes moved;
 //   2. the peak memory of each prefill schedule, measured in forked children;
 //   3. decode (Lq == 1, causal): split_k with several chunk counts,
-//      rolling_update and materialized, with the decode's peak memory;
+//      split_k over tile programs, rolling_update and materialized, with
+//      the decode's peak memory, and PyTorch's SDPA (unless --no-torch);
 //   4. the compile time of each pipeline and the part spent deriving the
 //      repairs of the fused chains (CompiledPipeline::fusion_seconds).
 // --only sweep prints instead the template options against the
@@ -289,6 +290,9 @@ enum class LoomSchedule {
     RollingUnstaged,
     // flash_attention with the head dimension fixed: a tile program.
     Tiles,
+    // flash_decoding with the head dimension fixed: split_k over tile
+    // programs of one query.
+    SplitKTiles,
 };
 
 /** A Loom schedule of the attention chain and its options. */
@@ -307,7 +311,9 @@ class LoomKernel : public Kernel {
     LoomKernel(Variant var, const LoomSpec &o, const Options &opt)
         : app_(std::make_unique<AttentionVariant>(var, loom::Float(32))) {
         AttentionVariant &a = *app_;
-        if (o.kind == LoomSchedule::Tiles) a.fix_head_dim(o.head_dim);
+        if (o.kind == LoomSchedule::Tiles || o.kind == LoomSchedule::SplitKTiles) {
+            a.fix_head_dim(o.head_dim);
+        }
         const loom::schedules::AttentionChain chain = a.chain();
         loom::Schedule sch;
         char buf[200];
@@ -359,6 +365,18 @@ class LoomKernel : public Kernel {
                           "flash_attention{head_dim %d, tile_queries %d, key_tile %d}: a tile "
                           "program",
                           o.head_dim, fo.tile_queries, o.key_tile);
+            break;
+        }
+        case LoomSchedule::SplitKTiles: {
+            loom::schedules::FlashDecodingOptions fo{o.chunks, o.key_tile, o.vector};
+            fo.head_dim = o.head_dim;
+            loom::schedules::flash_decoding(sch, chain, fo);
+            name = "split_k tiles " + std::to_string(o.chunks);
+            chunks = o.chunks;
+            std::snprintf(buf, sizeof buf,
+                          "flash_decoding{chunks %d, key_tile %d, head_dim %d, tile_queries %d}: "
+                          "split_k over tile programs",
+                          o.chunks, o.key_tile, o.head_dim, fo.tile_queries);
             break;
         }
         case LoomSchedule::SplitK:
@@ -788,6 +806,10 @@ struct Registry {
             k = std::make_unique<LoomKernel>(var, ls, opt);
         } else if (which == "split_k") {
             k = std::make_unique<LoomKernel>(var, spec(LoomSchedule::SplitK, opt, chunks), opt);
+        } else if (which == "split_k tiles") {
+            LoomSpec ls = spec(LoomSchedule::SplitKTiles, opt, chunks);
+            ls.head_dim = head_dim;
+            k = std::make_unique<LoomKernel>(var, ls, opt);
         } else {
 #ifdef LOOM_BENCH_HALIDE
             k = std::make_unique<HalideKernel>(var, opt);
@@ -1011,6 +1033,7 @@ std::vector<Kernel *> decode_kernels(Registry &reg) {
     ks.push_back(&reg.get(Variant::Causal, "rolling, k unstaged"));
     ks.push_back(&reg.get(Variant::Causal, "materialized"));
     if (have_halide) ks.push_back(&reg.get(Variant::Causal, "Halide"));
+    ks.push_back(&reg.get(Variant::Causal, "split_k tiles", 8, decode_head_dim));
     return ks;
 }
 
@@ -1022,6 +1045,7 @@ void decode_section(Registry &reg, const Options &opt, const std::vector<MemoryU
     t.head = {"KV len",   "schedule", "ms",      "vs mat.", "GB/s",   "GF/s",
               "model MB", "heap MiB", "RSS MiB", "allocs",  "rounds", "max err"};
     size_t mem_index = 0;
+    std::string torch_note;
     for (int Lk : decode_lengths(opt)) {
         Problem p = make_problem(Variant::Causal, decode_heads, 1, Lk, decode_head_dim);
         double err = 0;
@@ -1040,7 +1064,31 @@ void decode_section(Registry &reg, const Options &opt, const std::vector<MemoryU
                               m.measured ? std::to_string(m.allocations) : "-",
                               std::to_string(rounds), fmt("%.1e", err)});
         }
+        // PyTorch on the same inputs and threads, its output compared with
+        // the tile programs'. Not causal there: SDPA's causal mask is
+        // aligned to the top left, and one decode query sees every key.
+        if (opt.torch && !opt.quick) {
+            const apps::TorchResult tr = apps::time_torch_sdpa(
+                p.q, p.k, p.v, ks.back()->output(), false, opt.threads, std::max(3, opt.reps));
+            const double kv_bytes = 2.0 * decode_heads * double(Lk) * decode_head_dim * 4;
+            if (tr.ran) {
+                torch_note = "torch " + tr.note + ", " + std::to_string(tr.threads) + " threads";
+                t.rows.push_back({std::to_string(Lk), "torch SDPA", fmt("%.2f", tr.seconds * 1e3),
+                                  fmt("%.2f", tr.seconds / mat_s),
+                                  fmt("%.1f", kv_bytes / tr.seconds * 1e-9),
+                                  fmt("%.2f", useful_flops(p) / tr.seconds * 1e-9), "-", "-", "-",
+                                  "-", "-", fmt("%.1e", tr.max_diff)});
+            } else {
+                torch_note = tr.note;
+            }
+        }
         std::fprintf(stderr, "  decode: %s done\n", config_name(p).c_str());
+    }
+    if (!torch_note.empty()) {
+        t.notes.push_back("(torch SDPA: scaled_dot_product_attention on the CPU, fp32, " +
+                          torch_note +
+                          "; its GB/s count k and v once, its max err is against "
+                          "split_k tiles.)");
     }
     t.notes.push_back(
         "(vs mat.: run time over the materialized schedule's. GB/s: modelled bytes (k and v "
