@@ -379,6 +379,10 @@ INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreDecoding,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(2), ::testing::Values(64)),
                          tensor_core_name);
+INSTANTIATE_TEST_SUITE_P(TypesD128, GpuTensorCoreDecoding,
+                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
+                                            ::testing::Values(2), ::testing::Values(128)),
+                         tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreDecoding,
                          ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
                                             ::testing::Values(1), ::testing::Values(128)),
