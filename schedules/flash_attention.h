@@ -108,7 +108,7 @@ inline void flash_attention_tile_program(Schedule &sch, const AttentionChain &a,
     const int width = head_tile_width(opt.head_dim);
     Var io("io"), dout("dout");
     sch[a.out].tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
-                            TileOptions().reduction_tile(width));
+                            TileOptions().warps(1, 1).reduction_tile(width));
     RVar ro("ro"), ri("ri");
     sch.rolling_update(a.o, a.r).split(a.r, ro, ri, opt.key_tile);
     sch[a.o].compute_at(a.out, dout);
@@ -481,7 +481,8 @@ struct FlashDecodingTensorCoreOptions {
  * flash_attention_tensor_cores does, Q K^T and P V on mma.sync, and stores
  * the piece's partial max, sum and weighted sum. A second kernel combines
  * the pieces with the derived repairs, a block per query and a thread per
- * element of the head. */
+ * element of the head: the template fixes the output's head dimension to
+ * head_dim (as flash_decoding_gpu does). */
 inline void flash_decoding_tensor_cores(Schedule &sch, const AttentionChain &a,
                                         const FlashDecodingTensorCoreOptions &opt = {}) {
     require_qk(a, "flash_decoding_tensor_cores", "computes on tensor cores", false);
@@ -492,7 +493,7 @@ inline void flash_decoding_tensor_cores(Schedule &sch, const AttentionChain &a,
     partial
         .tile_program(a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
                       TileOptions()
-                          .warps(opt.query_tile / 16, 1)
+                          .warps(std::max(1, opt.query_tile / 16), 1)
                           .reduction_tile(opt.head_dim)
                           .pipeline_stages(opt.stages))
         .split(a.r, ro, ri,
