@@ -538,3 +538,46 @@ TEST(FusedAttentionErrors, SplitKOverProgramsNeedsContiguousChunksAtRoot) {
         EXPECT_NE(std::string(e.what()).find("compute_root()"), std::string::npos) << e.what();
     }
 }
+
+// split_k over tile programs with the number of chunks a Param: one
+// compiled pipeline run with 1, 3 and 20 chunks (20 over 9 key tiles: most
+// chunks empty), and 0 refused with the split_k message.
+TEST(FusedAttentionSplitKTiles, ChunksFromAParam) {
+    const Variant var = Variant::Causal;
+    AttentionVariant a(var, Float(32));
+    const VariantShape sh = make_shape(var, Mode::Decode);
+    a.fix_head_dim(sh.head_dim);
+    const schedules::AttentionChain c = a.chain();
+    Param<int> chunks("chunks");
+    Var chunk("chunk"), io("io"), dout("dout");
+    RVar ro("ro"), ri("ri");
+    Schedule sch;
+    Stage partial = sch.split_k(c.o, c.r, chunks, chunk);
+    partial.tile_program(c.i, c.d, io, dout, 1, 32, TileOptions().warps(1, 1).reduction_tile(32))
+        .split(c.r, ro, ri, 16)
+        .compute_root();
+    sch[c.qk].compute_at(partial, dout);
+    sch[c.o].compute_root();
+    CompiledPipeline compiled = Pipeline(a.out).compile(sch);
+    const float scale = default_scale(var, sh.head_dim);
+    for (int n : {1, 3, 20}) {
+        chunks.set(n);
+        const unsigned seed = fresh_seed();
+        SCOPED_TRACE(describe(var, Float(32), sh, scale, default_window, seed) + ", " +
+                     std::to_string(n) + " chunks");
+        Inputs in = make_inputs(var, Float(32), sh, scale, default_window, Values::Uniform, seed);
+        bind(a, in);
+        EXPECT_TRUE(close_to(realize(compiled, in), in.ref, Float(32), sh));
+    }
+    chunks.set(0);
+    Inputs in =
+        make_inputs(var, Float(32), sh, scale, default_window, Values::Uniform, fresh_seed());
+    bind(a, in);
+    try {
+        realize(compiled, in);
+        FAIL() << "0 chunks ran";
+    } catch (const std::exception &e) {
+        EXPECT_NE(std::string(e.what()).find("the number of chunks is 0"), std::string::npos)
+            << e.what();
+    }
+}
