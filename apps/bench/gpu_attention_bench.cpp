@@ -211,39 +211,35 @@ static int run_benchmark(int argc, char **argv) {
     // pieces also with each tile's probabilities computed once ("256p": one
     // exponential per key instead of two, for a second per-thread array).
     const DecodingConfig decode_configs[] = {{64, false}, {256, false}, {256, true}};
+    // Each decoding kernel checked with 1 and 5 queries.
+    auto check_decoding = [&](const Entry &e, const char *schedule) {
+        for (int lq : {1, 5}) {
+            const double err = check(*e.kernel, 2, 3, lq, 301);
+            const bool good = err <= e.c->tolerance;
+            std::printf(
+                "check %-8s %s chunks %-4s, %d queries: max relative error %.2e vs the float64 "
+                "reference: %s\n",
+                e.c->name, schedule, e.key_tile.c_str(), lq, err, good ? "ok" : "WRONG");
+            ok = ok && good;
+        }
+    };
     std::vector<Entry> decoders;
     for (const DecodingConfig &d : decode_configs) {
         for (const Case &c : cases) {
             if (c.type != Float(16)) continue;
             decoders.push_back({&c, std::to_string(d.chunks) + (d.per_tile ? "p" : ""),
                                 std::make_unique<Kernel>(c.type, d)});
-            for (int lq : {1, 5}) {
-                const double err = check(*decoders.back().kernel, 2, 3, lq, 301);
-                const bool good = err <= c.tolerance;
-                std::printf(
-                    "check %-8s flash_decoding_gpu chunks %-4s, %d queries: max relative error "
-                    "%.2e vs the float64 reference: %s\n",
-                    c.name, decoders.back().key_tile.c_str(), lq, err, good ? "ok" : "WRONG");
-                ok = ok && good;
-            }
+            check_decoding(decoders.back(), "flash_decoding_gpu");
         }
     }
-    // On tensor cores: 64 pieces of the keys (batch 4 x 16 heads x 64
-    // pieces, about 30 blocks per SM), each a tile program.
+    // On tensor cores: 16 and 64 pieces of the keys (batch 4 x 16 heads x
+    // 64 pieces is about 30 one-warp blocks per SM), each a tile program.
     std::vector<Entry> tc_decoders;
     for (const int chunks : {16, 64}) {
         const Case &c = cases[1];
         tc_decoders.push_back(
             {&c, std::to_string(chunks), std::make_unique<Kernel>(c.type, chunks)});
-        for (int lq : {1, 5}) {
-            const double err = check(*tc_decoders.back().kernel, 2, 3, lq, 301);
-            const bool good = err <= c.tolerance;
-            std::printf(
-                "check %-8s flash_decoding_tensor_cores chunks %-3d, %d queries: max relative "
-                "error %.2e vs the float64 reference: %s\n",
-                c.name, chunks, lq, err, good ? "ok" : "WRONG");
-            ok = ok && good;
-        }
+        check_decoding(tc_decoders.back(), "flash_decoding_tensor_cores");
     }
     if (!ok) return 1;
     if (quick) return 0;

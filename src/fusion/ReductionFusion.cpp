@@ -1458,21 +1458,26 @@ class Rewriter {
         };
         const LoopLevel in_program = {LoopLevel::At, program->name,
                                       placement.tile_program->col_block};
+        auto add_placed = [&](const FunctionPtr &f, const LoopLevel &at,
+                              std::vector<StageSchedule> stages) {
+            FuncSchedule fs;
+            fs.func = f;
+            fs.compute_level = fs.store_level = at;
+            fs.compute_level_set = fs.store_level_set = true;
+            fs.stages = std::move(stages);
+            add_function(f, fs);
+        };
         for (RolledMember &rm : rc.members) {
             const FunctionPtr &f = per_chunk.at(rm.name);
             rm.term = in_chunk.mutate(rm.term);
             for (ProducerSlot &slot : rm.slots) slot.func = per_chunk.at(slot.func)->name;
             f->updates[0].values = {reduce_combine(rm.op, call(f, pure_args(f)), rm.term)};
-            FuncSchedule fs;
-            fs.func = f;
-            fs.compute_level = fs.store_level = in_program;
-            fs.compute_level_set = fs.store_level_set = true;
             // The leader's loops over the RVar are the user's (its tiles,
             // its tensorize): the program reads them there.
-            fs.stages = {default_stage_schedule(f, 0),
-                         rm.name == chain.leader ? user_ss : default_stage_schedule(f, 1)};
+            add_placed(f, in_program,
+                       {default_stage_schedule(f, 0),
+                        rm.name == chain.leader ? user_ss : default_stage_schedule(f, 1)});
             rm.name = f->name;
-            add_function(f, fs);
         }
         rc.leader = per_chunk.at(chain.leader)->name;
         rc.chunk_var = c;
@@ -1488,12 +1493,7 @@ class Rewriter {
         for (const Member &m : chain.members) {
             if (m.name == chain.leader) continue;
             const FunctionPtr &f = target.at(m.name);
-            FuncSchedule fs;
-            fs.func = f;
-            fs.compute_level = fs.store_level = LoopLevel::root();
-            fs.compute_level_set = fs.store_level_set = true;
-            fs.stages = {default_stage_schedule(f, 0)};
-            add_function(f, fs);
+            add_placed(f, LoopLevel::root(), {default_stage_schedule(f, 0)});
             rc.stored.push_back({f->name, per_chunk.at(m.name)->name});
         }
         env.rolled_in_tiles.push_back(rc);

@@ -1370,15 +1370,7 @@ class ProgramBuilder {
     /** The members' values stored to Funcs at root (split_k's partials). */
     void store_stored_members() {
         if (!rolled) return;
-        for (const auto &[stored, member] : rolled->stored) {
-            const FunctionPtr &f = env.funcs.at(stored);
-            TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(member)});
-            std::vector<Expr> args;
-            for (const std::string &v : f->args) args.push_back(int_var(v));
-            access(&store, stored, args, func_axes.at(member), stored, stored);
-            add_buffer(stored, f->output_types[0], int(args.size()), true);
-            body->push_back(op_stmt(store));
-        }
+        for (const auto &[stored, member] : rolled->stored) store(env.funcs.at(stored), member);
     }
 
     void store_output() {
@@ -1390,12 +1382,17 @@ class ProgramBuilder {
             << "Func " << out->name
             << " is a tile program but not an output of the pipeline: tile programs store to "
                "output buffers or to Funcs computed at root (compute_root()).";
-        TileOp store = make_op(TileOpKind::Store, "", TileType(), {value.at(out->name)});
+        store(out, out->name);
+    }
+
+    /** Stores member `from`'s tile (over its axes) to Func f's buffer. */
+    void store(const FunctionPtr &f, const std::string &from) {
+        TileOp op = make_op(TileOpKind::Store, "", TileType(), {value.at(from)});
         std::vector<Expr> args;
-        for (const std::string &v : out->args) args.push_back(int_var(v));
-        access(&store, out->name, args, func_axes.at(out->name), out->name, out->name);
-        add_buffer(out->name, out->output_types[0], int(args.size()), true);
-        body->push_back(op_stmt(store));
+        for (const std::string &v : f->args) args.push_back(int_var(v));
+        access(&op, f->name, args, func_axes.at(from), f->name, f->name);
+        add_buffer(f->name, f->output_types[0], int(args.size()), true);
+        body->push_back(op_stmt(op));
     }
 
   public:
