@@ -466,8 +466,11 @@ struct FlashDecodingTensorCoreOptions {
     /** Pieces of the key range, each rolled by its own blocks: enough
      * blocks to fill the GPU (pieces x batch x heads). */
     int chunks = 32;
-    /** Queries per block: 16, one mma row block (decode has one query, so
-     * most of the tile's rows are padding; the keys' bandwidth is the cost). */
+    /** Rows per block: 16, one mma row block. The rows are the query heads
+     * that read one key/value head (grouped-query attention's group of G;
+     * one head otherwise), at one query: a group's key and value tiles are
+     * loaded once for its G heads. Rows past the group are padding; a group
+     * of more than query_tile heads takes several blocks. */
     int query_tile = 16;
     /** Keys per rolling step; 0: 64, or 32 from head dim 128 on (as
      * FlashAttentionTensorCoreOptions: the accumulators fit the registers). */
@@ -476,26 +479,29 @@ struct FlashDecodingTensorCoreOptions {
 };
 
 /** FlashDecoding on tensor cores: split_k over tile programs. The keys are
- * cut into `chunks` pieces; each piece of each query tile of one head is a
- * tile program (one warp) that rolls its key tiles as
- * flash_attention_tensor_cores does, Q K^T and P V on mma.sync, and stores
- * the piece's partial max, sum and weighted sum. A second kernel combines
+ * cut into `chunks` pieces; each piece of each query and group of query
+ * heads (those reading one key/value head, which the compiler finds from
+ * how k and v are read: the template does not know the variant) is a tile
+ * program (one warp) whose rows are the group's heads. It rolls its key
+ * tiles as flash_attention_tensor_cores does, Q K^T and P V on mma.sync,
+ * and stores the piece's partial max, sum and weighted sum. A second kernel combines
  * the pieces with the derived repairs, a block per query and a thread per
  * element of the head: the template fixes the output's head dimension to
  * head_dim (as flash_decoding_gpu does). */
 inline void flash_decoding_tensor_cores(Schedule &sch, const AttentionChain &a,
                                         const FlashDecodingTensorCoreOptions &opt = {}) {
     require_qk(a, "flash_decoding_tensor_cores", "computes on tensor cores", false);
-    Var chunk("chunk"), io("io"), dout("dout");
+    Var chunk("chunk"), ho("ho"), dout("dout");
     RVar ro("ro"), ri("ri");
     a.out.output_buffer().dim(3).set_extent(opt.head_dim);
     Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
     partial
-        .tile_program(a.i, a.d, io, dout, opt.query_tile, opt.head_dim,
+        .tile_program(a.h, a.d, ho, dout, opt.query_tile, opt.head_dim,
                       TileOptions()
                           .warps(std::max(1, opt.query_tile / 16), 1)
                           .reduction_tile(opt.head_dim)
-                          .pipeline_stages(opt.stages))
+                          .pipeline_stages(opt.stages)
+                          .group_rows())
         .split(a.r, ro, ri,
                opt.key_tile > 0      ? opt.key_tile
                : opt.head_dim >= 128 ? 32

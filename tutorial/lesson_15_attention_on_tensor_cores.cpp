@@ -244,7 +244,111 @@ int main() {
     std::printf("  on the CPU, largest difference from float64: %.2g (< 1e-5)\n", split_error);
     if (!(split_error < 1e-5)) return 1;
 
-    std::printf("\n6. running them on the GPU\n");
+    // ---- 7. Grouped-query attention in decode: Hq query heads share Hkv
+    // key heads, query head h reading key head h / G. One program per head
+    // and chunk would load each key tile once per query head; group_rows()
+    // puts the heads that read one key head in a tile's rows instead. The
+    // compiler finds the group from how K and V are read (at h / G: groups
+    // of G; at h: groups of one), so the schedule does not say G, and each
+    // program loads its key and value tiles once for its G heads.
+    std::printf("\n6. grouped-query decode: a key head's query heads in one tile\n");
+    BufferParam Qg(Float(16), 3, "Qg"), Kg(Float(16), 3, "Kg"), Vg(Float(16), 3, "Vg");
+    Var h("h"), ho("ho");
+    const Expr group = max(Qg.dim(0).extent() / Kg.dim(0).extent(), 1);
+    RDom eg(0, Qg.dim(2).extent(), "eg"), rg(0, Kg.dim(1).extent(), "rg");
+    Func qkg("qkg"), mg("mg"), lg("lg"), og("og"), outg("outg");
+    qkg(h, i, j) = 0.0f;
+    qkg(h, i, j) += cast<float>(Qg(h, i, eg)) * cast<float>(Kg(h / group, j, eg));
+    const Expr sg = qkg(h, i, rg) * scale;  // the one query sees every key
+    mg(h, i) = Expr(-INFINITY);
+    mg(h, i) = max(mg(h, i), sg);
+    lg(h, i) = 0.0f;
+    lg(h, i) += exp(sg - mg(h, i));
+    og(h, i, d) = 0.0f;
+    og(h, i, d) += exp(sg - mg(h, i)) * cast<float>(Vg(h / group, rg, d));
+    outg(h, i, d) = og(h, i, d) / lg(h, i);
+    outg.output_buffer().dim(2).set_extent(D);
+    auto grouped_schedule = [&](bool on_gpu) {
+        Schedule g;
+        Stage gp = g.split_k(og, rg, 4, chunk);
+        gp.tile_program(
+              h, d, ho, dout, 16, 64,
+              TileOptions().warps(1, 1).reduction_tile(64).pipeline_stages(2).group_rows())
+            .split(rg, ro, ri, 64)
+            .compute_root();
+        if (on_gpu) {
+            gp.tensorize("mma.m16n8k16", TensorizeRounding::RoundOperands);
+            g[qkg].compute_at(gp, dout).update().tensorize("mma.m16n8k16");
+            g[outg].gpu_blocks(i, h).gpu_threads(d);
+            g[og].compute_at(outg, d);
+        } else {
+            g[qkg].compute_at(gp, dout);
+            g[og].compute_root();
+        }
+        return g;
+    };
+    const Schedule grouped = grouped_schedule(true);
+    const std::string grouped_lowered = Pipeline(outg).compile_to_lowered_stmt(grouped, gpu);
+    const size_t bound = grouped_lowered.find("row_group = ");
+    if (bound == std::string::npos) {
+        std::printf("expected the program's group of rows\n");
+        return 1;
+    }
+    size_t end = bound;  // the binding ends at the first comma outside parentheses
+    for (int depth = 0; end < grouped_lowered.size(); end++) {
+        const char ch = grouped_lowered[end];
+        depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+        if (depth == 0 && (ch == ',' || ch == ' ') && end > bound + 12) break;
+    }
+    std::printf("  the group, from K's and V's index h / G: %s\n",
+                grouped_lowered.substr(bound, end - bound).c_str());
+    // 8 query heads over 2 key heads (groups of 4), one query, 300 keys.
+    const int Hq = 8, Hkv = 2, Lg = 300;
+    Buffer<float16_t> qg({Hq, 1, D}), kg({Hkv, Lg, D}), vg({Hkv, Lg, D});
+    for (int y = 0; y < Lg; y++) {
+        for (int c = 0; c < D; c++) {
+            for (int x = 0; x < Hkv; x++) {
+                kg(x, y, c) = float16_t(float((x * 3 + y * 5 + c) % 11 - 5) / 8);
+                vg(x, y, c) = float16_t(float((x + y * 3 + c * 7) % 9 - 4) / 8);
+            }
+        }
+    }
+    for (int x = 0; x < Hq; x++) {
+        for (int c = 0; c < D; c++) qg(x, 0, c) = float16_t(float((x * 7 + c * 3) % 13 - 6) / 8);
+    }
+    Qg.set(qg);
+    Kg.set(kg);
+    Vg.set(vg);
+    auto grouped_error = [&](const Buffer<float> &got) {
+        double worst = 0;
+        for (int x = 0; x < Hq; x++) {
+            const int xk = x / (Hq / Hkv);
+            std::vector<double> sc(Lg);
+            double mx = -INFINITY, sum = 0;
+            for (int y = 0; y < Lg; y++) {
+                double dot = 0;
+                for (int c = 0; c < D; c++) {
+                    dot += double(float(qg(x, 0, c))) * double(float(kg(xk, y, c)));
+                }
+                sc[y] = dot * scale;
+                mx = std::max(mx, sc[y]);
+            }
+            for (int y = 0; y < Lg; y++) sum += std::exp(sc[y] - mx);
+            for (int c = 0; c < D; c++) {
+                double want = 0;
+                for (int y = 0; y < Lg; y++)
+                    want += std::exp(sc[y] - mx) * double(float(vg(xk, y, c)));
+                worst = std::max(worst, std::abs(got(x, 0, c) - want / sum));
+            }
+        }
+        return worst;
+    };
+    const double grouped_cpu =
+        grouped_error(Buffer<float>(Pipeline(outg).realize({Hq, 1, D}, grouped_schedule(false))));
+    std::printf("  on the CPU, largest difference from float64: %.2g (< 1e-5)\n", grouped_cpu);
+    if (!(grouped_cpu < 1e-5)) return 1;
+
+    std::printf("\n7. running them on the GPU\n");
     int32_t capability = 0;
     if (loom_cuda_device_capability(0, &capability) != 0) {
         std::printf("  (GPU skipped: %s)\n", loom_last_error_message());
@@ -258,6 +362,10 @@ int main() {
         error_of(Buffer<float>(Pipeline(out).realize({Lq, D}, split, Target("host-cuda"))));
     std::printf("  split_k: largest difference from float64: %.2g (< 1e-3)\n", split_worst);
     if (!(split_worst < 1e-3)) return 1;
+    const double grouped_worst = grouped_error(
+        Buffer<float>(Pipeline(outg).realize({Hq, 1, D}, grouped, Target("host-cuda"))));
+    std::printf("  grouped rows: largest difference from float64: %.2g (< 1e-3)\n", grouped_worst);
+    if (!(grouped_worst < 1e-3)) return 1;
     std::printf("  GPU: attention equals the float64 softmax\n");
     return 0;
 }

@@ -50,6 +50,13 @@ struct TileOptions {
     /** Shared-memory stages of the operands' pipeline: the copies of the
      * next stages - 1 steps are in flight while one step multiplies. */
     int stages = 3;
+    /** The rows hold groups: those on which the contraction's other
+     * operand is the same, found from how it reads the row Var (grouped-
+     * query attention's keys, read at h / G, give groups of G heads; read
+     * at h, groups of one). Each program takes the rows of one group, the
+     * tile's rows past the group's end idle, so that the operand's tile is
+     * loaded once for the group. */
+    bool grouped_rows = false;
     TileOptions &warps(int m, int n) {
         warps_m = m;
         warps_n = n;
@@ -61,6 +68,10 @@ struct TileOptions {
     }
     TileOptions &pipeline_stages(int n) {
         stages = n;
+        return *this;
+    }
+    TileOptions &group_rows(bool on = true) {
+        grouped_rows = on;
         return *this;
     }
 };

@@ -166,17 +166,22 @@ void define_schedule(nb::module_ &m) {
         .def(
             "tile_program",
             [](Stage &s, const Var &y, const Var &x, const Var &yo, const Var &xo, int rows,
-               int cols, std::pair<int, int> warps, int k_tile, int stages) -> Stage & {
+               int cols, std::pair<int, int> warps, int k_tile, int stages,
+               bool group_rows) -> Stage & {
                 return s.tile_program(y, x, yo, xo, rows, cols,
                                       TileOptions()
                                           .warps(warps.first, warps.second)
                                           .reduction_tile(k_tile)
-                                          .pipeline_stages(stages));
+                                          .pipeline_stages(stages)
+                                          .group_rows(group_rows));
             },
             arg("y"), arg("x"), arg("yo"), arg("xo"), arg("rows"), arg("cols"),
-            arg("warps") = std::make_pair(2, 2), arg("k_tile") = 32, arg("stages") = 3, ref,
+            arg("warps") = std::make_pair(2, 2), arg("k_tile") = 32, arg("stages") = 3,
+            arg("group_rows") = false, ref,
             "The stage as a block-level tile program of rows x cols tiles, one GPU block "
-            "each (C++ Stage::tile_program); warps=(along rows, along columns).")
+            "each (C++ Stage::tile_program); warps=(along rows, along columns); "
+            "group_rows=True: each program takes the rows that read one value of the "
+            "contraction's other operand (grouped-query attention's heads of one key head).")
         .def(
             "tensorize",
             [](Stage &s, const std::string &instruction, bool round_operands) -> Stage & {

@@ -109,3 +109,33 @@ def test_tile_program_on_the_cpu(rng):
     np.testing.assert_array_equal(got, ref)
     with pytest.raises(loom.CompileError, match="no tensor instruction"):
         s[acc].update().tensorize("wmma")
+
+
+def test_tile_program_groups_rows(rng):
+    # Row i multiplies matrix B[i // 3]: group_rows gives each program the
+    # three rows of one group, so that B's tile is read once for them.
+    A, B = loom.BufferParam(loom.Float(32), 2, "A"), loom.BufferParam(loom.Float(32), 3, "B")
+    i, j, io, jo = (loom.Var(n) for n in ("i", "j", "io", "jo"))
+    r = loom.RDom(0, A.dim(1).extent(), name="r")
+    acc, C = loom.Func("acc"), loom.Func("C")
+    acc[i, j] = 0.0
+    acc[i, j] += A[i, r] * B[i // 3, r, j]
+    C[i, j] = acc[i, j]
+    s = loom.Schedule()
+    s[C].tile_program(i, j, io, jo, 8, 16, warps=(1, 1), k_tile=8, group_rows=True)
+    s[acc].compute_at(C, jo)
+    a = rng.standard_normal((13, 20)).astype(np.float32)
+    b = rng.standard_normal((5, 20, 9)).astype(np.float32)
+    got = loom.Pipeline(C).compile(s, output_shape=(13, 9))(a, b)
+    want = np.stack([a[n] @ b[n // 3] for n in range(13)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # A product whose other operand does not read the rows has no groups.
+    acc2, C2 = loom.Func("acc2"), loom.Func("C2")
+    acc2[i, j] = 0.0
+    acc2[i, j] += A[i, r] * B[0, r, j]
+    C2[i, j] = acc2[i, j]
+    s2 = loom.Schedule()
+    s2[C2].tile_program(i, j, io, jo, 8, 16, warps=(1, 1), k_tile=8, group_rows=True)
+    s2[acc2].compute_at(C2, jo)
+    with pytest.raises(loom.CompileError, match="nothing to group them by"):
+        loom.Pipeline(C2).compile(s2, output_shape=(13, 9))

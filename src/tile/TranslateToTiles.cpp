@@ -70,6 +70,9 @@ struct Axis {
     int axis = -1;
     Expr start, end;
     int size = 1;  // the tile's extent along its axis
+    /** Grouped rows (TileOptions::group_rows): the first row of the
+     * program's group, where a contraction's other operand reads it. */
+    Expr group_start;
 };
 using Axes = std::map<std::string, Axis>;
 
@@ -117,7 +120,9 @@ class ProgramBuilder {
             const Expr lo = host_scalar(stage + v + ".loop_min");
             const Expr hi = host_scalar(stage + v + ".loop_max") + 1;
             if (v == ts.row_var) {
-                axes[v] = {0, lo + int_var("tile_row") * ts.rows, hi, ts.rows};
+                axes[v] = ts.options.grouped_rows
+                              ? grouped_row_axis(lo, hi)
+                              : Axis{0, lo + int_var("tile_row") * ts.rows, hi, ts.rows};
                 axis_min[0] = int_var(stage + v + ".loop_min");
                 axis_tiles[0] = grid_extents[1];
             } else if (v == ts.col_var) {
@@ -139,6 +144,7 @@ class ProgramBuilder {
         }
         store_output();
         store_stored_members();
+        bind_row_group();
         auto contents = std::make_shared<TileKernelContents>();
         contents->buffers = buffers;
         eliminate_common_tiles(program);
@@ -197,6 +203,12 @@ class ProgramBuilder {
     int key_tile = 0;
     std::set<std::string> per_tile;
     size_t rolled_pending = 0;
+    /** Grouped rows: the program scalar of a group's size; the divisor E
+     * of the contractions' reads at row / E, and whether one reads the rows
+     * otherwise (groups of one). */
+    const std::string row_group_name = "row_group";
+    Expr group_divisor;
+    bool group_reads_other = false;
 
     WarpGrid warps() const { return {ts.options.warps_m, ts.options.warps_n}; }
 
@@ -314,6 +326,101 @@ class ProgramBuilder {
     }
 
     int axis_size(int axis) const { return axis == 0 ? ts.rows : ts.cols; }
+
+    /** The rows of grouped programs: groups of G rows from row 0 (G the
+     * program scalar row_group, found while translating), each in
+     * ceil(G / rows) tiles, the rows of a tile past its group's end (or
+     * the axis's) idle. From `lo` to `hi` (exclusive). */
+    Axis grouped_row_axis(const Expr &lo, const Expr &hi) const {
+        const Expr g = Variable::make(Int(32), row_group_name);
+        const Expr tiles_per_group = (g + (ts.rows - 1)) / ts.rows;
+        const Expr t = int_var("tile_row");
+        Axis a;
+        a.axis = 0;
+        a.size = ts.rows;
+        a.group_start = (lo / g + t / tiles_per_group) * g;
+        a.start = max(a.group_start, lo) + (t % tiles_per_group) * ts.rows;
+        a.end = min(a.group_start + g, hi);
+        return a;
+    }
+
+    /** A contraction's other operand `b` reads the grouped row Var `row`:
+     * at row / E (a group of E rows reads one value), or otherwise (a group
+     * of one). */
+    void note_group_read(const Expr &b, const std::string &row) {
+        struct Reads : IRVisitor {
+            std::string row;
+            const Axes *axes;
+            std::vector<Expr> divisors;
+            bool other = false;
+            using IRVisitor::visit;
+            void visit(const Div *op) override {
+                const Variable *v = op->a.as<Variable>();
+                bool of_axes = false;
+                for (const auto &[name, a] : *axes) of_axes |= expr_uses_var(op->b, name);
+                if (v && v->name == row && !of_axes) {
+                    divisors.push_back(op->b);
+                    return;
+                }
+                IRVisitor::visit(op);
+            }
+            void visit(const Variable *op) override { other |= op->name == row; }
+        } reads;
+        reads.row = row;
+        const Axes &axes = func_axes.at(out->name);
+        reads.axes = &axes;
+        b.accept(&reads);
+        group_reads_other |= reads.other;
+        for (const Expr &d : reads.divisors) {
+            if (!group_divisor.defined()) group_divisor = d;
+            else if (!equal(group_divisor, d)) group_reads_other = true;
+        }
+    }
+
+    /** Binds row_group, the size of grouped rows' groups, now that the
+     * contractions have said how they read the rows, and gives the grid
+     * its row tiles. */
+    void bind_row_group() {
+        if (!ts.options.grouped_rows) return;
+        user_assert(group_divisor.defined() || group_reads_other)
+            << "Func " << out->name << "'s tile program groups its rows (group_rows()), but no "
+            << "contraction in it has an operand that reads " << ts.row_var
+            << ", so there is nothing to group them by. Drop group_rows().";
+        const Expr g = group_reads_other ? Expr(1) : group_divisor;
+        scalar_names.push_back(row_group_name);
+        scalar_values.push_back(g);
+        if (!is_const(g)) {
+            checks.push_back(AssertStmt::make(
+                g >= 1,
+                error_message(
+                    {StringImm::make("Func " + out->name + "'s tile program groups its rows by " +
+                                     to_string(g) + ", which is "),
+                     g, StringImm::make(" here: a group has at least one row.")})));
+        }
+        const std::string stage = out->name + ".s0." + ts.row_var;
+        const Expr lo = int_var(stage + ".loop_min"), last = int_var(stage + ".loop_max");
+        grid_extents[1] = (last / g - lo / g + 1) * ((g + (ts.rows - 1)) / ts.rows);
+        axis_tiles[0] = grid_extents[1];
+    }
+
+    /** Whether f's row Var is grouped (its Axis in `axes`). */
+    static bool grouped(const Axes &axes, const std::string &row) {
+        auto it = axes.find(row);
+        return it != axes.end() && it->second.group_start.defined();
+    }
+
+    /** A contraction's other operand, b, over `axes`: at its group's first
+     * row if the rows are grouped (b reads them as the group allows; noted
+     * for the group's size), else off the rows (b does not read them). */
+    void place_other_operand(const Expr &b, Axes &b_axes, const std::string &row) {
+        if (!grouped(b_axes, row)) {
+            b_axes[row].axis = -1;
+            return;
+        }
+        note_group_read(b, row);
+        b_axes[row].axis = -1;
+        b_axes[row].start = b_axes[row].group_start;
+    }
 
     /** f's axes and, for a Func of one tile coordinate reduced over one
      * RVar, the RVar's: along the other axis, over its range. */
@@ -713,6 +820,11 @@ class ProgramBuilder {
         Scope<Interval> rows;
         const Axis &ra = axes.at(row);
         rows.push(row, Interval(ra.start, ra.start + (ra.size - 1)));
+        // The program's other coordinates (a batch's, a head's, a query's
+        // when the rows are heads) are single points.
+        for (const auto &[v, a] : axes) {
+            if (a.axis < 0 && a.start.defined()) rows.push(v, Interval::single_point(a.start));
+        }
         // Keys allowed: lo <= r <= hi for some row, from the comparisons
         // of r alone; lo_all <= r <= hi_all for every row. The mask is
         // exactly those comparisons when no other term is left over.
@@ -814,14 +926,19 @@ class ProgramBuilder {
         for (const auto &[v, ax] : func_axes.at(m.name)) {
             if (ax.axis == 1) col_var = v;
         }
-        if (expr_uses_var(a, col_var) || expr_uses_var(b, row)) std::swap(a, b);
-        user_assert(!expr_uses_var(a, col_var) && !expr_uses_var(b, row))
+        // Grouped rows: b may read them, as its group allows.
+        const bool rows_grouped = grouped(axes, row);
+        auto misplaced = [&](const Expr &x, const Expr &y) {
+            return expr_uses_var(x, col_var) || (!rows_grouped && expr_uses_var(y, row));
+        };
+        if (misplaced(a, b)) std::swap(a, b);
+        user_assert(!misplaced(a, b))
             << what << " multiplies " << to_string(a) << " by " << to_string(b)
             << ": each factor of a rolled product depends on one tile coordinate.";
         if (guard.defined()) a = select(guard, make_zero(a.type()), a);
         Axes a_axes = axes, b_axes = axes;
         a_axes[col_var].axis = -1;
-        b_axes[row].axis = -1;
+        place_other_operand(b, b_axes, row);
         b_axes[rolled->rvar].axis = 0;
         std::string instruction_name;
         if (gpu) {
@@ -845,7 +962,7 @@ class ProgramBuilder {
                               "TensorizeRounding::RoundOperands.");
             a = cm.a;
             b = cm.b;
-            if (expr_uses_var(a, col_var) || expr_uses_var(b, row)) std::swap(a, b);
+            if (misplaced(a, b)) std::swap(a, b);
             check_tiles_fit(*cm.instruction, f, shape);
             user_assert(key_tile % cm.instruction->k == 0)
                 << what << ": tiles of " << key_tile << " keys are not whole steps of "
@@ -1017,10 +1134,14 @@ class ProgramBuilder {
         user_assert(is_self_call(m.c, f)) << where << " accumulates into " << to_string(m.c)
                                           << ", not into " << f->name << " at its own Vars.";
         // Which operand runs along the rows: swap if the product is b * a.
+        // Grouped rows: b may read them, as its group allows.
         const std::string row = var_of_axis(axes, 0), col = var_of_axis(axes, 1);
-        if (expr_uses_var(m.a, col) || expr_uses_var(m.b, row)) std::swap(m.a, m.b);
+        const bool rows_grouped = grouped(axes, row);
+        if (expr_uses_var(m.a, col) || (!rows_grouped && expr_uses_var(m.b, row))) {
+            std::swap(m.a, m.b);
+        }
         for (const auto &[operand, other] : {std::make_pair(m.a, col), std::make_pair(m.b, row)}) {
-            user_assert(!expr_uses_var(operand, other))
+            user_assert(!expr_uses_var(operand, other) || (rows_grouped && other == row))
                 << where << " multiplies " << to_string(operand) << ", which depends on both "
                 << row << " and " << col << ": a contraction's operands each depend on one.";
         }
@@ -1048,7 +1169,7 @@ class ProgramBuilder {
         Axes a_axes = inner, b_axes = inner;
         a_axes[rv.var].axis = 1;
         b_axes[rv.var].axis = 0;
-        b_axes[row].axis = -1;  // not used by b (checked above)
+        place_other_operand(m.b, b_axes, row);
         a_axes[col].axis = -1;
         std::vector<TileStmt> *saved = body;
         body = &loop->body;

@@ -95,6 +95,39 @@ TEST(TileProgramCpu, BatchedProduct) {
     EXPECT_TRUE(buffers_match(Pipeline(C).realize({batch, M, N}, sch, kCpu), expected));
 }
 
+// Grouped rows: row i multiplies matrix B(i / g), so the rows of one group
+// share their second operand (grouped-query attention's query heads and
+// their key head). group_rows() gives each program one group's rows: groups
+// of 3 (one tile of 8, 5 rows idle), 20 (three tiles, the last of 4 rows)
+// and 1, from a run-time Param; rows and columns no multiple of the tiles.
+TEST(TileProgramCpu, GroupedRowsShareTheOtherOperand) {
+    BufferParam A(Float(32), 2, "A"), B(Float(32), 3, "B");
+    Param<int> g("g");
+    Var i("i"), j("j"), io("io"), jo("jo");
+    RDom k(0, A.dim(1).extent(), "k");
+    Func prod("prod"), C("C");
+    prod(i, j) = 0.0f;
+    // max(g, 1), as grouped-query attention writes it, tells bounds
+    // inference that the divisor is positive.
+    const Expr group = max(g, 1);
+    prod(i, j) += A(i, k) * B(i / group, k, j);
+    C(i, j) = prod(i, j);
+    Schedule sch;
+    sch[C].tile_program(i, j, io, jo, 8, 16, TileOptions().reduction_tile(8).group_rows());
+    sch[prod].compute_at(C, jo);
+    const std::string lowered = Pipeline(C).compile_to_lowered_stmt(sch, kCpu);
+    EXPECT_NE(lowered.find("let row_group = max(g, 1)"), std::string::npos) << lowered;
+    const int M = 45, N = 23, K = 17;
+    for (int group : {3, 20, 1}) {
+        SCOPED_TRACE("groups of " + std::to_string(group));
+        g.set(group);
+        A.set(random_buffer<float>({M, K}));
+        B.set(random_buffer<float>({(M + group - 1) / group, K, N}));
+        RawBuffer expected = interpret(C, {M, N});
+        EXPECT_TRUE(buffers_match(Pipeline(C).realize({M, N}, sch, kCpu), expected));
+    }
+}
+
 TEST(TileProgramCpu, PointwiseConvolution) {
     // out(n, co, p) = sum over ci of w(co, ci) * in(n, ci, p): per image a
     // product of the weights by the pixels' channels.

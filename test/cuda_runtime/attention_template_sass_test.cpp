@@ -143,7 +143,9 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionSassCase{attention::Variant::Causal, BFloat(16), 128, "sm_90a"},
         AttentionSassCase{attention::Variant::Causal, Float(16), 64, "sm_90a", 8, 128},
         AttentionSassCase{attention::Variant::Causal, Float(16), 128, "sm_90a", 4, 64, true},
-        AttentionSassCase{attention::Variant::Global, BFloat(16), 64, "sm_80", 4, 64, true}),
+        AttentionSassCase{attention::Variant::Global, BFloat(16), 64, "sm_80", 4, 64, true},
+        // A group of query heads in the rows.
+        AttentionSassCase{attention::Variant::GroupedQuery, Float(16), 128, "sm_90a", 4, 64, true}),
     [](const ::testing::TestParamInfo<AttentionSassCase> &info) {
         return std::string(attention::variant_name(info.param.variant)) + "_" +
                (info.param.in == BFloat(16) ? "bf16" : "f16") + "_d" +

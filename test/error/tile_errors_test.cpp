@@ -66,6 +66,16 @@ TEST(TileErrors, DirectivesCheckTheirArguments) {
                                           {"Func prod", "update()"}));
 }
 
+// group_rows() groups the rows by how the other operand reads them; one
+// that does not read them leaves nothing to group by.
+TEST(TileErrors, GroupedRowsNeedAnOperandReadingThem) {
+    Product p;
+    p.define(cast<float>(p.A(p.i, p.k)) * cast<float>(p.B(p.k, p.j)));
+    EXPECT_TRUE(throws_with<CompileError>(
+        [&] { p.lower(p.schedule("mma.m16n8k16", 32, 32, TileOptions().group_rows())); },
+        {"Func C", "groups its rows", "reads i", "Drop group_rows()"}));
+}
+
 TEST(TileErrors, TensorizeChecksTypes) {
     Product p(Float(32));
     p.define(p.A(p.i, p.k) * p.B(p.k, p.j));

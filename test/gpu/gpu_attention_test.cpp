@@ -387,3 +387,41 @@ INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreDecoding,
                          ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
                                             ::testing::Values(1), ::testing::Values(128)),
                          tensor_core_name);
+
+// The decode template's programs hold a group of query heads in their rows:
+// those reading one key/value head, found from how k and v are read (h / G
+// in grouped-query attention, h elsewhere: groups of one). Groups of 3 (one
+// tile, 13 rows idle) and 20 (two tiles, the second of 4 rows), 2 batches,
+// 1 and 3 queries, on the stand-in against the float64 reference.
+TEST(GpuTensorCoreDecodingGroups, QueryHeadsOfAKeyHeadShareATile) {
+    const std::string why = no_gpu_reason();
+    if (!why.empty()) GTEST_SKIP() << "no GPU to run on: " << why;
+    for (Variant var : {Variant::GroupedQuery, Variant::SoftCapGQA, Variant::Causal}) {
+        AttentionVariant app(var, Float(16));
+        CompiledPipeline compiled = compile_decoding_tensor_cores(app, 64, 2);
+        // The group's size is the one k and v are read by: the program
+        // scalar row_group, bound to the variant's G (1 without groups).
+        const std::string &stmt = compiled.lowered_stmt();
+        const bool grouped = attention::parts_of(var).grouped;
+        EXPECT_NE(stmt.find(grouped ? "row_group = max(" : "row_group = 1"), std::string::npos)
+            << stmt.substr(0, 4000);
+        const std::vector<std::pair<int, int>> heads =
+            grouped ? std::vector<std::pair<int, int>>{{6, 2}, {20, 1}}
+                    : std::vector<std::pair<int, int>>{{3, 3}};
+        for (const auto &[q_heads, kv_heads] : heads) {
+            for (int queries : {1, 3}) {
+                VariantShape sh = tensor_core_shape(var, queries, 211, 64);
+                sh.batch = 2;
+                sh.q_heads = q_heads;
+                sh.kv_heads = kv_heads;
+                Inputs in;
+                std::string trace;
+                std::vector<double> got =
+                    run_on_fresh_inputs(compiled, app, var, Float(16), sh, &in, &trace);
+                SCOPED_TRACE(trace);
+                expect_within_tensor_core_bound(got, in, Float(16));
+                EXPECT_GT(max_abs(in.ref), 0.05);
+            }
+        }
+    }
+}
