@@ -616,7 +616,9 @@ class Emitter {
             rotating.emplace_back(s.op->slot, c);
         }
         variable_c[l.var] = var;
-        if (versioned.empty()) {
+        // A loop of a few steps (a mask's edge) is not worth a second copy
+        // of its body: NVRTC's time goes with the source's size.
+        if (versioned.empty() || l.few_steps) {
             body << pad << "for (int " << init << "; " << var << " < " << end << "; " << advance
                  << ") {\n";
             stmts(l.body, depth + 1);

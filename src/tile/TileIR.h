@@ -107,6 +107,9 @@ struct TileLoop {
     std::string var;
     Expr min, extent;
     std::vector<TileStmt> body;
+    /** At most a few steps per program (the key tiles at a mask's edge):
+     * code generation need not version it for speed. */
+    bool few_steps = false;
 };
 
 struct TileProgram {

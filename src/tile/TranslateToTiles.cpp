@@ -665,6 +665,7 @@ class ProgramBuilder {
             l->var = key_loop;
             l->min = lo;
             l->extent = extent;
+            l->few_steps = !inside;
             if (!inside && !edge_step.empty()) {
                 l->body = std::move(edge_step);
                 edge_step.clear();
