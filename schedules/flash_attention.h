@@ -158,29 +158,33 @@ struct FlashDecodingOptions {
     int key_tile = 64;  // keys per rolling step within a piece
     int vector = 8;
     /** As FlashAttentionOptions::head_dim: with the head dimension fixed and
-     * the chain's qk, each piece is a tile program over tile_queries
-     * queries of one head (vector does not apply). 0: loops. */
+     * the chain's qk, each piece is a tile program (vector does not apply).
+     * 0: loops. */
     int head_dim = 0;
-    /** Decode has one query: a tile of one row does no padded work (each
-     * program reads its piece of the keys once per tile of queries). */
-    int tile_queries = 1;
+    /** With head_dim: the rows of each program, at one query, are the query
+     * heads that read one key/value head (grouped-query attention's group of
+     * G, found by the compiler; one head elsewhere), so that the group reads
+     * its piece of the keys once. Rows past the group are idle and not
+     * computed; a larger group takes several programs. */
+    int tile_queries = 8;
 };
 
-/** The tile-program form of flash_decoding: per piece of the keys and
- * tile_queries queries of one head, one tile program rolling the chain over
- * its key tiles (as flash_attention_tile_program does over all of them),
- * storing the piece's partial max, sum and weighted sum; the pieces and
- * heads run in parallel, then the combine. */
+/** The tile-program form of flash_decoding: per piece of the keys, query
+ * and group of query heads (those reading one key/value head), one tile
+ * program rolling the chain over its key tiles (as
+ * flash_attention_tile_program does over all of them), storing the piece's
+ * partial max, sum and weighted sum; the pieces and groups run in parallel,
+ * then the combine. */
 inline void flash_decoding_tile_program(Schedule &sch, const AttentionChain &a,
                                         const FlashDecodingOptions &opt) {
     require_qk(a, "flash_decoding with head_dim set", "computes as a dot", true);
     const int width = head_tile_width(opt.head_dim);
-    Var chunk("chunk"), io("io"), dout("dout");
+    Var chunk("chunk"), ho("ho"), dout("dout");
     RVar ro("ro"), ri("ri");
     Stage partial = sch.split_k(a.o, a.r, opt.chunks, chunk);
     partial
-        .tile_program(a.i, a.d, io, dout, opt.tile_queries, width,
-                      TileOptions().warps(1, 1).reduction_tile(width))
+        .tile_program(a.h, a.d, ho, dout, opt.tile_queries, width,
+                      TileOptions().warps(1, 1).reduction_tile(width).group_rows())
         .split(a.r, ro, ri, opt.key_tile)
         .compute_root();
     sch[a.qk].compute_at(partial, dout);

@@ -182,8 +182,9 @@ void define_templates(nb::module_ &m) {
     LOOM_PY_TEMPLATE(flash_decoding, FlashDecodingOptions,
                      "FlashDecoding on the CPU: the keys split_k into chunks combined with the "
                      "derived repairs; with head_dim (fixed by fix_head_dim), each chunk a tile "
-                     "program per tile_queries queries. Options: chunks, key_tile, vector, "
-                     "head_dim, tile_queries.");
+                     "program per query and group of tile_queries query heads (those reading one "
+                     "key/value head). Options: chunks, key_tile, vector, head_dim, "
+                     "tile_queries.");
     LOOM_PY_TEMPLATE(flash_attention_gpu, FlashAttentionGpuOptions,
                      "FlashAttention on CUDA cores. Options: queries_per_block, head_dim, "
                      "key_tile, qk_vector.");

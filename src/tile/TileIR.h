@@ -115,6 +115,10 @@ struct TileLoop {
 struct TileProgram {
     std::string name;
     int num_warps = 4;
+    /** Grouped rows: how many of the tile's rows hold the program's group
+     * (the rest idle, masked in its loads and stores), a program Expr;
+     * undefined: all of them. The CPU computes only those rows. */
+    Expr live_rows;
     /** The program instance's coordinates: one GPU block each. */
     std::vector<std::string> grid;
     std::vector<TileStmt> body;

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <set>
 
 #include "ir/Substitute.h"
 #include "loom/Error.h"
@@ -22,7 +24,10 @@ std::string storage(const std::string &value) { return "tile." + value; }
 
 class Lowering {
   public:
-    explicit Lowering(const TileKernelContents &k) : k(k) { collect(k.program.body); }
+    explicit Lowering(const TileKernelContents &k) : k(k) {
+        collect(k.program.body);
+        if (k.program.live_rows.defined()) find_live_rows();
+    }
 
     Stmt tile_body() {
         Stmt s = stmts(k.program.body);
@@ -37,6 +42,78 @@ class Lowering {
     const TileKernelContents &k;
     std::map<std::string, TileType> types;
     int loops = 0;
+    /** Grouped rows: the 2-D values whose first axis is the program's rows,
+     * of which only the first `live` are computed. Undefined live: all. */
+    std::set<std::string> on_rows;
+    Expr live;
+
+    /** Whether load o's first tile axis follows the program's rows (its
+     * origin there is the row tile's). */
+    static bool loads_rows(const TileOp &o) {
+        const std::vector<int> axes = access_axes(o, o.type.shape.size());
+        for (size_t d = 0; d < axes.size(); d++) {
+            if (axes[d] == 0 && expr_uses_var(o.origin[d], "tile_row")) return true;
+        }
+        return false;
+    }
+
+    /** The values over the rows, from the loads of them through the ops
+     * that keep rows apart (maps, a reduction along a row, a dot's rows).
+     * An op that mixes rows (a reduction down a column, a dot over them)
+     * would read the idle ones: then every row is computed. */
+    void find_live_rows() {
+        bool changed = true, mixed = false;
+        std::function<void(const std::vector<TileStmt> &)> scan =
+            [&](const std::vector<TileStmt> &body) {
+                for (const TileStmt &st : body) {
+                    if (st.loop) {
+                        scan(st.loop->body);
+                        continue;
+                    }
+                    const TileOp &o = *st.op;
+                    auto rows = [&](size_t i) {
+                        return i < o.operands.size() && on_rows.count(o.operands[i]) > 0;
+                    };
+                    bool r = false;
+                    switch (o.kind) {
+                    case TileOpKind::Load: r = o.type.shape.size() == 2 && loads_rows(o); break;
+                    case TileOpKind::Map:
+                    case TileOpKind::ConvertLayout:
+                        for (size_t i = 0; i < o.operands.size(); i++) r |= rows(i);
+                        break;
+                    case TileOpKind::Reduce:
+                        if (rows(0)) mixed |= o.axis != 1;
+                        r = false;  // 1-D results are computed whole
+                        break;
+                    case TileOpKind::Dot:
+                        mixed |= rows(1);
+                        r = rows(0) || rows(2);
+                        break;
+                    default: break;
+                    }
+                    if (r && o.type.shape.size() == 2 && on_rows.insert(o.result).second) {
+                        changed = true;
+                    }
+                }
+            };
+        while (changed) {
+            changed = false;
+            scan(k.program.body);
+        }
+        if (mixed) {
+            on_rows.clear();
+            return;
+        }
+        live = k.program.live_rows;
+    }
+
+    /** The rows of value v's tile computed: the live ones if v is over the
+     * program's rows. */
+    Expr rows_computed(const std::string &v) const {
+        const TileType &t = types.at(v);
+        if (live.defined() && on_rows.count(v)) return live;
+        return rows_of(t);
+    }
 
     void collect(const std::vector<TileStmt> &body) {
         for (const TileStmt &s : body) {
@@ -156,8 +233,13 @@ class Lowering {
                            Load::make(b.elem, b.name, index(o, rank, b, r, c), Expr()));
             };
             Stmt whole = over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)), copy);
-            Stmt edge = Block::make(op(make_op(TileOpKind::Zeros, o.result, o.type)),
-                                    over_tile(rows, cols, 1, copy));
+            // Rows short but whole (the last rows of the keys, a group's
+            // rows) still in vectors.
+            Stmt part =
+                IfThenElse::make(cols == cols_of(t),
+                                 over_tile(rows, cols_of(t), vector_of(t.elem, cols_of(t)), copy),
+                                 over_tile(rows, cols, 1, copy));
+            Stmt edge = Block::make(op(make_op(TileOpKind::Zeros, o.result, o.type)), part);
             return IfThenElse::make(rows == rows_of(t) && cols == cols_of(t), whole, edge);
         }
         case TileOpKind::Store: {
@@ -175,7 +257,7 @@ class Lowering {
                                     over_tile(rows, cols, 1, copy));
         }
         case TileOpKind::Map:
-            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
+            return over_tile(rows_computed(o.result), cols_of(t), vector_of(t.elem, cols_of(t)),
                              [&](const Expr &r, const Expr &c) {
                                  std::map<std::string, Expr> args;
                                  for (size_t i = 0; i < o.operands.size(); i++) {
@@ -187,7 +269,7 @@ class Lowering {
                              });
         case TileOpKind::ConvertLayout:
             // Layouts are the GPU's: on the CPU a conversion is a copy.
-            return over_tile(rows_of(t), cols_of(t), vector_of(t.elem, cols_of(t)),
+            return over_tile(rows_computed(o.result), cols_of(t), vector_of(t.elem, cols_of(t)),
                              [&](const Expr &r, const Expr &c) {
                                  return set(o.result, r, c, element(o.operands[0], r, c));
                              });
@@ -217,6 +299,9 @@ class Lowering {
             };
             const Expr count = o.bounds.empty() ? Expr(n) : clamp(o.bounds[0], 0, n);
             const int vector = vector_of(t.elem, n);
+            // A row's reduction: only the rows computed.
+            const Expr reduced_rows =
+                o.axis == 1 ? rows_computed(o.operands[0]) : Expr(int(t.shape[0]));
             if (o.axis == 1 && n % vector == 0 && vector > 1) {
                 const Expr kc = int_var("tile.kc" + id), kv = int_var("tile.kv" + id);
                 const Expr kk = kc * vector + kv;
@@ -226,7 +311,7 @@ class Lowering {
                                       set(o.result, 0, i, combine(element(o.result, 0, i), x)));
                 body = For::make("tile.kc" + id, 0, n / vector, ForType::Serial, body);
                 body = Block::make(set(o.result, 0, i, ident), body);
-                return For::make("tile.i" + id, 0, t.shape[0], ForType::Serial, body);
+                return For::make("tile.i" + id, 0, reduced_rows, ForType::Serial, body);
             }
             if (o.axis == 0 && in.shape.size() == 2) {
                 // Each column in order along the rows, the columns in vectors.
@@ -246,7 +331,7 @@ class Lowering {
             Stmt body = For::make("tile.k" + id, 0, count, ForType::Serial,
                                   set(o.result, 0, i, combine(element(o.result, 0, i), x)));
             body = Block::make(set(o.result, 0, i, ident), body);
-            return For::make("tile.i" + id, 0, t.shape[0], ForType::Serial, body);
+            return For::make("tile.i" + id, 0, reduced_rows, ForType::Serial, body);
         }
         case TileOpKind::Dot: {
             // acc(r, c) += a(r, kk) * b(kk, c), register-blocked: a block
@@ -266,26 +351,41 @@ class Lowering {
             while (rows * 2 <= M && M % (rows * 2) == 0 && rows * 2 * chunks <= 16) rows *= 2;
             internal_assert(o.result == o.operands[2])
                 << "tile program on the CPU: dot " << o.result << " accumulates in place";
-            const Expr r = rb * rows + ri;
-            auto update = [&](const Expr &col) {
-                Expr product = cast(t.elem, element(o.operands[0], r, kk)) *
-                               cast(t.elem, element(o.operands[1], kk, col));
-                return Store::make(storage(o.result), element(o.result, r, col) + product,
-                                   r * N + col, Expr());
-            };
             // Unrolled only where the block fits the registers.
             const ForType unrolled = rows * chunks <= 16 ? ForType::Unrolled : ForType::Serial;
-            Stmt cols;
-            if (vectors) {
-                cols = For::make("tile.ci" + id, 0, vector, ForType::Vectorized,
-                                 update(c * vector + ci));
-                cols = For::make("tile.c" + id, 0, chunks, unrolled, cols);
-            } else {
-                cols = For::make("tile.c" + id, 0, N, ForType::Serial, update(c));
+            // The k loop over a block of `n` rows from row `first` + ri.
+            auto k_loop = [&](const Expr &first, int n) {
+                const Expr r = first + ri;
+                auto update = [&](const Expr &col) {
+                    Expr product = cast(t.elem, element(o.operands[0], r, kk)) *
+                                   cast(t.elem, element(o.operands[1], kk, col));
+                    return Store::make(storage(o.result), element(o.result, r, col) + product,
+                                       r * N + col, Expr());
+                };
+                Stmt cols;
+                if (vectors) {
+                    cols = For::make("tile.ci" + id, 0, vector, ForType::Vectorized,
+                                     update(c * vector + ci));
+                    cols = For::make("tile.c" + id, 0, chunks, unrolled, cols);
+                } else {
+                    cols = For::make("tile.c" + id, 0, N, ForType::Serial, update(c));
+                }
+                Stmt block = For::make("tile.ri" + id, 0, n, unrolled, cols);
+                return For::make("tile.k" + id, 0, K, ForType::Serial, block);
+            };
+            const Expr computed = rows_computed(o.result);
+            if (is_const(computed)) {
+                return For::make("tile.rb" + id, 0, M / rows, ForType::Serial,
+                                 k_loop(rb * rows, rows));
             }
-            Stmt block = For::make("tile.ri" + id, 0, rows, unrolled, cols);
-            Stmt ks = For::make("tile.k" + id, 0, K, ForType::Serial, block);
-            return For::make("tile.rb" + id, 0, M / rows, ForType::Serial, ks);
+            // The live rows only: whole blocks, then the rest a row at a time.
+            Stmt blocks = For::make("tile.rb" + id, 0, computed / rows, ForType::Serial,
+                                    k_loop(rb * rows, rows));
+            if (rows == 1) return blocks;
+            const Expr rest = int_var("tile.rr" + id);
+            return Block::make(blocks,
+                               For::make("tile.rr" + id, computed / rows * rows, computed % rows,
+                                         ForType::Serial, k_loop(rest, 1)));
         }
         default:
             internal_error << "tile program on the CPU: the op of " << o.result

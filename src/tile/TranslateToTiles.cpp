@@ -123,6 +123,9 @@ class ProgramBuilder {
                 axes[v] = ts.options.grouped_rows
                               ? grouped_row_axis(lo, hi)
                               : Axis{0, lo + int_var("tile_row") * ts.rows, hi, ts.rows};
+                if (ts.options.grouped_rows) {
+                    program.live_rows = clamp(axes[v].end - axes[v].start, 0, ts.rows);
+                }
                 axis_min[0] = int_var(stage + v + ".loop_min");
                 axis_tiles[0] = grid_extents[1];
             } else if (v == ts.col_var) {
@@ -149,6 +152,7 @@ class ProgramBuilder {
         contents->buffers = buffers;
         eliminate_common_tiles(program);
         simplify_program(program.body);
+        if (program.live_rows.defined()) program.live_rows = simplify(program.live_rows);
         unroll_single_step_loops(program);
         Stmt kernel;
         if (!gpu) {
