@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "ir/IRVisitor.h"
 #include "ir/Substitute.h"
 #include "loom/Error.h"
 #include "loom/IROperator.h"
@@ -26,12 +27,14 @@ class Lowering {
   public:
     explicit Lowering(const TileKernelContents &k) : k(k) {
         collect(k.program.body);
+        find_inlined(k.program.body);
         if (k.program.live_rows.defined()) find_live_rows();
     }
 
     Stmt tile_body() {
         Stmt s = stmts(k.program.body);
         for (const auto &[name, t] : types) {
+            if (inlined.count(name)) continue;
             s = Allocate::make(storage(name), t.elem, MemoryType::Stack, {Expr(int(t.elements()))},
                                const_true(), s);
         }
@@ -46,6 +49,97 @@ class Lowering {
      * of which only the first `live` are computed. Undefined live: all. */
     std::set<std::string> on_rows;
     Expr live;
+    /** Broadcasts, and maps read once (or cheap ones twice), computed where
+     * maps and reductions read them instead of stored as tiles: a tile
+     * pass and its storage fewer each. */
+    std::map<std::string, const TileOp *> inlined;
+
+    /** Where each value is defined and read: per body, by position. */
+    struct Use {
+        const std::vector<TileStmt> *body;
+        size_t at;
+        const TileOp *op;
+    };
+
+    static bool cheap(const Expr &fn) {
+        int nodes = 0;
+        bool calls = false;
+        struct Count : IRVisitor {
+            int *nodes;
+            bool *calls;
+            using IRVisitor::visit;
+            void visit(const Call *op) override {
+                *calls = true;
+                IRVisitor::visit(op);
+            }
+            void visit(const Mul *op) override {
+                (*nodes)++;
+                IRVisitor::visit(op);
+            }
+            void visit(const Add *op) override {
+                (*nodes)++;
+                IRVisitor::visit(op);
+            }
+            void visit(const Sub *op) override {
+                (*nodes)++;
+                IRVisitor::visit(op);
+            }
+        } count;
+        count.nodes = &nodes;
+        count.calls = &calls;
+        fn.accept(&count);
+        return !calls && nodes <= 2;
+    }
+
+    void find_inlined(const std::vector<TileStmt> &program) {
+        std::map<std::string, int> defs;
+        std::map<std::string, std::vector<Use>> uses;
+        std::function<void(const std::vector<TileStmt> &)> scan =
+            [&](const std::vector<TileStmt> &body) {
+                for (size_t i = 0; i < body.size(); i++) {
+                    if (body[i].loop) {
+                        scan(body[i].loop->body);
+                        continue;
+                    }
+                    const TileOp &o = *body[i].op;
+                    if (!o.result.empty()) defs[o.result]++;
+                    for (const std::string &v : o.operands) uses[v].push_back({&body, i, &o});
+                }
+            };
+        scan(program);
+        std::function<void(const std::vector<TileStmt> &)> choose =
+            [&](const std::vector<TileStmt> &body) {
+                for (size_t i = 0; i < body.size(); i++) {
+                    if (body[i].loop) {
+                        choose(body[i].loop->body);
+                        continue;
+                    }
+                    const TileOp &o = *body[i].op;
+                    if (o.kind != TileOpKind::Map && o.kind != TileOpKind::Broadcast) continue;
+                    const std::vector<Use> &us = uses[o.result];
+                    if (defs[o.result] != 1 || us.empty()) continue;
+                    if (o.kind == TileOpKind::Map && us.size() > (cheap(o.fn) ? 2u : 1u)) continue;
+                    // Read by maps and reductions later in the same body,
+                    // its operands (none inlined themselves) unchanged until
+                    // the last of them.
+                    bool ok = true;
+                    size_t last = i;
+                    for (const Use &u : us) {
+                        ok &= u.body == &body && u.at > i &&
+                              (u.op->kind == TileOpKind::Map || u.op->kind == TileOpKind::Reduce);
+                        last = std::max(last, u.at);
+                    }
+                    for (const std::string &v : o.operands) ok &= !inlined.count(v);
+                    for (size_t j = i + 1; ok && j <= last; j++) {
+                        ok &= body[j].op != nullptr;
+                        if (!ok) break;
+                        for (const std::string &v : o.operands) ok &= body[j].op->result != v;
+                    }
+                    if (ok) inlined[o.result] = &o;
+                }
+            };
+        choose(program);
+    }
 
     /** Whether load o's first tile axis follows the program's rows (its
      * origin there is the row tile's). */
@@ -155,7 +249,22 @@ class Lowering {
     /** The element of value `v` at tile coordinates (r, c). */
     Expr element(const std::string &v, const Expr &r, const Expr &c) {
         const TileType &t = types.at(v);
-        return Load::make(t.elem, storage(v), r * cols_of(t) + c, Expr());
+        auto in = inlined.find(v);
+        if (in == inlined.end()) return Load::make(t.elem, storage(v), r * cols_of(t) + c, Expr());
+        const TileOp &o = *in->second;
+        if (o.kind == TileOpKind::Broadcast) return element(o.operands[0], 0, o.axis == 1 ? r : c);
+        return substitute(map_arguments(o, r, c), o.fn);
+    }
+
+    /** The variables of map o's function at element (r, c). */
+    std::map<std::string, Expr> map_arguments(const TileOp &o, const Expr &r, const Expr &c) {
+        std::map<std::string, Expr> args;
+        for (size_t i = 0; i < o.operands.size(); i++) {
+            args["_" + std::to_string(i)] = element(o.operands[i], r, c);
+        }
+        args["_i0"] = o.type.shape.size() == 2 ? r : c;
+        args["_i1"] = c;
+        return args;
     }
     Stmt set(const std::string &v, const Expr &r, const Expr &c, const Expr &x) {
         return Store::make(storage(v), x, r * cols_of(types.at(v)) + c, Expr());
@@ -214,6 +323,7 @@ class Lowering {
     }
 
     Stmt op(const TileOp &o) {
+        if (inlined.count(o.result)) return Evaluate::make(0);  // computed where it is read
         const TileType &t = o.type;
         switch (o.kind) {
         case TileOpKind::Zeros:
@@ -259,13 +369,8 @@ class Lowering {
         case TileOpKind::Map:
             return over_tile(rows_computed(o.result), cols_of(t), vector_of(t.elem, cols_of(t)),
                              [&](const Expr &r, const Expr &c) {
-                                 std::map<std::string, Expr> args;
-                                 for (size_t i = 0; i < o.operands.size(); i++) {
-                                     args["_" + std::to_string(i)] = element(o.operands[i], r, c);
-                                 }
-                                 args["_i0"] = t.shape.size() == 2 ? r : c;
-                                 args["_i1"] = c;
-                                 return set(o.result, r, c, substitute(args, o.fn));
+                                 return set(o.result, r, c,
+                                            substitute(map_arguments(o, r, c), o.fn));
                              });
         case TileOpKind::ConvertLayout:
             // Layouts are the GPU's: on the CPU a conversion is a copy.
