@@ -6,7 +6,7 @@ with PyTorch tensors, checked against torch's scaled_dot_product_attention
 and timed against it.
 
     python3 python_bindings/bench/torch_attention_compare.py [--device cuda|cpu] [--quick]
-        [--seqs 1024,4096] [--heads 16] [--head-dim 64] [--reps N]
+        [--seqs 1024,4096] [--heads 16] [--kv-heads 4] [--head-dim 64] [--reps N]
 
 On a GPU (CUDA tensors, PyTorch's stream, CUDA events): prefill with
 flash_attention_gpu (CUDA cores, the baseline the tile layer is to beat)
@@ -18,7 +18,10 @@ over tile programs of one query), in fp32 on the same
 threads as torch, each Loom run and torch run alternating so that noise
 from the rest of the machine hits both alike (medians of --reps). Every
 kernel is first checked at sizes that are no multiple of any tile; --quick
-stops there. --variants picks causal and/or global prefill. Exits 77
+stops there. --variants picks causal and/or global prefill. --kv-heads
+makes decode grouped-query (the grouped-query variant, torch with
+enable_gqa): the CPU template's programs then hold the query heads of one
+key head. Exits 77
 (skipped) without PyTorch or the GPU asked for.
 """
 import argparse
@@ -35,6 +38,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seqs", default="1024,4096")
     ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--kv-heads", type=int, default=0,
+                    help="key/value heads of decode (grouped-query); 0: --heads")
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--variants", default="causal", help="prefill variants: causal,global")
@@ -58,8 +63,16 @@ def main():
     if not gpu:
         torch.set_num_threads(os.cpu_count() or 1)
 
+    kv_heads = args.kv_heads or args.heads
+    if args.heads % kv_heads:
+        print(f"--kv-heads {kv_heads} does not divide --heads {args.heads}", file=sys.stderr)
+        return 2
+    grouped = kv_heads != args.heads
+
     def kernel(decode, causal=True):
         variant = attention.Variant.Causal if causal else attention.Variant.Global
+        if decode and grouped:
+            variant = attention.Variant.GroupedQuery  # causal, k and v at h // G
         a = attention.AttentionVariant(variant, ltype)
         sch = loom.Schedule()
         if gpu:
@@ -116,17 +129,20 @@ def main():
             return 2
     cases = [(False, v == "causal") for v in variants] + [(True, True)]
     for decode, causal in cases:
-        name = "decode " if decode else f"prefill {'causal' if causal else 'global'}"
+        gqa = decode and grouped
+        name = (f"decode {args.heads} query heads over {kv_heads}" if gqa else "decode "
+                ) if decode else f"prefill {'causal' if causal else 'global'}"
         k, seconds = kernel(decode, causal)
         print(f"{name}: compiled in {seconds:.2f} s")
-        # Check at odd sizes.
+        # Check at odd sizes (decode grouped: 9 query heads over 3).
         lq, lk = (1, 333) if decode else (157, 157)
-        q = torch.randn(1, 3, lq, D, dtype=dtype, device=args.device)
+        q = torch.randn(1, 9 if gqa else 3, lq, D, dtype=dtype, device=args.device)
         kk, v = (torch.randn(1, 3, lk, D, dtype=dtype, device=args.device) for _ in range(2))
         scale = 1.0 / D ** 0.5
         got = k(q, kk, v, scale)
         # Decode: the one query is the last position, which sees every key.
-        want = sdpa(q.float(), kk.float(), v.float(), is_causal=causal and not decode, scale=scale)
+        want = sdpa(q.float(), kk.float(), v.float(), is_causal=causal and not decode, scale=scale,
+                    enable_gqa=gqa)
         err = (got.float() - want).abs().max().item()
         tol = 2e-3 if gpu else 1e-4
         print(f"  check {lq}x{lk}: max |loom - sdpa| {err:.1e} ({'ok' if err <= tol else 'WRONG'})")
@@ -136,12 +152,13 @@ def main():
         for seq in (int(s) for s in args.seqs.split(",")):
             lq = 1 if decode else seq
             q = torch.randn(1, args.heads, lq, D, dtype=dtype, device=args.device)
-            kk, v = (torch.randn(1, args.heads, seq, D, dtype=dtype, device=args.device)
-                     for _ in range(2))
+            kk, v = (torch.randn(1, kv_heads if gqa else args.heads, seq, D, dtype=dtype,
+                                 device=args.device) for _ in range(2))
             out = torch.empty_like(q)
             t_loom, t_torch = timed_pair(
                 lambda: k(q, kk, v, scale, out),
-                lambda: sdpa(q, kk, v, is_causal=causal and not decode, scale=scale))
+                lambda: sdpa(q, kk, v, is_causal=causal and not decode, scale=scale,
+                             enable_gqa=gqa))
             if decode:
                 gbs = lambda t: 2 * kk.numel() * kk.element_size() / t / 1e9
                 print(f"  seq {seq:6d}: Loom {gbs(t_loom):8.1f} GB/s   torch {gbs(t_torch):8.1f} GB/s"
