@@ -15,10 +15,11 @@ DRIVER = os.environ.get("LOOM_FAKE_CUDA_DRIVER", "")
 def test_torch_attention_compare_checks_on_cpu():
     pytest.importorskip("torch")
     r = subprocess.run([sys.executable, os.path.join(BENCH, "torch_attention_compare.py"),
-                        "--device", "cpu", "--quick"], capture_output=True, text=True,
-                       timeout=600)
+                        "--device", "cpu", "--quick", "--kv-heads", "4"],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("(ok)") == 2, r.stdout
+    assert "decode 16 query heads over 4" in r.stdout, r.stdout
 
 
 @pytest.mark.skipif(not DRIVER, reason="LOOM_FAKE_CUDA_DRIVER (the stand-in driver) not given")
