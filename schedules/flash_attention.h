@@ -74,7 +74,9 @@ struct FlashAttentionOptions {
      * then loads each key tile from kt as contiguous vectors instead of
      * transposing it). 0: loops. */
     int head_dim = 0;
-    int tile_queries = 64;
+    /** Queries per tile program: 128 measured 5-20% faster than 64 at 1k-4k
+     * tokens (the key and value tiles serve twice the rows). */
+    int tile_queries = 128;
 };
 
 /** The tile-program templates compute the scores' product as a dot: they

@@ -282,7 +282,7 @@ def main():
     # plain chain (causal, ALiBi, soft-capping, windows, grouped-query, and
     # compositions of them), and loom.schedules.flash_attention schedules
     # any of them. With head_dim (the inputs fix it) it makes each block of
-    # 64 queries one tile program: the scores' product and P V as
+    # 128 queries one tile program: the scores' product and P V as
     # register-blocked matrix products, the rows' max and sum as vector
     # reductions, the same derived repairs.
     print("\n5. flash_attention / flash_decoding(head_dim=...) on a variant: tile programs")
