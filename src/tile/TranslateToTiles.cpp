@@ -407,6 +407,14 @@ class ProgramBuilder {
         axis_tiles[0] = grid_extents[1];
     }
 
+    /** Whether a contraction's operands a (the rows') and b (the columns')
+     * come the wrong way round: a reads the columns, or b the rows (which
+     * it may read, as its group allows, when they are grouped). */
+    static bool swapped_operands(const Expr &a, const Expr &b, const std::string &row,
+                                 const std::string &col, bool rows_grouped) {
+        return expr_uses_var(a, col) || (!rows_grouped && expr_uses_var(b, row));
+    }
+
     /** Whether f's row Var is grouped (its Axis in `axes`). */
     static bool grouped(const Axes &axes, const std::string &row) {
         auto it = axes.find(row);
@@ -931,10 +939,9 @@ class ProgramBuilder {
         for (const auto &[v, ax] : func_axes.at(m.name)) {
             if (ax.axis == 1) col_var = v;
         }
-        // Grouped rows: b may read them, as its group allows.
         const bool rows_grouped = grouped(axes, row);
         auto misplaced = [&](const Expr &x, const Expr &y) {
-            return expr_uses_var(x, col_var) || (!rows_grouped && expr_uses_var(y, row));
+            return swapped_operands(x, y, row, col_var, rows_grouped);
         };
         if (misplaced(a, b)) std::swap(a, b);
         user_assert(!misplaced(a, b))
@@ -1139,12 +1146,9 @@ class ProgramBuilder {
         user_assert(is_self_call(m.c, f)) << where << " accumulates into " << to_string(m.c)
                                           << ", not into " << f->name << " at its own Vars.";
         // Which operand runs along the rows: swap if the product is b * a.
-        // Grouped rows: b may read them, as its group allows.
         const std::string row = var_of_axis(axes, 0), col = var_of_axis(axes, 1);
         const bool rows_grouped = grouped(axes, row);
-        if (expr_uses_var(m.a, col) || (!rows_grouped && expr_uses_var(m.b, row))) {
-            std::swap(m.a, m.b);
-        }
+        if (swapped_operands(m.a, m.b, row, col, rows_grouped)) std::swap(m.a, m.b);
         for (const auto &[operand, other] : {std::make_pair(m.a, col), std::make_pair(m.b, row)}) {
             user_assert(!expr_uses_var(operand, other) || (rows_grouped && other == row))
                 << where << " multiplies " << to_string(operand) << ", which depends on both "
