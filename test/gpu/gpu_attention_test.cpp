@@ -260,13 +260,13 @@ INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::composite_variants),
                                             ::testing::Values(1), ::testing::Values(128)),
                          tensor_core_name);
-// bf16: every variant at head dim 64, global and causal at 128 too.
+// bf16: every variant at head dims 64 and 128.
 INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreAttention,
                          ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(2), ::testing::Values(64)),
                          tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(TypesD128, GpuTensorCoreAttention,
-                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(2), ::testing::Values(128)),
                          tensor_core_name);
 
@@ -380,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(Types, GpuTensorCoreDecoding,
                                             ::testing::Values(2), ::testing::Values(64)),
                          tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(TypesD128, GpuTensorCoreDecoding,
-                         ::testing::Combine(::testing::Values(Variant::Global, Variant::Causal),
+                         ::testing::Combine(::testing::ValuesIn(attention::all_variants),
                                             ::testing::Values(2), ::testing::Values(128)),
                          tensor_core_name);
 INSTANTIATE_TEST_SUITE_P(Composite, GpuTensorCoreDecoding,
