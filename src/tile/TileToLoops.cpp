@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -91,54 +90,45 @@ class Lowering {
         return !calls && nodes <= 2;
     }
 
+    /** f(body, index, op) for each op of `body` and of its loops, in order. */
+    template <typename F> static void for_each_op(const std::vector<TileStmt> &body, const F &f) {
+        for (size_t i = 0; i < body.size(); i++) {
+            if (body[i].loop) {
+                for_each_op(body[i].loop->body, f);
+            } else {
+                f(body, i, *body[i].op);
+            }
+        }
+    }
+
     void find_inlined(const std::vector<TileStmt> &program) {
         std::map<std::string, int> defs;
         std::map<std::string, std::vector<Use>> uses;
-        std::function<void(const std::vector<TileStmt> &)> scan =
-            [&](const std::vector<TileStmt> &body) {
-                for (size_t i = 0; i < body.size(); i++) {
-                    if (body[i].loop) {
-                        scan(body[i].loop->body);
-                        continue;
-                    }
-                    const TileOp &o = *body[i].op;
-                    if (!o.result.empty()) defs[o.result]++;
-                    for (const std::string &v : o.operands) uses[v].push_back({&body, i, &o});
-                }
-            };
-        scan(program);
-        std::function<void(const std::vector<TileStmt> &)> choose =
-            [&](const std::vector<TileStmt> &body) {
-                for (size_t i = 0; i < body.size(); i++) {
-                    if (body[i].loop) {
-                        choose(body[i].loop->body);
-                        continue;
-                    }
-                    const TileOp &o = *body[i].op;
-                    if (o.kind != TileOpKind::Map && o.kind != TileOpKind::Broadcast) continue;
-                    const std::vector<Use> &us = uses[o.result];
-                    if (defs[o.result] != 1 || us.empty()) continue;
-                    if (o.kind == TileOpKind::Map && us.size() > (cheap(o.fn) ? 2u : 1u)) continue;
-                    // Read by maps and reductions later in the same body,
-                    // its operands (none inlined themselves) unchanged until
-                    // the last of them.
-                    bool ok = true;
-                    size_t last = i;
-                    for (const Use &u : us) {
-                        ok &= u.body == &body && u.at > i &&
-                              (u.op->kind == TileOpKind::Map || u.op->kind == TileOpKind::Reduce);
-                        last = std::max(last, u.at);
-                    }
-                    for (const std::string &v : o.operands) ok &= !inlined.count(v);
-                    for (size_t j = i + 1; ok && j <= last; j++) {
-                        ok &= body[j].op != nullptr;
-                        if (!ok) break;
-                        for (const std::string &v : o.operands) ok &= body[j].op->result != v;
-                    }
-                    if (ok) inlined[o.result] = &o;
-                }
-            };
-        choose(program);
+        for_each_op(program, [&](const std::vector<TileStmt> &body, size_t i, const TileOp &o) {
+            if (!o.result.empty()) defs[o.result]++;
+            for (const std::string &v : o.operands) uses[v].push_back({&body, i, &o});
+        });
+        for_each_op(program, [&](const std::vector<TileStmt> &body, size_t i, const TileOp &o) {
+            if (o.kind != TileOpKind::Map && o.kind != TileOpKind::Broadcast) return;
+            const std::vector<Use> &us = uses[o.result];
+            if (defs[o.result] != 1 || us.empty()) return;
+            if (o.kind == TileOpKind::Map && us.size() > (cheap(o.fn) ? 2u : 1u)) return;
+            // Read by maps and reductions later in the same body, its
+            // operands (none inlined themselves) unchanged until the last.
+            bool ok = true;
+            size_t last = i;
+            for (const Use &u : us) {
+                ok &= u.body == &body && u.at > i &&
+                      (u.op->kind == TileOpKind::Map || u.op->kind == TileOpKind::Reduce);
+                last = std::max(last, u.at);
+            }
+            for (const std::string &v : o.operands) ok &= !inlined.count(v);
+            for (size_t j = i + 1; ok && j <= last; j++) {
+                ok &= body[j].op != nullptr;
+                for (const std::string &v : o.operands) ok &= ok && body[j].op->result != v;
+            }
+            if (ok) inlined[o.result] = &o;
+        });
     }
 
     /** Whether load o's first tile axis follows the program's rows (its
@@ -157,42 +147,34 @@ class Lowering {
      * would read the idle ones: then every row is computed. */
     void find_live_rows() {
         bool changed = true, mixed = false;
-        std::function<void(const std::vector<TileStmt> &)> scan =
-            [&](const std::vector<TileStmt> &body) {
-                for (const TileStmt &st : body) {
-                    if (st.loop) {
-                        scan(st.loop->body);
-                        continue;
-                    }
-                    const TileOp &o = *st.op;
-                    auto rows = [&](size_t i) {
-                        return i < o.operands.size() && on_rows.count(o.operands[i]) > 0;
-                    };
-                    bool r = false;
-                    switch (o.kind) {
-                    case TileOpKind::Load: r = o.type.shape.size() == 2 && loads_rows(o); break;
-                    case TileOpKind::Map:
-                    case TileOpKind::ConvertLayout:
-                        for (size_t i = 0; i < o.operands.size(); i++) r |= rows(i);
-                        break;
-                    case TileOpKind::Reduce:
-                        if (rows(0)) mixed |= o.axis != 1;
-                        r = false;  // 1-D results are computed whole
-                        break;
-                    case TileOpKind::Dot:
-                        mixed |= rows(1);
-                        r = rows(0) || rows(2);
-                        break;
-                    default: break;
-                    }
-                    if (r && o.type.shape.size() == 2 && on_rows.insert(o.result).second) {
-                        changed = true;
-                    }
-                }
+        auto scan = [&](const std::vector<TileStmt> &, size_t, const TileOp &o) {
+            auto rows = [&](size_t i) {
+                return i < o.operands.size() && on_rows.count(o.operands[i]) > 0;
             };
+            bool r = false;
+            switch (o.kind) {
+            case TileOpKind::Load: r = o.type.shape.size() == 2 && loads_rows(o); break;
+            case TileOpKind::Map:
+            case TileOpKind::ConvertLayout:
+                for (size_t i = 0; i < o.operands.size(); i++) r |= rows(i);
+                break;
+            case TileOpKind::Reduce:
+                if (rows(0)) mixed |= o.axis != 1;
+                r = false;  // 1-D results are computed whole
+                break;
+            case TileOpKind::Dot:
+                mixed |= rows(1);
+                r = rows(0) || rows(2);
+                break;
+            default: break;
+            }
+            if (r && o.type.shape.size() == 2 && on_rows.insert(o.result).second) {
+                changed = true;
+            }
+        };
         while (changed) {
             changed = false;
-            scan(k.program.body);
+            for_each_op(k.program.body, scan);
         }
         if (mixed) {
             on_rows.clear();
