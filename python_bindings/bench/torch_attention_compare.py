@@ -13,8 +13,8 @@ flash_attention_gpu (CUDA cores, the baseline the tile layer is to beat)
 and decode (one query) with flash_decoding_gpu, both fp16 inputs, against
 SDPA with its default backend; TFLOP/s for prefill, GB/s of K and V read
 for decode. On the CPU: flash_attention with the head dimension fixed (a
-tile program per 64 queries) and flash_decoding with it fixed too (split_k
-over tile programs of one query), in fp32 on the same
+tile program per 128 queries) and flash_decoding with it fixed too (split_k
+over tile programs of one query and a key head's query heads), in fp32 on the same
 threads as torch, each Loom run and torch run alternating so that noise
 from the rest of the machine hits both alike (medians of --reps). Every
 kernel is first checked at sizes that are no multiple of any tile; --quick
