@@ -21,16 +21,6 @@ void set_layout(TileType *t, const LinearLayout &l, const std::string &name) {
     t->layout_name = name;
 }
 
-template <typename F> void for_each_op(std::vector<TileStmt> &body, F f) {
-    for (TileStmt &s : body) {
-        if (s.loop) {
-            for_each_op(s.loop->body, f);
-        } else {
-            f(*s.op);
-        }
-    }
-}
-
 /** The layout of operand `which` (0: A, 1: B) of the instruction's dot,
  * for a tile of t's shape. */
 void set_operand_layout(TileType *t, const TensorInstruction *instruction, int which,

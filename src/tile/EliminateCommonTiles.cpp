@@ -18,13 +18,9 @@ namespace tile {
 namespace {
 
 void count_definitions(const std::vector<TileStmt> &body, std::map<std::string, int> *defs) {
-    for (const TileStmt &s : body) {
-        if (s.loop) {
-            count_definitions(s.loop->body, defs);
-        } else if (!s.op->result.empty()) {
-            (*defs)[s.op->result]++;
-        }
-    }
+    for_each_op(body, [&](const TileOp &o) {
+        if (!o.result.empty()) (*defs)[o.result]++;
+    });
 }
 
 class Eliminate {

@@ -321,36 +321,36 @@ class Emitter {
      * list, with only loads and maps between that redefine none of their
      * operands: fused into that use, so that an epilogue's operands (a
      * bias, a residual) and results never occupy a tile of registers. */
-    void find_fused(const std::vector<TileStmt> &ss, const std::map<std::string, int> &uses,
+    void find_fused(const std::vector<TileStmt> &program, const std::map<std::string, int> &uses,
                     const std::map<std::string, int> &defs) {
-        for (size_t i = 0; i < ss.size(); i++) {
-            if (ss[i].loop) {
-                find_fused(ss[i].loop->body, uses, defs);
-                continue;
-            }
-            const TileOp &o = *ss[i].op;
-            if ((o.kind != TileOpKind::Load && o.kind != TileOpKind::Map) ||
-                o.type.space != MemorySpace::Registers || uses.count(o.result) == 0 ||
-                uses.at(o.result) != 1 || defs.at(o.result) != 1) {
-                continue;
-            }
-            for (size_t j = i + 1; j < ss.size() && !ss[j].loop; j++) {
-                const TileOp &next = *ss[j].op;
-                const bool uses_it = std::find(next.operands.begin(), next.operands.end(),
-                                               o.result) != next.operands.end();
-                if (uses_it) {
-                    if (next.kind == TileOpKind::Map || next.kind == TileOpKind::Store) {
-                        fused[o.result] = &o;
+        for_each_list(program, [&](const std::vector<TileStmt> &ss) {
+            for (size_t i = 0; i < ss.size(); i++) {
+                if (ss[i].loop) continue;
+                const TileOp &o = *ss[i].op;
+                if ((o.kind != TileOpKind::Load && o.kind != TileOpKind::Map) ||
+                    o.type.space != MemorySpace::Registers || uses.count(o.result) == 0 ||
+                    uses.at(o.result) != 1 || defs.at(o.result) != 1) {
+                    continue;
+                }
+                for (size_t j = i + 1; j < ss.size() && !ss[j].loop; j++) {
+                    const TileOp &next = *ss[j].op;
+                    const bool uses_it = std::find(next.operands.begin(), next.operands.end(),
+                                                   o.result) != next.operands.end();
+                    if (uses_it) {
+                        if (next.kind == TileOpKind::Map || next.kind == TileOpKind::Store) {
+                            fused[o.result] = &o;
+                        }
+                        break;
                     }
-                    break;
-                }
-                const bool redefines = std::find(o.operands.begin(), o.operands.end(),
-                                                 next.result) != o.operands.end();
-                if ((next.kind != TileOpKind::Load && next.kind != TileOpKind::Map) || redefines) {
-                    break;
+                    const bool redefines = std::find(o.operands.begin(), o.operands.end(),
+                                                     next.result) != o.operands.end();
+                    if ((next.kind != TileOpKind::Load && next.kind != TileOpKind::Map) ||
+                        redefines) {
+                        break;
+                    }
                 }
             }
-        }
+        });
     }
 
     void find_loop_vars(const std::vector<TileStmt> &ss) {
@@ -362,25 +362,17 @@ class Emitter {
     }
 
     void find_broadcasts(const std::vector<TileStmt> &ss) {
-        for (const TileStmt &s : ss) {
-            if (s.loop) {
-                find_broadcasts(s.loop->body);
-            } else if (s.op->kind == TileOpKind::Broadcast) {
-                broadcasts[s.op->result] = s.op.get();
-            }
-        }
+        for_each_op(ss, [&](const TileOp &o) {
+            if (o.kind == TileOpKind::Broadcast) broadcasts[o.result] = &o;
+        });
     }
 
     void count(const std::vector<TileStmt> &ss, std::map<std::string, int> *uses,
                std::map<std::string, int> *defs) {
-        for (const TileStmt &s : ss) {
-            if (s.loop) {
-                count(s.loop->body, uses, defs);
-                continue;
-            }
-            for (const std::string &operand : s.op->operands) (*uses)[operand]++;
-            if (!s.op->result.empty()) (*defs)[s.op->result]++;
-        }
+        for_each_op(ss, [&](const TileOp &o) {
+            for (const std::string &operand : o.operands) (*uses)[operand]++;
+            if (!o.result.empty()) (*defs)[o.result]++;
+        });
     }
 
     void collect(const std::vector<TileStmt> &ss, FreeVariables *free,

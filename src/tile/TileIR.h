@@ -124,6 +124,27 @@ struct TileProgram {
     std::vector<TileStmt> body;
 };
 
+/** f(op) for each op of `body` and of its loops' bodies, in order. (The
+ * ops are shared: f may change them.) */
+template <typename F> void for_each_op(const std::vector<TileStmt> &body, const F &f) {
+    for (const TileStmt &s : body) {
+        if (s.loop) {
+            for_each_op(s.loop->body, f);
+        } else {
+            f(*s.op);
+        }
+    }
+}
+
+/** f(list) for `body` and each loop's body within it: for passes that look
+ * along the list an op is in. */
+template <typename F> void for_each_list(const std::vector<TileStmt> &body, const F &f) {
+    f(body);
+    for (const TileStmt &s : body) {
+        if (s.loop) for_each_list(s.loop->body, f);
+    }
+}
+
 /** An op of this kind, result, type and operands (the rest defaulted). */
 TileOp make_op(TileOpKind kind, const std::string &result = "", TileType type = TileType(),
                std::vector<std::string> operands = {});

@@ -53,13 +53,6 @@ class Lowering {
      * pass and its storage fewer each. */
     std::map<std::string, const TileOp *> inlined;
 
-    /** Where each value is defined and read: per body, by position. */
-    struct Use {
-        const std::vector<TileStmt> *body;
-        size_t at;
-        const TileOp *op;
-    };
-
     static bool cheap(const Expr &fn) {
         int nodes = 0;
         bool calls = false;
@@ -90,44 +83,42 @@ class Lowering {
         return !calls && nodes <= 2;
     }
 
-    /** f(body, index, op) for each op of `body` and of its loops, in order. */
-    template <typename F> static void for_each_op(const std::vector<TileStmt> &body, const F &f) {
-        for (size_t i = 0; i < body.size(); i++) {
-            if (body[i].loop) {
-                for_each_op(body[i].loop->body, f);
-            } else {
-                f(body, i, *body[i].op);
-            }
-        }
-    }
-
     void find_inlined(const std::vector<TileStmt> &program) {
-        std::map<std::string, int> defs;
-        std::map<std::string, std::vector<Use>> uses;
-        for_each_op(program, [&](const std::vector<TileStmt> &body, size_t i, const TileOp &o) {
+        std::map<std::string, int> defs, uses;
+        for_each_op(program, [&](const TileOp &o) {
             if (!o.result.empty()) defs[o.result]++;
-            for (const std::string &v : o.operands) uses[v].push_back({&body, i, &o});
+            for (const std::string &v : o.operands) uses[v]++;
         });
-        for_each_op(program, [&](const std::vector<TileStmt> &body, size_t i, const TileOp &o) {
-            if (o.kind != TileOpKind::Map && o.kind != TileOpKind::Broadcast) return;
-            const std::vector<Use> &us = uses[o.result];
-            if (defs[o.result] != 1 || us.empty()) return;
-            if (o.kind == TileOpKind::Map && us.size() > (cheap(o.fn) ? 2u : 1u)) return;
-            // Read by maps and reductions later in the same body, its
-            // operands (none inlined themselves) unchanged until the last.
-            bool ok = true;
-            size_t last = i;
-            for (const Use &u : us) {
-                ok &= u.body == &body && u.at > i &&
-                      (u.op->kind == TileOpKind::Map || u.op->kind == TileOpKind::Reduce);
-                last = std::max(last, u.at);
+        for_each_list(program, [&](const std::vector<TileStmt> &list) {
+            for (size_t i = 0; i < list.size(); i++) {
+                if (list[i].loop) continue;
+                const TileOp &o = *list[i].op;
+                if ((o.kind != TileOpKind::Map && o.kind != TileOpKind::Broadcast) ||
+                    defs[o.result] != 1) {
+                    continue;
+                }
+                const int n = uses[o.result];
+                if (n == 0 || (o.kind == TileOpKind::Map && n > (cheap(o.fn) ? 2 : 1))) continue;
+                // Read by maps and reductions later in this list, no loop
+                // between, its operands (none inlined themselves) unchanged
+                // until the last of them.
+                bool ok = true;
+                int seen = 0;
+                for (const std::string &v : o.operands) ok &= !inlined.count(v);
+                for (size_t j = i + 1; ok && seen < n && j < list.size(); j++) {
+                    ok = !list[j].loop;
+                    if (!ok) break;
+                    const TileOp &next = *list[j].op;
+                    for (const std::string &v : o.operands) ok &= next.result != v;
+                    const int reads =
+                        int(std::count(next.operands.begin(), next.operands.end(), o.result));
+                    if (reads > 0) {
+                        ok &= next.kind == TileOpKind::Map || next.kind == TileOpKind::Reduce;
+                        seen += reads;
+                    }
+                }
+                if (ok && seen == n) inlined[o.result] = &o;
             }
-            for (const std::string &v : o.operands) ok &= !inlined.count(v);
-            for (size_t j = i + 1; ok && j <= last; j++) {
-                ok &= body[j].op != nullptr;
-                for (const std::string &v : o.operands) ok &= ok && body[j].op->result != v;
-            }
-            if (ok) inlined[o.result] = &o;
         });
     }
 
@@ -147,7 +138,7 @@ class Lowering {
      * would read the idle ones: then every row is computed. */
     void find_live_rows() {
         bool changed = true, mixed = false;
-        auto scan = [&](const std::vector<TileStmt> &, size_t, const TileOp &o) {
+        auto scan = [&](const TileOp &o) {
             auto rows = [&](size_t i) {
                 return i < o.operands.size() && on_rows.count(o.operands[i]) > 0;
             };
